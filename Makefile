@@ -1,0 +1,82 @@
+# rowgate: one entry point.  `make` builds everything into build/,
+# `make test` runs every test, `make deps` installs what both need.
+# Quiet by default; V=1 prints full commands.
+
+BUILD    ?= build
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= bpftool
+OPT      ?= -O2
+
+ifeq ($(V),1)
+Q =
+msg =
+else
+Q = @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+COMMON_CFLAGS := -std=gnu11 -g -Wall -Wextra -Werror -Iinclude -I$(BUILD) -D_GNU_SOURCE
+USER_CFLAGS   := $(COMMON_CFLAGS) $(OPT)
+SAN_CFLAGS    := $(COMMON_CFLAGS) -O1 -fsanitize=address,undefined \
+                 -fno-omit-frame-pointer -fno-sanitize-recover=all
+BPF_CFLAGS    := -target bpf -mcpu=v3 -g -O2 -Wall -Werror -D__TARGET_ARCH_x86 \
+                 -Iinclude -I$(BUILD) -Ibpf
+BPF_LIBS      := -lbpf -lelf -lz
+
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
+SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
+SHARED_H  := $(wildcard include/rowgate/*.h)
+
+# Native unit tests: tests/unit/test_X.c -> build/tests/unit/test_X, built
+# with ASan/UBSan.  A fragment may set UNIT_EXTRA_test_X (more sources) and
+# UNIT_LIBS_test_X (libraries).
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
+
+USER_BINS :=
+EXTRA_ALL :=
+
+.PHONY: all test deps clean bpf unit
+.DELETE_ON_ERROR:
+.SECONDARY:
+
+all: bpf unit userspace
+
+# Component fragments (userspace binaries, benchmarks, vmtest) add to
+# USER_BINS / EXTRA_ALL and declare their own rules.
+include $(sort $(wildcard mk/*.mk))
+
+userspace: $(USER_BINS) $(EXTRA_ALL)
+bpf: $(BPF_OBJS) $(SKELS)
+unit: $(UNIT_BINS)
+
+$(BUILD)/vmlinux.h:
+	@mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(SHARED_H) $(wildcard bpf/*.h)
+	@mkdir -p $(@D)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@
+
+.SECONDEXPANSION:
+$(BUILD)/tests/unit/%: tests/unit/%.c $(SHARED_H) $$(UNIT_EXTRA_$$*)
+	@mkdir -p $(@D)
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(SAN_CFLAGS) $< $(UNIT_EXTRA_$*) -o $@ $(UNIT_LIBS_$*)
+
+test: all
+	$(Q)tests/run.sh
+
+deps:
+	$(Q)tools/install-deps.sh
+
+clean:
+	rm -rf $(BUILD)

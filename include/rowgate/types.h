@@ -1,0 +1,20 @@
+/* Fixed-width types and inline markers shared by BPF and userspace code. */
+#ifndef ROWGATE_TYPES_H
+#define ROWGATE_TYPES_H
+
+#ifdef __bpf__
+/* BPF objects include vmlinux.h first, which defines __u8 .. __u64. */
+#ifndef RG_INLINE
+#define RG_INLINE static __always_inline
+#endif
+#else
+#include <linux/types.h>
+#include <stdbool.h>
+#ifndef RG_INLINE
+#define RG_INLINE static inline __attribute__((always_inline))
+#endif
+#endif
+
+#define RG_U64_MAX ((__u64)~0ULL)
+
+#endif /* ROWGATE_TYPES_H */

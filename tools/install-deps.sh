@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages rowgate's build, tests and benchmarks need.
+set -euo pipefail
+pkgs=(
+	# build
+	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
+	libjansson-dev libcmocka-dev
+	# tests: real servers and clients
+	victoria-metrics curl python3 iproute2 procps psmisc util-linux jq
+	# benchmarks: userspace rate-limit baselines and load generators
+	wrk nginx-light haproxy
+)
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: run as root (apt-get install)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q --no-install-recommends "${pkgs[@]}"
