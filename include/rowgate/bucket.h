@@ -44,20 +44,46 @@ RG_INLINE void rg_bucket_init(struct rg_bucket *b, __u64 q, __u64 now_ns)
 	b->last_ns = now_ns;
 }
 
-/* Add whole rows: repay debt first, then fill up to capacity. */
-RG_INLINE void rg_bucket_add_rows(struct rg_bucket *b, __u64 rows)
+RG_INLINE void rg_bucket_fill(struct rg_bucket *b)
 {
-	if (b->debt_rows >= rows) {
-		b->debt_rows -= rows;
+	b->tokens = b->quota;
+	b->debt_rows = 0;
+	b->frac_nrows = 0; /* a full bucket carries no fraction */
+}
+
+/*
+ * Add secs * q + rows (rows <= q) exactly, although secs * q may not fit in
+ * u64: with debt = dq * q + dr, the level after the refill is
+ * (secs - dq) * q + rows - dr, which decides fullness without the product.
+ */
+RG_INLINE void rg_bucket_add(struct rg_bucket *b, __u64 secs, __u64 rows)
+{
+	__u64 q = b->quota, dq, dr;
+
+	if (b->debt_rows == 0) {
+		if (secs >= 1 || b->tokens >= q || rows >= q - b->tokens)
+			rg_bucket_fill(b);
+		else
+			b->tokens += rows;
 		return;
 	}
-	rows -= b->debt_rows;
-	b->debt_rows = 0;
-	if (b->tokens >= b->quota || rows >= b->quota - b->tokens) {
-		b->tokens = b->quota;
-		b->frac_nrows = 0; /* a full bucket carries no fraction */
+	dq = b->debt_rows / q;
+	dr = b->debt_rows % q;
+	if (secs > dq && (secs - dq > 1 || rows >= dr)) {
+		rg_bucket_fill(b);
+	} else if (secs > dq) { /* one second more than the debt, rows < dr */
+		b->debt_rows = 0;
+		b->tokens = q + rows - dr;
+	} else if (secs == dq && rows >= dr) {
+		b->debt_rows = 0;
+		b->tokens = rows - dr;
+		if (b->tokens >= q)
+			rg_bucket_fill(b);
+	} else if (secs == dq) {
+		b->debt_rows = dr - rows;
 	} else {
-		b->tokens += rows;
+		/* (dq - secs) * q >= q >= rows: neither overflows nor wraps */
+		b->debt_rows = (dq - secs) * q - rows + dr;
 	}
 }
 
@@ -70,7 +96,7 @@ RG_INLINE void rg_bucket_add_rows(struct rg_bucket *b, __u64 rows)
  */
 RG_INLINE void rg_bucket_refill(struct rg_bucket *b, __u64 now_ns)
 {
-	__u64 q = b->quota, elapsed, secs, rem_ns, q_hi, q_lo, whole, frac;
+	__u64 q = b->quota, elapsed, secs, rem_ns, q_hi, q_lo, rows, frac;
 
 	if (now_ns <= b->last_ns || q == 0)
 		return;
@@ -84,12 +110,10 @@ RG_INLINE void rg_bucket_refill(struct rg_bucket *b, __u64 now_ns)
 	rem_ns = elapsed % RG_NSEC_PER_SEC;
 	q_hi = q / RG_NSEC_PER_SEC;
 	q_lo = q % RG_NSEC_PER_SEC;
-	whole = rg_sat_mul(secs, q);
-	whole = rg_sat_add(whole, rem_ns * q_hi); /* rem_ns * q_hi < q */
-	frac = rem_ns * q_lo + b->frac_nrows;     /* < 1e18 + 1e9 */
-	whole = rg_sat_add(whole, frac / RG_NSEC_PER_SEC);
+	frac = rem_ns * q_lo + b->frac_nrows;         /* < 1e18 + 1e9 */
+	rows = rem_ns * q_hi + frac / RG_NSEC_PER_SEC; /* <= q */
 	b->frac_nrows = frac % RG_NSEC_PER_SEC;
-	rg_bucket_add_rows(b, whole);
+	rg_bucket_add(b, secs, rows);
 }
 
 /* Charge rows that were admitted: tokens first, the rest becomes debt. */

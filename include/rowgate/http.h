@@ -1,0 +1,742 @@
+/* Streaming HTTP/1.1 request-head and chunked-body parsers, one byte per
+ * step, shared by the sk_skb verdict (which feeds them from bpf_loop) and by
+ * the native unit tests.  They are strict where a server could read framing
+ * differently (RFC 9112 §6.3, §11.2): Content-Length with Transfer-Encoding,
+ * duplicate or malformed lengths, codings other than "chunked", obs-fold,
+ * whitespace before a colon, bare LF line ends and oversized heads are errors
+ * that the caller answers with 400 and a closed connection.
+ */
+#ifndef ROWGATE_HTTP_H
+#define ROWGATE_HTTP_H
+
+#include "types.h"
+#include "abi.h"
+#include "dbname.h"
+
+#define RG_HEAD_MAX_BYTES    8192 /* larger heads are refused: 400 */
+#define RG_METHOD_MAX_BYTES  16
+#define RG_HDR_NAME_WORDS    3    /* known header names are <= 24 bytes */
+#define RG_TOKEN_MAX_BYTES   16   /* Transfer-Encoding/Expect/Connection values */
+#define RG_CHUNK_SIZE_DIGITS 15   /* hex digits of a chunk size, < 2^60 */
+
+/* Step results.  Errors are negative and say why (counters, 400 bodies). */
+enum rg_head_result {
+	RG_HEAD_MORE = 0,
+	RG_HEAD_DONE = 1,
+	RG_HEAD_ERR_NOT_HTTP = -1,  /* first bytes are not a request line */
+	RG_HEAD_ERR_MALFORMED = -2, /* request line or header syntax */
+	RG_HEAD_ERR_TOO_LARGE = -3, /* head over RG_HEAD_MAX_BYTES */
+	RG_HEAD_ERR_FRAMING = -4,   /* ambiguous or invalid body framing */
+};
+
+enum rg_head_state {
+	RG_HS_METHOD = 0,
+	RG_HS_TARGET_START,
+	RG_HS_ABS_TARGET, /* absolute-form: skip scheme://authority */
+	RG_HS_PATH,
+	RG_HS_PATH_PCT1, /* %XX in the path, decoded as servers route on it */
+	RG_HS_PATH_PCT2,
+	RG_HS_QUERY_NAME,
+	RG_HS_QUERY_VALUE,
+	RG_HS_QUERY_SKIP, /* a value we don't need */
+	RG_HS_VERSION,
+	RG_HS_REQLINE_LF,
+	RG_HS_NAME_START,
+	RG_HS_NAME,
+	RG_HS_VALUE_OWS,
+	RG_HS_VALUE,
+	RG_HS_LINE_LF,
+	RG_HS_END_LF,
+	RG_HS_DONE,
+};
+
+/* Header names rowgate acts on. */
+enum rg_header_id {
+	RG_HDR_OTHER = 0,
+	RG_HDR_CONTENT_LENGTH,
+	RG_HDR_TRANSFER_ENCODING,
+	RG_HDR_EXPECT,
+	RG_HDR_CONNECTION,
+	RG_HDR_DB_NAME, /* X-Greptime-DB-Name */
+};
+
+/* Which query parameter a value belongs to. */
+enum rg_query_param {
+	RG_QP_NONE = 0,
+	RG_QP_DB,
+	RG_QP_BUCKET,
+};
+
+/* A captured database value: raw bytes, as long as a key can hold. */
+struct rg_db_value {
+	char raw[RG_DB_NAME_MAX + RG_DEFAULT_CATALOG_LEN + 1];
+	__u16 len;     /* bytes captured (may exceed raw: overflow) */
+	__u8 present;  /* the header or parameter appeared */
+	__u8 done;     /* first occurrence complete: ignore later ones */
+};
+
+struct rg_http_head {
+	__u32 head_bytes;
+	__u8 state;
+	__u8 first_request; /* non-HTTP bytes pass instead of 400 */
+	__u8 method_len;
+	__u8 is_post;       /* POST or PUT: a write */
+	__u8 version_len;
+	__u8 http_minor;
+	__u8 abs_slashes;
+	__u8 pct_hi;
+	__u16 path_len;     /* may exceed RG_PATH_MAX: no route matches */
+	__u8 qname_len;
+	__u8 qparam;        /* enum rg_query_param of the current value */
+	__u8 qname[8];
+	__u8 header;        /* enum rg_header_id of the current line */
+	__u8 token_len;
+	__u8 name_len;
+	__u8 value_started;
+	__u8 has_content_length;
+	__u8 has_transfer_encoding;
+	__u8 chunked;
+	__u8 expect_continue;
+	__u8 conn_close;
+	__u8 conn_keep_alive;
+	__u8 cl_digits;
+	__u8 cl_done;       /* OWS after the digits: only OWS may follow */
+	__u8 pad[2];
+	__u64 method;       /* first 8 bytes of the method, little-endian */
+	__u64 name_words[RG_HDR_NAME_WORDS];
+	__u64 content_length;
+	__u8 token[RG_TOKEN_MAX_BYTES];
+	char path[RG_PATH_MAX];
+	struct rg_db_value db_header;
+	struct rg_db_value db_query;
+	struct rg_db_value bucket_query;
+};
+
+/* Eight bytes as a little-endian word, for comparing names without strings
+ * (string literals would land in .rodata.str1.1, which BPF can't use). */
+#define RG_W8(a, b, c, d, e, f, g, h)                                       \
+	((__u64)(a) | (__u64)(b) << 8 | (__u64)(c) << 16 | (__u64)(d) << 24 | \
+	 (__u64)(e) << 32 | (__u64)(f) << 40 | (__u64)(g) << 48 |             \
+	 (__u64)(h) << 56)
+
+RG_INLINE void rg_http_head_init(struct rg_http_head *h, bool first_request)
+{
+	__builtin_memset(h, 0, sizeof(*h));
+	h->first_request = first_request;
+}
+
+RG_INLINE __u8 rg_lower(__u8 c)
+{
+	return (c >= 'A' && c <= 'Z') ? c | 0x20 : c;
+}
+
+RG_INLINE int rg_hex_value(__u8 c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = rg_lower(c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* RFC 9110 tchar: what a header name may contain. */
+RG_INLINE bool rg_is_tchar(__u8 c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return true;
+	switch (c) {
+	case '!': case '#': case '$': case '%': case '&': case '\'': case '*':
+	case '+': case '-': case '.': case '^': case '_': case '`': case '|':
+	case '~':
+		return true;
+	}
+	return false;
+}
+
+/* Bytes a header value may hold: visible ASCII, obs-text, SP and HTAB. */
+RG_INLINE bool rg_is_field_byte(__u8 c)
+{
+	return c == '\t' || (c >= ' ' && c != 0x7f);
+}
+
+RG_INLINE void rg_word_put(__u64 *words, __u32 nwords, __u32 i, __u8 c)
+{
+	__u32 w = i / 8;
+
+	if (w < nwords && w < RG_HDR_NAME_WORDS)
+		words[w] |= (__u64)c << ((i % 8) * 8);
+}
+
+RG_INLINE enum rg_header_id rg_header_lookup(const struct rg_http_head *h)
+{
+	const __u64 *w = h->name_words;
+
+	switch (h->name_len) {
+	case 6:
+		if (w[0] == RG_W8('e', 'x', 'p', 'e', 'c', 't', 0, 0))
+			return RG_HDR_EXPECT;
+		break;
+	case 10:
+		if (w[0] == RG_W8('c', 'o', 'n', 'n', 'e', 'c', 't', 'i') &&
+		    w[1] == RG_W8('o', 'n', 0, 0, 0, 0, 0, 0))
+			return RG_HDR_CONNECTION;
+		break;
+	case 14:
+		if (w[0] == RG_W8('c', 'o', 'n', 't', 'e', 'n', 't', '-') &&
+		    w[1] == RG_W8('l', 'e', 'n', 'g', 't', 'h', 0, 0))
+			return RG_HDR_CONTENT_LENGTH;
+		break;
+	case 17:
+		if (w[0] == RG_W8('t', 'r', 'a', 'n', 's', 'f', 'e', 'r') &&
+		    w[1] == RG_W8('-', 'e', 'n', 'c', 'o', 'd', 'i', 'n') &&
+		    w[2] == RG_W8('g', 0, 0, 0, 0, 0, 0, 0))
+			return RG_HDR_TRANSFER_ENCODING;
+		break;
+	case 18:
+		if (w[0] == RG_W8('x', '-', 'g', 'r', 'e', 'p', 't', 'i') &&
+		    w[1] == RG_W8('m', 'e', '-', 'd', 'b', '-', 'n', 'a') &&
+		    w[2] == RG_W8('m', 'e', 0, 0, 0, 0, 0, 0))
+			return RG_HDR_DB_NAME;
+		break;
+	}
+	return RG_HDR_OTHER;
+}
+
+/* The lower-cased token value equals w0/w1 of exactly len bytes. */
+RG_INLINE bool rg_token_is(const struct rg_http_head *h, __u32 len, __u64 w0,
+			   __u64 w1)
+{
+	__u64 t0 = 0, t1 = 0;
+	__u32 i;
+
+	if (h->token_len != len)
+		return false;
+	for (i = 0; i < 8; i++) {
+		t0 |= (__u64)h->token[i] << (i * 8);
+		t1 |= (__u64)h->token[i + 8] << (i * 8);
+	}
+	return t0 == w0 && t1 == w1;
+}
+
+RG_INLINE void rg_db_value_put(struct rg_db_value *v, __u8 c)
+{
+	if (v->len < sizeof(v->raw))
+		v->raw[v->len] = c;
+	if (v->len < 0xffff)
+		v->len++;
+}
+
+/* A header line ended: apply what it said. */
+RG_INLINE int rg_header_end(struct rg_http_head *h)
+{
+	switch (h->header) {
+	case RG_HDR_CONTENT_LENGTH:
+		if (h->cl_digits == 0)
+			return RG_HEAD_ERR_FRAMING;
+		break;
+	case RG_HDR_TRANSFER_ENCODING:
+		/* only a lone "chunked" frames the same way everywhere */
+		if (!rg_token_is(h, 7, RG_W8('c', 'h', 'u', 'n', 'k', 'e', 'd', 0), 0))
+			return RG_HEAD_ERR_FRAMING;
+		h->chunked = 1;
+		break;
+	case RG_HDR_EXPECT:
+		if (rg_token_is(h, 12, RG_W8('1', '0', '0', '-', 'c', 'o', 'n', 't'),
+				RG_W8('i', 'n', 'u', 'e', 0, 0, 0, 0)))
+			h->expect_continue = 1;
+		break;
+	case RG_HDR_CONNECTION:
+		if (rg_token_is(h, 5, RG_W8('c', 'l', 'o', 's', 'e', 0, 0, 0), 0))
+			h->conn_close = 1;
+		else if (rg_token_is(h, 10,
+				     RG_W8('k', 'e', 'e', 'p', '-', 'a', 'l', 'i'),
+				     RG_W8('v', 'e', 0, 0, 0, 0, 0, 0)))
+			h->conn_keep_alive = 1;
+		break;
+	case RG_HDR_DB_NAME:
+		h->db_header.done = 1;
+		break;
+	}
+	return RG_HEAD_MORE;
+}
+
+/* A header name ended at ':': which header is it, and is it allowed twice? */
+RG_INLINE int rg_header_begin(struct rg_http_head *h)
+{
+	h->header = rg_header_lookup(h);
+	h->token_len = 0;
+	h->value_started = 0;
+	__builtin_memset(h->token, 0, sizeof(h->token));
+	switch (h->header) {
+	case RG_HDR_CONTENT_LENGTH:
+		if (h->has_content_length || h->has_transfer_encoding)
+			return RG_HEAD_ERR_FRAMING;
+		h->has_content_length = 1;
+		break;
+	case RG_HDR_TRANSFER_ENCODING:
+		if (h->has_content_length || h->has_transfer_encoding)
+			return RG_HEAD_ERR_FRAMING;
+		h->has_transfer_encoding = 1;
+		break;
+	case RG_HDR_DB_NAME:
+		if (h->db_header.present) /* a second one: first wins */
+			h->header = RG_HDR_OTHER;
+		else
+			h->db_header.present = 1;
+		break;
+	}
+	return RG_HEAD_MORE;
+}
+
+/* One byte of a header value (after leading OWS). */
+RG_INLINE int rg_header_value_byte(struct rg_http_head *h, __u8 c)
+{
+	bool ows = c == ' ' || c == '\t';
+
+	switch (h->header) {
+	case RG_HDR_CONTENT_LENGTH:
+		if (ows) {
+			if (h->cl_digits)
+				h->cl_done = 1;
+			return RG_HEAD_MORE;
+		}
+		if (c < '0' || c > '9' || h->cl_done)
+			return RG_HEAD_ERR_FRAMING;
+		/* 19 digits always fit u64; more would be a lie anyway */
+		if (h->cl_digits >= 19)
+			return RG_HEAD_ERR_FRAMING;
+		h->content_length = h->content_length * 10 + (c - '0');
+		h->cl_digits++;
+		return RG_HEAD_MORE;
+	case RG_HDR_TRANSFER_ENCODING:
+	case RG_HDR_EXPECT:
+	case RG_HDR_CONNECTION:
+		if (ows) {
+			h->value_started = 2; /* trailing OWS so far */
+			return RG_HEAD_MORE;
+		}
+		if (h->value_started == 2) /* inner space: not one token */
+			h->token_len = RG_TOKEN_MAX_BYTES;
+		h->value_started = 1;
+		if (h->token_len < RG_TOKEN_MAX_BYTES)
+			h->token[h->token_len & (RG_TOKEN_MAX_BYTES - 1)] = rg_lower(c);
+		if (h->token_len < 0xff)
+			h->token_len++;
+		return RG_HEAD_MORE;
+	case RG_HDR_DB_NAME:
+		/* trailing OWS is not part of the value; inner whitespace makes
+		 * a name no database can have: mark it too long to match */
+		if (ows) {
+			h->token_len = 1;
+			return RG_HEAD_MORE;
+		}
+		if (h->token_len)
+			h->db_header.len = 0xffff;
+		rg_db_value_put(&h->db_header, c);
+		return RG_HEAD_MORE;
+	}
+	return RG_HEAD_MORE;
+}
+
+/* A query parameter name ended at '=': start capturing its value. */
+RG_INLINE void rg_query_param_begin(struct rg_http_head *h)
+{
+	struct rg_db_value *v = 0;
+
+	h->qparam = RG_QP_NONE;
+	if (h->qname_len == 2 && h->qname[0] == 'd' && h->qname[1] == 'b') {
+		h->qparam = RG_QP_DB;
+		v = &h->db_query;
+	} else if (h->qname_len == 6 && h->qname[0] == 'b' &&
+		   h->qname[1] == 'u' && h->qname[2] == 'c' &&
+		   h->qname[3] == 'k' && h->qname[4] == 'e' &&
+		   h->qname[5] == 't') {
+		h->qparam = RG_QP_BUCKET;
+		v = &h->bucket_query;
+	}
+	/* GreptimeDB takes the first pair; later ones change nothing */
+	if (v && v->done)
+		h->qparam = RG_QP_NONE;
+	else if (v)
+		v->present = 1;
+}
+
+RG_INLINE void rg_query_param_end(struct rg_http_head *h)
+{
+	if (h->qparam == RG_QP_DB)
+		h->db_query.done = 1;
+	else if (h->qparam == RG_QP_BUCKET)
+		h->bucket_query.done = 1;
+	h->qparam = RG_QP_NONE;
+	h->qname_len = 0;
+}
+
+RG_INLINE void rg_path_put(struct rg_http_head *h, __u8 c)
+{
+	if (h->path_len < RG_PATH_MAX)
+		h->path[h->path_len & (RG_PATH_MAX - 1)] = c;
+	if (h->path_len < 0xffff)
+		h->path_len++;
+}
+
+/* The request line's target ended (at SP): only the version follows. */
+RG_INLINE int rg_target_end(struct rg_http_head *h)
+{
+	if (h->path_len == 0)
+		rg_path_put(h, '/');
+	h->state = RG_HS_VERSION;
+	return RG_HEAD_MORE;
+}
+
+/*
+ * Feed one byte.  Returns RG_HEAD_MORE, RG_HEAD_DONE once the empty line
+ * after the headers is complete (c was its '\n'), or a negative error.
+ */
+RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
+{
+	if (++h->head_bytes > RG_HEAD_MAX_BYTES)
+		return RG_HEAD_ERR_TOO_LARGE;
+
+	switch (h->state) {
+	case RG_HS_METHOD:
+		if (c >= 'A' && c <= 'Z' && h->method_len < RG_METHOD_MAX_BYTES) {
+			if (h->method_len < 8)
+				h->method |= (__u64)c << (h->method_len * 8);
+			h->method_len++;
+			return RG_HEAD_MORE;
+		}
+		if (c == ' ' && h->method_len > 0) {
+			h->is_post = h->method == RG_W8('P', 'O', 'S', 'T', 0, 0, 0, 0) ||
+				     h->method == RG_W8('P', 'U', 'T', 0, 0, 0, 0, 0);
+			h->state = RG_HS_TARGET_START;
+			return RG_HEAD_MORE;
+		}
+		return h->first_request && h->head_bytes <= RG_METHOD_MAX_BYTES + 1 ?
+			       RG_HEAD_ERR_NOT_HTTP :
+			       RG_HEAD_ERR_MALFORMED;
+	case RG_HS_TARGET_START:
+		if (c == '/') {
+			h->state = RG_HS_PATH;
+			rg_path_put(h, c);
+			return RG_HEAD_MORE;
+		}
+		if (c == ' ' || c < 0x21 || c == 0x7f)
+			return RG_HEAD_ERR_MALFORMED;
+		h->state = RG_HS_ABS_TARGET; /* scheme://authority/path or '*' */
+		return RG_HEAD_MORE;
+	case RG_HS_ABS_TARGET:
+		if (c == '/' && ++h->abs_slashes == 3) {
+			h->state = RG_HS_PATH;
+			rg_path_put(h, c);
+			return RG_HEAD_MORE;
+		}
+		if (c == '?') {
+			h->state = RG_HS_QUERY_NAME;
+			return RG_HEAD_MORE;
+		}
+		if (c == ' ')
+			return rg_target_end(h);
+		if (c < 0x21 || c == 0x7f)
+			return RG_HEAD_ERR_MALFORMED;
+		return RG_HEAD_MORE;
+	case RG_HS_PATH:
+		if (c == ' ')
+			return rg_target_end(h);
+		if (c == '?') {
+			h->state = RG_HS_QUERY_NAME;
+			return RG_HEAD_MORE;
+		}
+		if (c < 0x21 || c == 0x7f)
+			return RG_HEAD_ERR_MALFORMED;
+		if (c == '%') {
+			h->state = RG_HS_PATH_PCT1;
+			return RG_HEAD_MORE;
+		}
+		rg_path_put(h, c);
+		return RG_HEAD_MORE;
+	case RG_HS_PATH_PCT1:
+		if (rg_hex_value(c) < 0)
+			return RG_HEAD_ERR_MALFORMED;
+		h->pct_hi = (__u8)rg_hex_value(c);
+		h->state = RG_HS_PATH_PCT2;
+		return RG_HEAD_MORE;
+	case RG_HS_PATH_PCT2:
+		if (rg_hex_value(c) < 0)
+			return RG_HEAD_ERR_MALFORMED;
+		rg_path_put(h, (__u8)(h->pct_hi << 4 | rg_hex_value(c)));
+		h->state = RG_HS_PATH;
+		return RG_HEAD_MORE;
+	case RG_HS_QUERY_NAME:
+		if (c == ' ') {
+			rg_query_param_end(h);
+			return rg_target_end(h);
+		}
+		if (c < 0x21 || c == 0x7f)
+			return RG_HEAD_ERR_MALFORMED;
+		if (c == '&') {
+			rg_query_param_end(h);
+			return RG_HEAD_MORE;
+		}
+		if (c == '=') {
+			rg_query_param_begin(h);
+			h->state = h->qparam ? RG_HS_QUERY_VALUE : RG_HS_QUERY_SKIP;
+			return RG_HEAD_MORE;
+		}
+		if (h->qname_len < sizeof(h->qname))
+			h->qname[h->qname_len & 7] = c;
+		if (h->qname_len < 0xff)
+			h->qname_len++;
+		return RG_HEAD_MORE;
+	case RG_HS_QUERY_VALUE:
+	case RG_HS_QUERY_SKIP:
+		if (c == ' ' || c == '&') {
+			rg_query_param_end(h);
+			if (c == ' ')
+				return rg_target_end(h);
+			h->state = RG_HS_QUERY_NAME;
+			return RG_HEAD_MORE;
+		}
+		if (c < 0x21 || c == 0x7f)
+			return RG_HEAD_ERR_MALFORMED;
+		if (h->state == RG_HS_QUERY_VALUE)
+			rg_db_value_put(h->qparam == RG_QP_DB ? &h->db_query :
+								&h->bucket_query,
+					c);
+		return RG_HEAD_MORE;
+	case RG_HS_VERSION: {
+		/* "HTTP/1.0" or "HTTP/1.1" */
+		__u8 i = h->version_len++;
+
+		if (c == '\r' && i == 8) {
+			h->state = RG_HS_REQLINE_LF;
+			return RG_HEAD_MORE;
+		}
+		if (i < 7 && c == (__u8)(RG_W8('H', 'T', 'T', 'P', '/', '1', '.', 0) >> (i * 8)))
+			return RG_HEAD_MORE;
+		if (i == 7 && (c == '0' || c == '1')) {
+			h->http_minor = c - '0';
+			return RG_HEAD_MORE;
+		}
+		return RG_HEAD_ERR_MALFORMED;
+	}
+	case RG_HS_REQLINE_LF:
+	case RG_HS_LINE_LF:
+		if (c != '\n')
+			return RG_HEAD_ERR_MALFORMED;
+		h->state = RG_HS_NAME_START;
+		return RG_HEAD_MORE;
+	case RG_HS_NAME_START:
+		if (c == '\r') {
+			h->state = RG_HS_END_LF;
+			return RG_HEAD_MORE;
+		}
+		/* obs-fold (a line starting with SP/HTAB) is refused */
+		if (!rg_is_tchar(c))
+			return RG_HEAD_ERR_MALFORMED;
+		__builtin_memset(h->name_words, 0, sizeof(h->name_words));
+		h->name_len = 0;
+		h->state = RG_HS_NAME;
+		/* fall through */
+	case RG_HS_NAME:
+		if (c == ':') {
+			if (h->name_len == 0)
+				return RG_HEAD_ERR_MALFORMED;
+			h->state = RG_HS_VALUE_OWS;
+			return rg_header_begin(h);
+		}
+		if (!rg_is_tchar(c)) /* includes SP before the colon */
+			return RG_HEAD_ERR_MALFORMED;
+		rg_word_put(h->name_words, RG_HDR_NAME_WORDS, h->name_len, rg_lower(c));
+		if (h->name_len < 0xff)
+			h->name_len++;
+		if (h->name_len > RG_HDR_NAME_WORDS * 8)
+			h->name_len = 0xff; /* longer than any name we know */
+		return RG_HEAD_MORE;
+	case RG_HS_VALUE_OWS:
+		if (c == ' ' || c == '\t')
+			return RG_HEAD_MORE;
+		h->state = RG_HS_VALUE;
+		/* fall through */
+	case RG_HS_VALUE:
+		if (c == '\r') {
+			h->state = RG_HS_LINE_LF;
+			return rg_header_end(h);
+		}
+		if (!rg_is_field_byte(c))
+			return RG_HEAD_ERR_MALFORMED;
+		return rg_header_value_byte(h, c);
+	case RG_HS_END_LF:
+		if (c != '\n')
+			return RG_HEAD_ERR_MALFORMED;
+		h->state = RG_HS_DONE;
+		/* a body without framing has length 0 (RFC 9112 §6.3 rule 7) */
+		return RG_HEAD_DONE;
+	}
+	return RG_HEAD_ERR_MALFORMED;
+}
+
+/* Whether the connection stays open after this request. */
+RG_INLINE bool rg_http_keep_alive(const struct rg_http_head *h)
+{
+	if (h->conn_close)
+		return false;
+	return h->http_minor >= 1 || h->conn_keep_alive;
+}
+
+/*
+ * The database of a finished head, GreptimeDB's precedence: the
+ * X-Greptime-DB-Name header, then `db`, then `bucket` on InfluxDB v2 paths,
+ * else "public"; an empty `db`/`bucket` counts as absent.  Returns the key
+ * length or -1 when the name cannot be a configured database (too long).
+ */
+RG_INLINE int rg_http_head_db(const struct rg_http_head *h, bool bucket_param,
+			      struct rg_db_key *key)
+{
+	const struct rg_db_value *v = 0;
+
+	if (h->db_header.present)
+		v = &h->db_header;
+	else if (h->db_query.present && h->db_query.len)
+		v = &h->db_query;
+	else if (bucket_param && h->bucket_query.present && h->bucket_query.len)
+		v = &h->bucket_query;
+	if (!v) {
+		__builtin_memset(key, 0, sizeof(*key));
+		key->name[0] = 'p';
+		key->name[1] = 'u';
+		key->name[2] = 'b';
+		key->name[3] = 'l';
+		key->name[4] = 'i';
+		key->name[5] = 'c';
+		return 6;
+	}
+	return rg_db_key_from_raw(key, v->raw, v->len, sizeof(v->raw));
+}
+
+/* ---- chunked bodies (RFC 9112 §7.1) ---- */
+
+enum rg_chunk_state {
+	RG_CS_SIZE = 0,    /* hex digits of the chunk size */
+	RG_CS_EXT,         /* ;extensions up to CR */
+	RG_CS_SIZE_LF,
+	RG_CS_DATA,        /* remaining bytes of chunk data */
+	RG_CS_DATA_CR,
+	RG_CS_DATA_LF,
+	RG_CS_TRAILER_START,
+	RG_CS_TRAILER,     /* a trailer field line */
+	RG_CS_TRAILER_LF,
+	RG_CS_END_LF,
+	RG_CS_DONE,
+};
+
+enum rg_chunk_result {
+	RG_CHUNK_FRAMING = 0, /* the byte was framing */
+	RG_CHUNK_DATA = 1,    /* the byte was body data */
+	RG_CHUNK_DONE = 2,    /* the byte ended the body */
+	RG_CHUNK_ERR = -1,
+};
+
+struct rg_chunked {
+	__u64 remaining; /* data bytes left in the current chunk */
+	__u8 state;
+	__u8 digits;
+	__u8 last_chunk; /* size 0 seen: trailers follow */
+	__u8 pad[5];
+};
+
+RG_INLINE void rg_chunked_init(struct rg_chunked *s)
+{
+	__builtin_memset(s, 0, sizeof(*s));
+}
+
+RG_INLINE int rg_chunked_step(struct rg_chunked *s, __u8 c)
+{
+	int v;
+
+	switch (s->state) {
+	case RG_CS_SIZE:
+		v = rg_hex_value(c);
+		if (v >= 0) {
+			if (s->digits >= RG_CHUNK_SIZE_DIGITS)
+				return RG_CHUNK_ERR;
+			s->remaining = s->remaining << 4 | (__u64)v;
+			s->digits++;
+			return RG_CHUNK_FRAMING;
+		}
+		if (s->digits == 0)
+			return RG_CHUNK_ERR;
+		if (c == ';' || c == ' ' || c == '\t') {
+			s->state = RG_CS_EXT;
+			return RG_CHUNK_FRAMING;
+		}
+		if (c != '\r')
+			return RG_CHUNK_ERR;
+		s->state = RG_CS_SIZE_LF;
+		return RG_CHUNK_FRAMING;
+	case RG_CS_EXT:
+		if (c == '\r') {
+			s->state = RG_CS_SIZE_LF;
+			return RG_CHUNK_FRAMING;
+		}
+		if (c == '\n' || !rg_is_field_byte(c))
+			return RG_CHUNK_ERR;
+		return RG_CHUNK_FRAMING;
+	case RG_CS_SIZE_LF:
+		if (c != '\n')
+			return RG_CHUNK_ERR;
+		if (s->remaining == 0) {
+			s->last_chunk = 1;
+			s->state = RG_CS_TRAILER_START;
+		} else {
+			s->state = RG_CS_DATA;
+		}
+		return RG_CHUNK_FRAMING;
+	case RG_CS_DATA:
+		if (--s->remaining == 0)
+			s->state = RG_CS_DATA_CR;
+		return RG_CHUNK_DATA;
+	case RG_CS_DATA_CR:
+		if (c != '\r')
+			return RG_CHUNK_ERR;
+		s->state = RG_CS_DATA_LF;
+		return RG_CHUNK_FRAMING;
+	case RG_CS_DATA_LF:
+		if (c != '\n')
+			return RG_CHUNK_ERR;
+		s->state = RG_CS_SIZE;
+		s->digits = 0;
+		return RG_CHUNK_FRAMING;
+	case RG_CS_TRAILER_START:
+		if (c == '\r') {
+			s->state = RG_CS_END_LF;
+			return RG_CHUNK_FRAMING;
+		}
+		if (!rg_is_tchar(c))
+			return RG_CHUNK_ERR;
+		s->state = RG_CS_TRAILER;
+		return RG_CHUNK_FRAMING;
+	case RG_CS_TRAILER:
+		if (c == '\r') {
+			s->state = RG_CS_TRAILER_LF;
+			return RG_CHUNK_FRAMING;
+		}
+		if (!rg_is_field_byte(c))
+			return RG_CHUNK_ERR;
+		return RG_CHUNK_FRAMING;
+	case RG_CS_TRAILER_LF:
+		if (c != '\n')
+			return RG_CHUNK_ERR;
+		s->state = RG_CS_TRAILER_START;
+		return RG_CHUNK_FRAMING;
+	case RG_CS_END_LF:
+		if (c != '\n')
+			return RG_CHUNK_ERR;
+		s->state = RG_CS_DONE;
+		return RG_CHUNK_DONE;
+	}
+	return RG_CHUNK_ERR;
+}
+
+#endif /* ROWGATE_HTTP_H */

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# vmtest's own BPF object (vmtest/smoke/selftest.bpf.c) loads on this kernel:
+# proves the VM, libbpf, BTF and CO-RE path before bpf/ has objects.
+set -u
+cd "$(dirname "$0")/../.."
+build=${BUILD:-build}
+obj=$build/vmtest/smoke/selftest.bpf.o
+if [ ! -x "$build/vmtest/bpf_load" ] || [ ! -f "$obj" ]; then
+	echo "skip: $build/vmtest/bpf_load or $obj not built (make vmtest-bins)"
+	exit 77
+fi
+exec "$build/vmtest/bpf_load" "$obj"
