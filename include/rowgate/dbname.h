@@ -44,4 +44,26 @@ RG_INLINE int rg_db_key_from_raw(struct rg_db_key *key, const char *raw,
 	return (int)(len - skip);
 }
 
+/* Bytes a raw value buffer holds: a key plus the "greptime-" prefix. */
+#define RG_DB_RAW_MAX (RG_DB_NAME_MAX + RG_DEFAULT_CATALOG_LEN + 1)
+
+/*
+ * The same as rg_db_key_from_raw for a buffer of RG_DB_RAW_MAX bytes that is
+ * zero past len: two straight copies instead of a per-byte choice, which
+ * keeps the BPF verifier's work small.
+ */
+RG_INLINE int rg_db_key_from_padded(struct rg_db_key *key, const char *raw, __u32 len)
+{
+	if (rg_db_in_default_catalog(raw, len)) {
+		if (len - (RG_DEFAULT_CATALOG_LEN + 1) >= RG_DB_NAME_MAX)
+			return -1;
+		__builtin_memcpy(key->name, raw + RG_DEFAULT_CATALOG_LEN + 1, RG_DB_NAME_MAX);
+		return (int)(len - (RG_DEFAULT_CATALOG_LEN + 1));
+	}
+	if (len >= RG_DB_NAME_MAX)
+		return -1;
+	__builtin_memcpy(key->name, raw, RG_DB_NAME_MAX);
+	return (int)len;
+}
+
 #endif /* ROWGATE_DBNAME_H */

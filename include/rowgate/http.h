@@ -69,7 +69,7 @@ enum rg_query_param {
 
 /* A captured database value: raw bytes, as long as a key can hold. */
 struct rg_db_value {
-	char raw[RG_DB_NAME_MAX + RG_DEFAULT_CATALOG_LEN + 1];
+	char raw[RG_DB_RAW_MAX]; /* zero past len: see rg_db_key_from_padded */
 	__u16 len;     /* bytes captured (may exceed raw: overflow) */
 	__u8 present;  /* the header or parameter appeared */
 	__u8 done;     /* first occurrence complete: ignore later ones */
@@ -613,6 +613,31 @@ RG_INLINE int rg_http_head_db(const struct rg_http_head *h, bool bucket_param,
 		return 6;
 	}
 	return rg_db_key_from_raw(key, v->raw, v->len, sizeof(v->raw));
+}
+
+/* rg_http_head_db for the BPF side: relies on the zeroed value buffers. */
+RG_INLINE int rg_http_head_db_padded(const struct rg_http_head *h, bool bucket_param,
+				     struct rg_db_key *key)
+{
+	const struct rg_db_value *v = 0;
+
+	if (h->db_header.present)
+		v = &h->db_header;
+	else if (h->db_query.present && h->db_query.len)
+		v = &h->db_query;
+	else if (bucket_param && h->bucket_query.present && h->bucket_query.len)
+		v = &h->bucket_query;
+	if (!v) {
+		__builtin_memset(key, 0, sizeof(*key));
+		key->name[0] = 'p';
+		key->name[1] = 'u';
+		key->name[2] = 'b';
+		key->name[3] = 'l';
+		key->name[4] = 'i';
+		key->name[5] = 'c';
+		return 6;
+	}
+	return rg_db_key_from_padded(key, v->raw, v->len);
 }
 
 /* ---- chunked bodies (RFC 9112 §7.1) ---- */

@@ -1,0 +1,105 @@
+/* Admission against the shared per-database bucket (DESIGN §1), used by the
+ * HTTP verdict and the XDP program alike.  Clock first, then the lock: no
+ * helper may run while a bpf_spin_lock is held.
+ */
+#ifndef ROWGATE_BPF_ADMIT_H
+#define ROWGATE_BPF_ADMIT_H
+
+#include "maps.h"
+#include "rowgate/bucket.h"
+
+enum rg_admission {
+	RG_ADMIT_UNLIMITED = 0, /* no limit configured, or 0: pass, uncharged */
+	RG_ADMIT_YES = 1,
+	RG_ADMIT_NO = 2,
+};
+
+/* What a rejection tells the client. */
+struct rg_reject_info {
+	__u64 limit_rows_per_s;
+	__u64 quota_rows_per_s;
+	__u64 retry_after_s;
+};
+
+/* Decide whether a batch of db may enter now; nothing is charged yet. */
+static __always_inline enum rg_admission
+rg_admit(const struct rg_db_key *db, struct rg_reject_info *info)
+{
+	struct rg_bucket_value *bv;
+	struct rg_limit *lim;
+	__u64 now, q;
+	bool ok;
+
+	lim = bpf_map_lookup_elem(&RG_MAP_LIMITS, db);
+	if (!lim || lim->limit_rows_per_s == 0)
+		return RG_ADMIT_UNLIMITED;
+	bv = bpf_map_lookup_elem(&RG_MAP_BUCKETS, db);
+	if (!bv)
+		return RG_ADMIT_UNLIMITED; /* daemon creates it with the limit */
+	q = rg_effective_quota(lim);
+	now = bpf_ktime_get_ns();
+	bpf_spin_lock(&bv->lock);
+	if (bv->b.quota != q)
+		rg_bucket_set_quota(&bv->b, now, q);
+	rg_bucket_refill(&bv->b, now);
+	ok = rg_bucket_can_admit(&bv->b);
+	info->retry_after_s = ok ? 0 : rg_bucket_retry_after_s(&bv->b);
+	bpf_spin_unlock(&bv->lock);
+	info->limit_rows_per_s = lim->limit_rows_per_s;
+	info->quota_rows_per_s = q;
+	return ok ? RG_ADMIT_YES : RG_ADMIT_NO;
+}
+
+/* The daemon creates a database's counters with its limit. */
+static __always_inline struct rg_db_stats *rg_db_stats_get(const struct rg_db_key *db)
+{
+	return bpf_map_lookup_elem(&RG_MAP_DB_STATS, db);
+}
+
+/* Charge rows of an admitted batch (debt allowed) and account it. */
+static __always_inline void rg_charge(const struct rg_db_key *db, __u64 rows,
+				      bool enforced)
+{
+	struct rg_bucket_value *bv = bpf_map_lookup_elem(&RG_MAP_BUCKETS, db);
+	struct rg_limit *lim = bpf_map_lookup_elem(&RG_MAP_LIMITS, db);
+	struct rg_db_stats *st = rg_db_stats_get(db);
+	__u64 debt = 0, tokens = 0, quota = 0;
+
+	if (bv) {
+		bpf_spin_lock(&bv->lock);
+		rg_bucket_charge(&bv->b, rows);
+		debt = bv->b.debt_rows;
+		tokens = bv->b.tokens;
+		quota = bv->b.quota;
+		bpf_spin_unlock(&bv->lock);
+	}
+	if (!st)
+		return;
+	if (enforced) {
+		__sync_fetch_and_add(&st->admitted_requests, 1);
+		__sync_fetch_and_add(&st->admitted_rows, rows);
+	} else {
+		__sync_fetch_and_add(&st->unenforced_requests, 1);
+		__sync_fetch_and_add(&st->unenforced_rows, rows);
+	}
+	st->debt_rows = debt;
+	st->tokens = tokens;
+	st->quota_rows_per_s = quota;
+	st->limit_rows_per_s = lim ? lim->limit_rows_per_s : 0;
+}
+
+/* Account a rejected batch (nothing is charged). */
+static __always_inline void rg_account_reject(const struct rg_db_key *db, __u64 rows,
+					      const struct rg_reject_info *info)
+{
+	struct rg_db_stats *st = rg_db_stats_get(db);
+
+	if (!st)
+		return;
+	__sync_fetch_and_add(&st->rejected_requests, 1);
+	__sync_fetch_and_add(&st->rejected_rows, rows);
+	st->quota_rows_per_s = info->quota_rows_per_s;
+	st->limit_rows_per_s = info->limit_rows_per_s;
+}
+
+#endif /* ROWGATE_BPF_ADMIT_H */

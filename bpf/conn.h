@@ -1,0 +1,93 @@
+/* Per-connection state of the HTTP verdict: where the request stream is, the
+ * bytes held back from the server, and the TCP ledger (DESIGN §3).  Kept in
+ * a hash map keyed by socket cookie (sk_storage is not allowed in sk_skb),
+ * created by sockops, deleted when the socket closes; serialised by the
+ * socket lock, so its scratch buffers are safe to use (a per-CPU one is not).
+ */
+#ifndef ROWGATE_BPF_CONN_H
+#define ROWGATE_BPF_CONN_H
+
+#include "rowgate/http.h"
+#include "rowgate/rows.h"
+#include "admit.h"
+
+#define RG_WINDOW_BYTES   256  /* bytes loaded from an skb per bpf_loop step */
+#define RG_RESERVE_BYTES  1024 /* charge withheld from a rejected body so the
+				* 429 carrier can grow to a full response */
+#define RG_RESPONSE_MAX   1024 /* largest response rowgate writes */
+#define RG_ADJUST_MAX     4095 /* bpf_skb_adjust_room moves < 4 KiB per call */
+#define RG_CHANGE_TAIL_MAX 16064 /* change_tail fails above this length */
+
+enum rg_conn_mode {
+	RG_MODE_HTTP = 0,    /* parsing requests */
+	RG_MODE_PASSTHROUGH, /* not HTTP: every byte passes untouched */
+	RG_MODE_CLOSING,     /* answered with Connection: close: drop the rest */
+};
+
+enum rg_phase {
+	RG_PHASE_HEAD = 0,
+	RG_PHASE_BODY_LENGTH,  /* Content-Length body */
+	RG_PHASE_BODY_CHUNKED,
+};
+
+enum rg_req_verdict {
+	RG_REQ_PASS = 0,   /* not a guarded write, or no limit: untouched */
+	RG_REQ_ADMIT,      /* admitted: rows charged at its end */
+	RG_REQ_REJECT,     /* never reaches the server; answered 429 */
+	RG_REQ_UNENFORCED, /* should be rejected but cannot be answered in
+			    * order: passed, charged, counted */
+};
+
+enum rg_respond {
+	RG_RESPOND_NONE = 0,
+	RG_RESPOND_429,   /* rejected request ended exactly at the skb end */
+	RG_RESPOND_429_CLOSE,
+	RG_RESPOND_400,
+};
+
+/* State of one verdict run over one skb (scalars only: global functions
+ * get the connection and may write any of it). */
+struct rg_walk {
+	__u32 len;       /* skb length */
+	__u32 win_off;   /* skb offset of the loaded window */
+	__u32 win_len;
+	__u32 pos;       /* next byte within the window */
+	__u32 req_start; /* skb offset where the current head began */
+	__u32 pass_end;  /* [0, pass_end) belongs to passed requests */
+	__s32 error;     /* enum rg_head_result of a 400 */
+	__u8 stop;
+	__u8 respond;    /* enum rg_respond */
+	__u8 must_pass;  /* verdict runs inside recvmsg: only SK_PASS sticks */
+	__u8 req_in_skb; /* the current request's head began in this skb */
+};
+
+struct rg_conn {
+	__u8 started;
+	__u8 mode;       /* enum rg_conn_mode */
+	__u8 phase;      /* enum rg_phase */
+	__u8 verdict;    /* enum rg_req_verdict of the current request */
+	__u8 count_rows; /* the current request's body is line protocol */
+	__u8 awaiting;   /* a passed request may still await its answer */
+	__u8 force_unenforced; /* the next decision cannot be enforced */
+	__u8 keep_alive; /* the current request allows keep-alive */
+	__u16 stash_len; /* head bytes held back (dropped, not yet passed) */
+	__u16 pad;
+	__u32 uncharged; /* bytes received but not yet charged to TCP */
+	__u32 requests;
+	__u64 body_remaining;
+	__u64 write_seq_mark; /* server's write_seq when a request was passed */
+	__u64 req_rows;
+	struct rg_walk w;
+	struct rg_reject_info reject;
+	struct rg_db_key db;
+	struct rg_route_key route_key; /* scratch: the stack is small */
+	struct rg_lp_state lp;
+	struct rg_chunked chunk;
+	struct rg_http_head head;
+	__u8 win[RG_WINDOW_BYTES + 8] __attribute__((aligned(8)));
+	char resp[RG_RESPONSE_MAX];
+	char body[RG_RESPONSE_MAX / 2];
+	__u8 stash[RG_HEAD_MAX_BYTES + RG_WINDOW_BYTES];
+};
+
+#endif /* ROWGATE_BPF_CONN_H */

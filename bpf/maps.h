@@ -1,0 +1,51 @@
+/* Maps shared by every rowgate BPF object (HTTP verdict, XDP): the daemon
+ * pins them by name under its bpffs directory and every object reuses the
+ * pinned instance, so one database has one bucket whatever the protocol.
+ */
+#ifndef ROWGATE_BPF_MAPS_H
+#define ROWGATE_BPF_MAPS_H
+
+#include "rowgate/abi.h"
+
+/* limits: database -> configured limit and assigned quota (daemon writes) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_DATABASES);
+	__type(key, struct rg_db_key);
+	__type(value, struct rg_limit);
+} RG_MAP_LIMITS SEC(".maps");
+
+/* buckets: database -> token bucket (kernel writes, under its lock) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_DATABASES);
+	__type(key, struct rg_db_key);
+	__type(value, struct rg_bucket_value);
+} RG_MAP_BUCKETS SEC(".maps");
+
+/* db_stats: database -> admission counters */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_DATABASES);
+	__type(key, struct rg_db_key);
+	__type(value, struct rg_db_stats);
+} RG_MAP_DB_STATS SEC(".maps");
+
+/* global_stats: [0] -> host-wide counters */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rg_global_stats);
+} RG_MAP_GLOBAL SEC(".maps");
+
+#define rg_global_inc(field)                                                  \
+	do {                                                                  \
+		__u32 zero__ = 0;                                             \
+		struct rg_global_stats *g__ =                                 \
+			bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero__);         \
+		if (g__)                                                      \
+			__sync_fetch_and_add(&g__->field, 1);                 \
+	} while (0)
+
+#endif /* ROWGATE_BPF_MAPS_H */

@@ -1,0 +1,845 @@
+// SPDX-License-Identifier: GPL-2.0
+/* rowgate HTTP path: sockops puts accepted ingest sockets in a sockhash, the
+ * sk_skb verdict runs a streaming HTTP/1.1 state machine per connection that
+ * classifies each write by database, counts its rows and admits it or answers
+ * 429 itself; getpeername hooks run the verdict for data that arrived before
+ * accept() (DESIGN §3).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_endian.h>
+
+#include "admit.h"
+#include "conn.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define SOL_SOCKET   1
+#define SO_RCVLOWAT  18
+#define RG_SPACE     ' '
+
+/* ports: guarded local TCP port (host order) -> 1 */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} RG_MAP_PORTS SEC(".maps");
+
+/* routes: request path -> protocol of its body */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_ROUTES);
+	__type(key, struct rg_route_key);
+	__type(value, struct rg_route);
+} RG_MAP_ROUTES SEC(".maps");
+
+/* sockhash: socket cookie -> guarded socket; the verdict is attached here */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, RG_MAX_CONNS);
+	__type(key, __u64);
+	__type(value, __u64);
+} RG_MAP_SOCKHASH SEC(".maps");
+
+/* conns: socket cookie -> connection state, allocated on demand */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_CONNS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct rg_conn);
+} RG_MAP_CONNS SEC(".maps");
+
+/* conn_zero: [0] -> an all-zero connection, the template sockops copies */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rg_conn);
+} conn_zero SEC(".maps");
+
+/* Response templates live in .rodata as named arrays (bpf_snprintf needs a
+ * read-only format; anonymous literals would land in .rodata.str1.1). */
+const char fmt_429_head[] = "HTTP/1.1 429 Too Many Requests\r\n"
+			    "Content-Type: application/json\r\n"
+			    "X-Greptime-Err-Code: 6001\r\n"
+			    "X-Greptime-Err-Msg: RateLimited\r\n"
+			    "Retry-After: %llu%s\r\n"
+			    "Connection: %s\r\n"
+			    "Content-Length: %llu\r\n\r\n";
+const char fmt_429_body[] = "{\"code\":6001,\"error\":\"Ingestion rate limit exceeded "
+			    "for database '%s': rejected %s%llu rows, current quota "
+			    "%llu rows/s, configured limit %llu rows/s\","
+			    "\"execution_time_ms\":0}";
+const char fmt_429_body_short[] = "{\"code\":6001,\"error\":\"db '%s' rate limited: "
+				  "rejected %s%llu rows, quota %llu/s, limit %llu/s\","
+				  "\"execution_time_ms\":0}";
+const char fmt_400_head[] = "HTTP/1.1 400 Bad Request\r\n"
+			    "Content-Type: application/json\r\n"
+			    "X-Greptime-Err-Code: 1004%s\r\n"
+			    "Connection: %s\r\n"
+			    "Content-Length: %llu\r\n\r\n";
+const char fmt_400_body[] = "{\"code\":1004,\"error\":\"rowgate: %s\","
+			    "\"execution_time_ms\":0}";
+const char str_close[] = "close";
+const char str_keep_alive[] = "keep-alive";
+const char str_empty[] = "";
+const char str_space[] = " ";
+const char str_estimated[] = "an estimated ";
+const char str_malformed[] = "malformed request";
+const char str_framing[] = "ambiguous or invalid message framing";
+const char str_too_large[] = "request head too large";
+const char spaces[RG_WINDOW_BYTES] = { [0 ... RG_WINDOW_BYTES - 1] = ' ' };
+
+/* What a bpf_loop callback needs: the skb and its connection.  Kept apart
+ * from the walk state, which global functions may write. */
+struct rg_loop {
+	struct __sk_buff *skb;
+	struct rg_conn *conn;
+};
+
+static __always_inline __u64 rg_server_write_seq(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct tcp_sock *tp;
+
+	if (!sk)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return 0;
+	return tp->write_seq;
+}
+
+/*
+ * Whether this verdict runs inside the server's recvmsg (tcp_bpf's
+ * copied_seq write-back would lose any drop or redirect charge): the socket
+ * is owned by the reader and no backlog is being drained.
+ */
+static __always_inline bool rg_in_recvmsg(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct tcp_sock *tp;
+
+	if (!sk)
+		return false;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return false;
+	return BPF_CORE_READ(tp, inet_conn.icsk_inet.sk.sk_lock.owned) &&
+	       BPF_CORE_READ(tp, inet_conn.icsk_inet.sk.sk_backlog.len) == 0;
+}
+
+static __always_inline void rg_request_reset(struct rg_conn *c)
+{
+	rg_http_head_init(&c->head, c->requests == 0);
+	c->phase = RG_PHASE_HEAD;
+	c->verdict = RG_REQ_PASS;
+	c->count_rows = 0;
+	c->req_rows = 0;
+	rg_lp_init(&c->lp);
+}
+
+/* The request ended at skb offset end.  Global functions like this one are
+ * verified once, not once per call site and callback round. */
+__noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
+{
+	struct rg_walk *w;
+
+	if (!skb || !c)
+		return 0;
+	w = &c->w;
+	switch (c->verdict) {
+	case RG_REQ_ADMIT:
+		rg_charge(&c->db, c->req_rows, true);
+		break;
+	case RG_REQ_UNENFORCED:
+		rg_charge(&c->db, c->req_rows, false);
+		break;
+	case RG_REQ_REJECT:
+		rg_account_reject(&c->db, c->req_rows, &c->reject);
+		break;
+	}
+	c->requests++;
+	if (c->verdict == RG_REQ_REJECT) {
+		/* the 429 must replace the skb: only if nothing follows */
+		w->respond = end == w->len && c->keep_alive ? RG_RESPOND_429 :
+							     RG_RESPOND_429_CLOSE;
+		w->stop = 1;
+		rg_request_reset(c);
+		return 0;
+	}
+	w->pass_end = end;
+	c->awaiting = 1;
+	c->write_seq_mark = rg_server_write_seq(skb);
+	rg_request_reset(c);
+	return 0;
+}
+
+static __always_inline void rg_fail(struct rg_conn *c, struct rg_walk *w, int err)
+{
+	if (err == RG_HEAD_ERR_NOT_HTTP) {
+		c->mode = RG_MODE_PASSTHROUGH;
+		rg_global_inc(non_http_conns);
+	} else {
+		w->error = err;
+		w->respond = RG_RESPOND_400;
+		rg_global_inc(bad_requests);
+	}
+	w->stop = 1;
+}
+
+/* The head is complete: classify, decide, and set up the body. */
+__noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
+{
+	struct rg_walk *w;
+	struct rg_http_head *h;
+	struct rg_route *route = NULL;
+	enum rg_admission adm;
+
+	if (!skb || !c)
+		return 0;
+	w = &c->w;
+	h = &c->head;
+	c->keep_alive = rg_http_keep_alive(h);
+	c->verdict = RG_REQ_PASS;
+	if (h->is_post && h->path_len < RG_PATH_MAX) {
+		/* the head was zeroed: bytes past path_len are NULs */
+		__builtin_memcpy(c->route_key.path, h->path, RG_PATH_MAX);
+		route = bpf_map_lookup_elem(&RG_MAP_ROUTES, &c->route_key);
+	}
+	if (route && route->protocol == RG_PROTO_LINE &&
+	    rg_http_head_db_padded(h, route->flags & RG_ROUTE_BUCKET_PARAM, &c->db) >= 0) {
+		adm = rg_admit(&c->db, &c->reject);
+		if (adm == RG_ADMIT_YES) {
+			c->verdict = RG_REQ_ADMIT;
+		} else if (adm == RG_ADMIT_NO) {
+			/* A 429 may only go out when no passed request awaits
+			 * its answer, and only as a whole skb of its own. */
+			bool pipelined = w->pass_end > 0 ||
+					 (c->awaiting &&
+					  rg_server_write_seq(skb) == c->write_seq_mark);
+
+			if (pipelined || w->must_pass || c->force_unenforced) {
+				c->verdict = RG_REQ_UNENFORCED;
+				rg_global_inc(pipelined_unenforced);
+			} else {
+				c->verdict = RG_REQ_REJECT;
+			}
+		}
+		c->count_rows = c->verdict != RG_REQ_PASS;
+	}
+	c->force_unenforced = 0;
+	if (c->verdict == RG_REQ_REJECT) {
+		c->awaiting = 0;
+		c->stash_len = 0; /* never passed: already in uncharged */
+	}
+
+	if (h->chunked) {
+		c->phase = RG_PHASE_BODY_CHUNKED;
+		rg_chunked_init(&c->chunk);
+	} else if (h->content_length) {
+		c->phase = RG_PHASE_BODY_LENGTH;
+		c->body_remaining = h->content_length;
+	} else {
+		return rg_request_end(skb, c, end);
+	}
+	/* A client waiting for 100 Continue gets its answer now; its rows
+	 * are not read, so the count is an estimate from the length. */
+	if (c->verdict == RG_REQ_REJECT && h->expect_continue) {
+		c->req_rows = h->content_length ? h->content_length / 64 + 1 : 1;
+		rg_account_reject(&c->db, c->req_rows, &c->reject);
+		w->respond = RG_RESPOND_429_CLOSE;
+		w->stop = 1;
+		c->keep_alive = 0;
+		c->count_rows = 2; /* marks the estimate for the response */
+	}
+	return 0;
+}
+
+/* One byte of the request stream (all phases); returns 1 to stop. */
+__noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off, __u32 ch)
+{
+	struct rg_walk *w;
+	int r;
+
+	if (!skb || !c)
+		return 1;
+	w = &c->w;
+	switch (c->phase) {
+	case RG_PHASE_HEAD:
+		if (c->head.head_bytes == 0) {
+			w->req_start = off;
+			w->req_in_skb = 1;
+		}
+		r = rg_http_head_step(&c->head, (__u8)ch);
+		if (r == RG_HEAD_DONE)
+			rg_head_done(skb, c, off + 1);
+		else if (r < 0)
+			rg_fail(c, w, r);
+		break;
+	case RG_PHASE_BODY_LENGTH:
+		if (c->count_rows)
+			c->req_rows += rg_lp_step(&c->lp, (__u8)ch);
+		if (--c->body_remaining == 0)
+			rg_request_end(skb, c, off + 1);
+		break;
+	case RG_PHASE_BODY_CHUNKED:
+		r = rg_chunked_step(&c->chunk, (__u8)ch);
+		if (r == RG_CHUNK_DATA && c->count_rows)
+			c->req_rows += rg_lp_step(&c->lp, (__u8)ch);
+		else if (r == RG_CHUNK_DONE)
+			rg_request_end(skb, c, off + 1);
+		else if (r == RG_CHUNK_ERR)
+			rg_fail(c, w, RG_HEAD_ERR_FRAMING);
+		break;
+	}
+	return w->stop ? 1 : 0;
+}
+
+static long rg_byte_cb(__u64 idx, void *ctx)
+{
+	struct rg_loop *l = ctx;
+	struct rg_conn *c = l->conn;
+	struct rg_walk *w = &c->w;
+	__u32 p = w->pos;
+
+	if (w->stop || p >= w->win_len || p >= RG_WINDOW_BYTES)
+		return 1;
+	w->pos = p + 1;
+	return rg_feed_byte(l->skb, c, w->win_off + p, c->win[p & (RG_WINDOW_BYTES - 1)]) ? 1 : 0;
+}
+
+/* Count rows in window bytes [from, to) with the SWAR word counter. */
+static __always_inline __u64 rg_count_window(struct rg_conn *c, __u32 from, __u32 to)
+{
+	__u64 rows = 0;
+	__u32 i;
+
+	for (i = 0; i < RG_WINDOW_BYTES / 8; i++) {
+		__u32 lo = i * 8;
+		__u32 a = from > lo ? from - lo : 0;
+		__u32 b = to > lo ? to - lo : 0;
+		__u64 x = *(__u64 *)&c->win[lo];
+
+		if (a > 8)
+			a = 8;
+		if (b > 8)
+			b = 8;
+		rows += rg_lp_count_word(&c->lp, rg_lp_mask_word(x, a, b));
+	}
+	return rows;
+}
+
+/* One window of up to RG_WINDOW_BYTES bytes of the skb. */
+static long rg_window_cb(__u64 idx, void *ctx)
+{
+	struct rg_loop *l = ctx;
+	struct rg_conn *c = l->conn;
+	struct rg_walk *w = &c->w;
+	__u32 off = (__u32)idx * RG_WINDOW_BYTES;
+	__u32 n;
+
+	if (w->stop || off >= w->len)
+		return 1;
+	n = w->len - off;
+	if (n > RG_WINDOW_BYTES)
+		n = RG_WINDOW_BYTES;
+	n = ((n - 1) & (RG_WINDOW_BYTES - 1)) + 1; /* [1, 256] for the verifier */
+	if (bpf_skb_load_bytes(l->skb, off, c->win, n)) {
+		rg_global_inc(internal_errors);
+		w->stop = 1;
+		w->must_pass = 1;
+		return 1;
+	}
+	w->win_off = off;
+	w->win_len = n;
+	w->pos = 0;
+
+	/* bulk of a Content-Length body: whole words, no per-byte steps */
+	if (c->phase == RG_PHASE_BODY_LENGTH && c->body_remaining > 1) {
+		__u32 k = c->body_remaining - 1 < n ? c->body_remaining - 1 : n;
+
+		if (c->count_rows)
+			c->req_rows += rg_count_window(c, 0, k);
+		c->body_remaining -= k;
+		w->pos = k;
+	}
+	if (w->pos < n)
+		bpf_loop(n - w->pos, rg_byte_cb, l, 0);
+	return w->stop ? 1 : 0;
+}
+
+/* Copy skb bytes [from, from + n) into the stash at stash_len (n small). */
+struct rg_stash_ctx {
+	struct __sk_buff *skb;
+	struct rg_conn *conn;
+	__u32 from;
+	__u32 n;
+	__s32 err;
+};
+
+static long rg_stash_cb(__u64 idx, void *ctx)
+{
+	struct rg_stash_ctx *s = ctx;
+	struct rg_conn *c = s->conn;
+	__u32 done = (__u32)idx * RG_WINDOW_BYTES;
+	__u32 dst, n;
+
+	if (done >= s->n)
+		return 1;
+	n = s->n - done;
+	if (n > RG_WINDOW_BYTES)
+		n = RG_WINDOW_BYTES;
+	n = ((n - 1) & (RG_WINDOW_BYTES - 1)) + 1;
+	dst = (c->stash_len + done) & (RG_HEAD_MAX_BYTES - 1);
+	s->err = bpf_skb_load_bytes(s->skb, s->from + done, &c->stash[dst], n);
+	return s->err ? 1 : 0;
+}
+
+static __always_inline int rg_stash_append(struct __sk_buff *skb, struct rg_conn *c,
+					   __u32 from, __u32 n)
+{
+	struct rg_stash_ctx s = { .skb = skb, .conn = c, .from = from, .n = n };
+
+	if (n == 0)
+		return 0;
+	if ((__u32)c->stash_len + n > RG_HEAD_MAX_BYTES)
+		return -1;
+	bpf_loop((n + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_stash_cb, &s, 0);
+	if (s.err)
+		return -1;
+	c->stash_len += n;
+	c->uncharged += n;
+	return 0;
+}
+
+/* Write the stash back in front of the skb (the head it belongs to is
+ * admitted): grow in steps adjust_room allows, then store the bytes. */
+static long rg_unstash_cb(__u64 idx, void *ctx)
+{
+	struct rg_stash_ctx *s = ctx;
+	struct rg_conn *c = s->conn;
+	__u32 off = (__u32)idx * RG_WINDOW_BYTES;
+	__u32 n;
+
+	if (off >= s->n)
+		return 1;
+	n = s->n - off;
+	if (n > RG_WINDOW_BYTES)
+		n = RG_WINDOW_BYTES;
+	n = ((n - 1) & (RG_WINDOW_BYTES - 1)) + 1;
+	s->err = bpf_skb_store_bytes(s->skb, off, &c->stash[off & (RG_HEAD_MAX_BYTES - 1)], n, 0);
+	return s->err ? 1 : 0;
+}
+
+static __always_inline int rg_grow_front(struct __sk_buff *skb, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < 3 && n; i++) {
+		__u32 step = n > RG_ADJUST_MAX ? RG_ADJUST_MAX : n;
+
+		if (bpf_skb_adjust_room(skb, (__s32)step, 0, 0))
+			return -1;
+		n -= step;
+	}
+	return n ? -1 : 0;
+}
+
+static __always_inline int rg_unstash(struct __sk_buff *skb, struct rg_conn *c)
+{
+	struct rg_stash_ctx s = { .skb = skb, .conn = c, .n = c->stash_len };
+
+	if (!s.n)
+		return 0;
+	if (rg_grow_front(skb, s.n))
+		return -1;
+	bpf_loop((s.n + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_unstash_cb, &s, 0);
+	if (s.err)
+		return -1;
+	c->uncharged -= c->stash_len;
+	c->stash_len = 0;
+	return 0;
+}
+
+/* Pad skb bytes [from, len) with spaces. */
+struct rg_pad_ctx {
+	struct __sk_buff *skb;
+	__u32 from;
+	__u32 len;
+	__s32 err;
+};
+
+static long rg_pad_cb(__u64 idx, void *ctx)
+{
+	struct rg_pad_ctx *p = ctx;
+	__u32 off = p->from + (__u32)idx * RG_WINDOW_BYTES;
+	__u32 n;
+
+	if (off >= p->len)
+		return 1;
+	n = p->len - off;
+	if (n > RG_WINDOW_BYTES)
+		n = RG_WINDOW_BYTES;
+	n = ((n - 1) & (RG_WINDOW_BYTES - 1)) + 1;
+	p->err = bpf_skb_store_bytes(p->skb, off, spaces, n, 0);
+	return p->err ? 1 : 0;
+}
+
+/* Decimal digits of v; a global function, verified once. */
+__noinline int rg_digits(__u64 v)
+{
+	int d = 1;
+	int i;
+
+	for (i = 0; i < 19 && v >= 10; i++) {
+		v /= 10;
+		d++;
+	}
+	return d;
+}
+
+/*
+ * Split room bytes into a Content-Length value and its own digits:
+ * room = digits(cl) + cl with cl >= min_cl.  Only digits(room) and one less
+ * can work; when neither does (at a power of ten) the caller adds one byte.
+ */
+static __always_inline bool rg_fit_length(__u64 room, __u64 min_cl, __u64 *cl)
+{
+	__u64 d = rg_digits(room);
+
+	if (room > d && room - d >= min_cl && (__u64)rg_digits(room - d) == d) {
+		*cl = room - d;
+		return true;
+	}
+	if (d > 1 && room - d + 1 >= min_cl && (__u64)rg_digits(room - d + 1) == d - 1) {
+		*cl = room - d + 1;
+		return true;
+	}
+	return false;
+}
+
+/* Make the skb exactly len bytes long. */
+static __always_inline int rg_resize(struct __sk_buff *skb, __u32 len)
+{
+	__u32 cur = skb->len;
+
+	if (cur == len)
+		return 0;
+	if (len <= RG_CHANGE_TAIL_MAX && cur <= RG_CHANGE_TAIL_MAX)
+		return bpf_skb_change_tail(skb, len, 0);
+	if (len > cur)
+		return rg_grow_front(skb, len - cur);
+	return -1; /* a large skb cannot shrink from the tail */
+}
+
+/* Format the response head into c->resp; returns its length (no NUL). */
+static __always_inline long rg_format_head(struct rg_conn *c, __u8 respond, bool close,
+					   bool pad, __u64 content_length)
+{
+	__u64 args[4];
+	long n;
+
+	if (respond == RG_RESPOND_400) {
+		args[0] = (__u64)(pad ? str_space : str_empty);
+		args[1] = (__u64)(close ? str_close : str_keep_alive);
+		args[2] = content_length;
+		n = bpf_snprintf(c->resp, sizeof(c->resp), fmt_400_head, args, 3 * sizeof(__u64));
+	} else {
+		args[0] = c->reject.retry_after_s;
+		args[1] = (__u64)(pad ? str_space : str_empty);
+		args[2] = (__u64)(close ? str_close : str_keep_alive);
+		args[3] = content_length;
+		n = bpf_snprintf(c->resp, sizeof(c->resp), fmt_429_head, args, 4 * sizeof(__u64));
+	}
+	if (n <= 1 || n > (long)sizeof(c->resp))
+		return -1;
+	return n - 1;
+}
+
+static __always_inline long rg_format_body(struct rg_conn *c, __u8 respond, int error,
+					   bool short_form)
+{
+	__u64 args[5];
+	long n;
+
+	if (respond == RG_RESPOND_400) {
+		args[0] = (__u64)(error == RG_HEAD_ERR_TOO_LARGE ? str_too_large :
+				  error == RG_HEAD_ERR_FRAMING  ? str_framing :
+								  str_malformed);
+		n = bpf_snprintf(c->body, sizeof(c->body), fmt_400_body, args, 1 * sizeof(__u64));
+	} else {
+		args[0] = (__u64)c->db.name;
+		args[1] = (__u64)(c->count_rows == 2 ? str_estimated : str_empty);
+		args[2] = c->req_rows;
+		args[3] = c->reject.quota_rows_per_s;
+		args[4] = c->reject.limit_rows_per_s;
+		n = bpf_snprintf(c->body, sizeof(c->body),
+				 short_form ? fmt_429_body_short : fmt_429_body, args, 5 * sizeof(__u64));
+	}
+	if (n <= 1 || n > (long)sizeof(c->body))
+		return -1;
+	return n - 1;
+}
+
+/*
+ * Turn the skb into the response and send it back out of the same socket.
+ * Its length is what TCP charges, so it is sized to every byte received and
+ * not yet charged (the skb plus the ledger), the JSON padded with spaces;
+ * only when even the short form cannot fit does it grow, with
+ * Connection: close (DESIGN §3).
+ */
+static __always_inline int rg_respond(struct __sk_buff *skb, struct rg_conn *c)
+{
+	struct rg_walk *w = &c->w;
+	__u64 target = (__u64)w->len + c->uncharged;
+	bool close = w->respond != RG_RESPOND_429, pad;
+	long body_len, head_len, base;
+	__u64 cl = 0, total;
+	bool found = false;
+
+	body_len = rg_format_body(c, w->respond, w->error, false);
+	if (body_len < 0)
+		return -1;
+	base = rg_format_head(c, w->respond, close, false, 0);
+	if (base < 0)
+		return -1;
+	if (target < (__u64)(base + body_len) && w->respond != RG_RESPOND_400) {
+		body_len = rg_format_body(c, w->respond, w->error, true);
+		if (body_len < 0)
+			return -1;
+	}
+	/* Content-Length covers the JSON and its padding; its digits change
+	 * the head's length (one OWS byte breaks a tie at a power of ten). */
+	base = rg_format_head(c, w->respond, close, false, 0);
+	if (base < 0)
+		return -1;
+	base -= 1; /* the "0" */
+	pad = false;
+	if (target > (__u64)base) {
+		found = rg_fit_length(target - base, body_len, &cl);
+		if (!found && target > (__u64)base + 1) {
+			pad = true;
+			found = rg_fit_length(target - base - 1, body_len, &cl);
+		}
+	}
+	if (!found) {
+		close = true; /* does not fit: grow, and close */
+		pad = false;
+		cl = body_len;
+	}
+	head_len = rg_format_head(c, w->respond, close, pad, cl);
+	if (head_len < 0)
+		return -1;
+	total = head_len + cl;
+	if (rg_resize(skb, (__u32)total))
+		return -1;
+	if (bpf_skb_store_bytes(skb, 0, c->resp,
+				((head_len - 1) & (RG_RESPONSE_MAX - 1)) + 1, 0))
+		return -1;
+	if (bpf_skb_store_bytes(skb, head_len & (RG_RESPONSE_MAX - 1), c->body,
+				((body_len - 1) & (RG_RESPONSE_MAX / 2 - 1)) + 1, 0))
+		return -1;
+	if (total > (__u64)(head_len + body_len)) {
+		struct rg_pad_ctx p = {
+			.skb = skb,
+			.from = (__u32)(head_len + body_len),
+			.len = (__u32)total,
+		};
+
+		bpf_loop((p.len - p.from + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_pad_cb,
+			 &p, 0);
+		if (p.err)
+			return -1;
+	}
+	if (close) {
+		c->mode = RG_MODE_CLOSING;
+		if (total > target)
+			rg_global_inc(responses_close);
+	}
+	c->uncharged = 0;
+	c->stash_len = 0;
+	return 0;
+}
+
+SEC("sk_skb")
+int rg_verdict(struct __sk_buff *skb)
+{
+	__u64 cookie = bpf_get_socket_cookie(skb);
+	struct rg_loop l = { .skb = skb };
+	struct rg_walk *w;
+	struct rg_conn *c;
+	__u32 len = skb->len;
+	int verdict = SK_PASS;
+
+	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+	if (!c || c->mode == RG_MODE_PASSTHROUGH)
+		return SK_PASS;
+	if (c->mode == RG_MODE_CLOSING)
+		return SK_DROP; /* after a close response nothing reaches the server */
+	if (!c->started) {
+		c->started = 1;
+		rg_request_reset(c);
+	}
+	l.conn = c;
+	w = &c->w;
+	__builtin_memset(w, 0, sizeof(*w));
+	w->len = len;
+	w->must_pass = rg_in_recvmsg(skb);
+	if (w->must_pass)
+		rg_global_inc(recvmsg_failopen);
+
+	bpf_loop((len + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_window_cb, &l, 0);
+
+	if (c->mode == RG_MODE_PASSTHROUGH)
+		goto pass; /* not HTTP (first bytes only, nothing stashed) */
+
+	if (w->respond) {
+		if (w->must_pass)
+			goto failopen;
+		if (rg_respond(skb, c))
+			goto failopen;
+		return bpf_sk_redirect_hash(skb, &RG_MAP_SOCKHASH, &cookie, 0);
+	}
+
+	if (c->verdict == RG_REQ_REJECT && c->phase != RG_PHASE_HEAD) {
+		/* a rejected body: drop it, withholding up to the reserve so
+		 * the final skb can carry a full-size 429 */
+		__u32 hold = 0;
+
+		if (w->must_pass)
+			goto failopen;
+		if (c->uncharged < RG_RESERVE_BYTES) {
+			hold = RG_RESERVE_BYTES - c->uncharged;
+			if (hold > len)
+				hold = len;
+			if (hold && bpf_skb_adjust_room(skb, -(__s32)hold, 0, 0) == 0)
+				c->uncharged += hold;
+		}
+		return SK_DROP;
+	}
+
+	if (c->phase == RG_PHASE_HEAD && c->head.head_bytes > 0) {
+		/* an incomplete head at the end: hold it back until the rest
+		 * arrives, so it can still be rejected */
+		__u32 start = w->req_in_skb ? w->req_start : 0;
+
+		if (w->must_pass || (start > 0 && c->stash_len > 0))
+			goto unenforce_next;
+		if (start == 0) {
+			if (rg_stash_append(skb, c, 0, len))
+				goto unenforce_next;
+			if (bpf_skb_change_tail(skb, 0, 0)) {
+				/* cannot shrink: pass what was stashed instead */
+				c->stash_len -= len;
+				c->uncharged -= len;
+				goto unenforce_next;
+			}
+			rg_global_inc(heads_split);
+			return SK_DROP;
+		}
+		if (len > RG_CHANGE_TAIL_MAX || rg_stash_append(skb, c, start, len - start))
+			goto unenforce_next;
+		if (bpf_skb_change_tail(skb, start, 0)) {
+			c->stash_len -= len - start;
+			c->uncharged -= len - start;
+			goto unenforce_next;
+		}
+		rg_global_inc(heads_split);
+		goto pass;
+	}
+	goto pass;
+
+unenforce_next:
+	/* the held-back part passes now; its request cannot be refused */
+	c->force_unenforced = 1;
+	goto pass;
+failopen:
+	rg_global_inc(internal_errors);
+	if (c->verdict == RG_REQ_REJECT)
+		c->verdict = RG_REQ_UNENFORCED;
+pass:
+	if (c->stash_len && rg_unstash(skb, c)) {
+		rg_global_inc(internal_errors);
+		c->stash_len = 0;
+	}
+	return verdict;
+}
+
+/* Guard accepted connections on our ports: state, sockhash, close callback. */
+SEC("sockops")
+int rg_sockops(struct bpf_sock_ops *skops)
+{
+	__u32 port = skops->local_port, zero = 0;
+	__u64 cookie;
+	struct rg_conn *tmpl;
+
+	switch (skops->op) {
+	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
+		if (!bpf_map_lookup_elem(&RG_MAP_PORTS, &port))
+			break;
+		cookie = bpf_get_socket_cookie(skops);
+		tmpl = bpf_map_lookup_elem(&conn_zero, &zero);
+		if (!tmpl)
+			break;
+		if (bpf_map_update_elem(&RG_MAP_CONNS, &cookie, tmpl, BPF_NOEXIST)) {
+			rg_global_inc(conns_untracked);
+			break;
+		}
+		if (bpf_sock_hash_update(skops, &RG_MAP_SOCKHASH, &cookie, BPF_NOEXIST)) {
+			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
+			rg_global_inc(conns_untracked);
+			break;
+		}
+		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
+							 BPF_SOCK_OPS_STATE_CB_FLAG);
+		rg_global_inc(conns_tracked);
+		break;
+	case BPF_SOCK_OPS_STATE_CB:
+		if (skops->args[1] == BPF_TCP_CLOSE) {
+			cookie = bpf_get_socket_cookie(skops);
+			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
+		}
+		break;
+	}
+	return 1;
+}
+
+/*
+ * accept4() with an address buffer calls getpeername on the grafted socket
+ * under its lock: re-setting SO_RCVLOWAT there runs tcp_data_ready(), so the
+ * verdict sees data that arrived before accept() outside recvmsg, where its
+ * drops and redirects are charged (DESIGN §3).
+ */
+static __always_inline void rg_kick_verdict(struct bpf_sock_addr *ctx)
+{
+	struct bpf_sock *sk = ctx->sk;
+	__u32 port;
+	int lowat = 1;
+
+	if (!sk)
+		return;
+	port = sk->src_port;
+	if (!bpf_map_lookup_elem(&RG_MAP_PORTS, &port))
+		return;
+	if (bpf_getsockopt(ctx, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat)))
+		lowat = 1;
+	bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat));
+}
+
+SEC("cgroup/getpeername4")
+int rg_getpeername4(struct bpf_sock_addr *ctx)
+{
+	rg_kick_verdict(ctx);
+	return 1;
+}
+
+SEC("cgroup/getpeername6")
+int rg_getpeername6(struct bpf_sock_addr *ctx)
+{
+	rg_kick_verdict(ctx);
+	return 1;
+}
