@@ -17,6 +17,7 @@
 #define RG_RESPONSE_MAX   1024 /* largest response rowgate writes */
 #define RG_ADJUST_MAX     4095 /* bpf_skb_adjust_room moves < 4 KiB per call */
 #define RG_CHANGE_TAIL_MAX 16064 /* change_tail fails above this length */
+#define RG_ESTIMATE_BYTES_PER_ROW 64 /* rows of an unread body: a guess */
 
 enum rg_conn_mode {
 	RG_MODE_HTTP = 0,    /* parsing requests */
@@ -70,13 +71,15 @@ struct rg_conn {
 	__u8 awaiting;   /* a passed request may still await its answer */
 	__u8 force_unenforced; /* the next decision cannot be enforced */
 	__u8 keep_alive; /* the current request allows keep-alive */
+	__u8 reject_estimated; /* reject_rows is a guess: the body was not read */
 	__u16 stash_len; /* head bytes held back (dropped, not yet passed) */
-	__u16 pad;
+	__u8 pad;
 	__u32 uncharged; /* bytes received but not yet charged to TCP */
 	__u32 requests;
 	__u64 body_remaining;
 	__u64 write_seq_mark; /* server's write_seq when a request was passed */
 	__u64 req_rows;
+	__u64 reject_rows; /* rows of the request the pending 429 answers */
 	struct rg_walk w;
 	struct rg_reject_info reject;
 	struct rg_db_key db;

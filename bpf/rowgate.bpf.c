@@ -164,6 +164,8 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *c, __u32 en
 	}
 	c->requests++;
 	if (c->verdict == RG_REQ_REJECT) {
+		c->reject_rows = c->req_rows;
+		c->reject_estimated = 0;
 		/* the 429 must replace the skb: only if nothing follows */
 		w->respond = end == w->len && c->keep_alive ? RG_RESPOND_429 :
 							     RG_RESPOND_429_CLOSE;
@@ -249,12 +251,13 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
 	/* A client waiting for 100 Continue gets its answer now; its rows
 	 * are not read, so the count is an estimate from the length. */
 	if (c->verdict == RG_REQ_REJECT && h->expect_continue) {
-		c->req_rows = h->content_length ? h->content_length / 64 + 1 : 1;
+		c->req_rows = h->content_length / RG_ESTIMATE_BYTES_PER_ROW + 1;
+		c->reject_rows = c->req_rows;
 		rg_account_reject(&c->db, c->req_rows, &c->reject);
 		w->respond = RG_RESPOND_429_CLOSE;
 		w->stop = 1;
 		c->keep_alive = 0;
-		c->count_rows = 2; /* marks the estimate for the response */
+		c->reject_estimated = 1;
 	}
 	return 0;
 }
@@ -573,8 +576,8 @@ static __always_inline long rg_format_body(struct rg_conn *c, __u8 respond, int 
 		n = bpf_snprintf(c->body, sizeof(c->body), fmt_400_body, args, 1 * sizeof(__u64));
 	} else {
 		args[0] = (__u64)c->db.name;
-		args[1] = (__u64)(c->count_rows == 2 ? str_estimated : str_empty);
-		args[2] = c->req_rows;
+		args[1] = (__u64)(c->reject_estimated ? str_estimated : str_empty);
+		args[2] = c->reject_rows;
 		args[3] = c->reject.quota_rows_per_s;
 		args[4] = c->reject.limit_rows_per_s;
 		n = bpf_snprintf(c->body, sizeof(c->body),

@@ -71,7 +71,8 @@ static const char *limit_problem(const char *s)
 		return "write the number without a sign";
 	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		return "write the number in decimal";
-	if (s[0] >= '0' && s[0] <= '9' && strpbrk(s, "eE") && strspn(s, "0123456789.") == strcspn(s, "eE"))
+	if (s[0] >= '0' && s[0] <= '9' && strpbrk(s, "eE") &&
+	    strspn(s, "0123456789.") == strcspn(s, "eE"))
 		return "write all the digits, without an exponent";
 	if (strchr(s, '.') || strchr(s, ','))
 		return "a limit is a whole number of rows";
@@ -93,8 +94,7 @@ int rg_parse_limit(const char *s, __u64 *out, char *err, size_t errlen)
 	}
 	rg_quote_input(s, quoted, sizeof(quoted));
 	if (strspn(s, "0123456789") != strlen(s)) {
-		snprintf(err, errlen, "invalid limit '%s': %s", quoted,
-			 limit_problem(s));
+		snprintf(err, errlen, "invalid limit '%s': %s", quoted, limit_problem(s));
 		return -EINVAL;
 	}
 	for (p = s; *p; p++) {
@@ -102,8 +102,8 @@ int rg_parse_limit(const char *s, __u64 *out, char *err, size_t errlen)
 
 		if (value > (RG_U64_MAX - digit) / 10) {
 			snprintf(err, errlen,
-				 "invalid limit '%s': the maximum is %llu rows per second",
-				 quoted, (unsigned long long)RG_U64_MAX);
+				 "invalid limit '%s': the maximum is %llu rows per second", quoted,
+				 (unsigned long long)RG_U64_MAX);
 			return -ERANGE;
 		}
 		value = value * 10 + digit;
@@ -114,13 +114,11 @@ int rg_parse_limit(const char *s, __u64 *out, char *err, size_t errlen)
 
 static bool is_db_name_char(unsigned char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == ':' ||
-	       c == '-';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '.' || c == ':' || c == '-';
 }
 
-int rg_parse_db_name(const char *s, struct rg_db_key *key, char *err,
-		     size_t errlen)
+int rg_parse_db_name(const char *s, struct rg_db_key *key, char *err, size_t errlen)
 {
 	char quoted[QUOTED_INPUT_MAX];
 	size_t len, i;
@@ -138,8 +136,7 @@ int rg_parse_db_name(const char *s, struct rg_db_key *key, char *err,
 		if (is_db_name_char(c))
 			continue;
 		if (is_space(c))
-			snprintf(err, errlen,
-				 "invalid database name '%s': it contains whitespace",
+			snprintf(err, errlen, "invalid database name '%s': it contains whitespace",
 				 quoted);
 		else if (c < 0x20 || c == 0x7f)
 			snprintf(err, errlen,
@@ -151,16 +148,17 @@ int rg_parse_db_name(const char *s, struct rg_db_key *key, char *err,
 				 quoted);
 		return -EINVAL;
 	}
+	/* anything this long fails below; the bound keeps the __u32 exact */
+	if (len > 4 * RG_DB_NAME_MAX)
+		len = 4 * RG_DB_NAME_MAX;
 	key_len = rg_db_key_from_raw(key, s, (__u32)len, (__u32)len);
 	if (key_len < 0) {
-		snprintf(err, errlen,
-			 "database name '%s' is too long: at most %d bytes",
-			 quoted, RG_DB_NAME_MAX - 1);
+		snprintf(err, errlen, "database name '%s' is too long: at most %d bytes", quoted,
+			 RG_DB_NAME_MAX - 1);
 		return -ENAMETOOLONG;
 	}
 	if (key_len == 0) {
-		snprintf(err, errlen,
-			 "invalid database name '%s': no database after the catalog",
+		snprintf(err, errlen, "invalid database name '%s': no database after the catalog",
 			 quoted);
 		return -EINVAL;
 	}

@@ -23,8 +23,7 @@ int rg_parse_limit(const char *s, __u64 *out, char *err, size_t errlen);
  * matches the raw bytes of either.  The normalized name must be 1..63 bytes.
  * Returns 0 with key NUL-padded, or -EINVAL / -ENAMETOOLONG with err filled.
  */
-int rg_parse_db_name(const char *s, struct rg_db_key *key, char *err,
-		     size_t errlen);
+int rg_parse_db_name(const char *s, struct rg_db_key *key, char *err, size_t errlen);
 
 /* Quote untrusted input for an error message: printable ASCII kept, other
  * bytes as \xNN, cut with "..." to fit.  Returns dst. */

@@ -63,8 +63,7 @@ static void log_v(enum rg_log_level level, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	len = strlen(msg);
 	/* one record per line: callers may or may not end with '\n' */
-	fprintf(stderr, "%s: %s%s%s", program_invocation_short_name,
-		level_tags[level], msg,
+	fprintf(stderr, "%s: %s%s%s", program_invocation_short_name, level_tags[level], msg,
 		len && msg[len - 1] == '\n' ? "" : "\n");
 	errno = saved_errno;
 }
@@ -78,11 +77,9 @@ void rg_log(enum rg_log_level level, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int libbpf_print(enum libbpf_print_level libbpf_level, const char *fmt,
-			va_list ap)
+static int libbpf_print(enum libbpf_print_level libbpf_level, const char *fmt, va_list ap)
 {
-	enum rg_log_level level = libbpf_level == LIBBPF_WARN ? RG_LOG_INFO :
-								RG_LOG_DEBUG;
+	enum rg_log_level level = libbpf_level == LIBBPF_WARN ? RG_LOG_INFO : RG_LOG_DEBUG;
 
 	log_v(level, fmt, ap);
 	return 0;

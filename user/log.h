@@ -21,8 +21,7 @@ enum rg_log_level rg_log_get_level(void);
 int rg_log_parse_level(const char *name, enum rg_log_level *level);
 
 /* "prog: [warning: |debug: ]message\n"; a missing final newline is added. */
-void rg_log(enum rg_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+void rg_log(enum rg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #define pr_err(...)   rg_log(RG_LOG_ERROR, __VA_ARGS__)
 #define pr_warn(...)  rg_log(RG_LOG_WARN, __VA_ARGS__)

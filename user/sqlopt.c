@@ -53,8 +53,7 @@ static int lex_quoted(struct lexer *lx, struct token *tok, char quote)
 
 	for (;;) {
 		if (!*p) {
-			snprintf(lx->err, lx->errlen,
-				 "unterminated %c quote in the statement",
+			snprintf(lx->err, lx->errlen, "unterminated %c quote in the statement",
 				 quote);
 			return -EINVAL;
 		}
@@ -137,8 +136,7 @@ static int expect_keyword(struct lexer *lx, const char *keyword)
 	if (ret)
 		return ret;
 	if (!is_keyword(&tok, keyword)) {
-		snprintf(lx->err, lx->errlen, "expected %s, found '%s'",
-			 keyword, describe(&tok));
+		snprintf(lx->err, lx->errlen, "expected %s, found '%s'", keyword, describe(&tok));
 		return -EINVAL;
 	}
 	return 0;
@@ -159,9 +157,9 @@ static int parse_db_name(struct lexer *lx, struct rg_db_key *db)
 
 	if (ret)
 		return ret;
-	if (tok.type != TOK_WORD && tok.type != TOK_QIDENT) {
-		snprintf(lx->err, lx->errlen,
-			 "expected a database name, found '%s'",
+	if ((tok.type != TOK_WORD && tok.type != TOK_QIDENT) || is_keyword(&tok, "WITH") ||
+	    is_keyword(&tok, "SET") || is_keyword(&tok, "UNSET")) {
+		snprintf(lx->err, lx->errlen, "expected a database name, found '%s'",
 			 describe(&tok));
 		return -EINVAL;
 	}
@@ -185,8 +183,7 @@ static int parse_option_key(struct lexer *lx)
 	if (ret)
 		return ret;
 	if (tok.type == TOK_END || tok.type == TOK_PUNCT) {
-		snprintf(lx->err, lx->errlen,
-			 "expected an option key such as '%s', found '%s'",
+		snprintf(lx->err, lx->errlen, "expected an option key such as '%s', found '%s'",
 			 RG_OPT_INGEST_ROWS_RATE_LIMIT, describe(&tok));
 		return -EINVAL;
 	}
@@ -215,16 +212,14 @@ static int parse_option(struct lexer *lx, __u64 *limit)
 	if (ret)
 		return ret;
 	if (!is_punct_tok(&tok, '=')) {
-		snprintf(lx->err, lx->errlen,
-			 "expected '=' after '%s', found '%s'",
+		snprintf(lx->err, lx->errlen, "expected '=' after '%s', found '%s'",
 			 RG_OPT_INGEST_ROWS_RATE_LIMIT, describe(&tok));
 		return -EINVAL;
 	}
 	ret = next_token(lx, &tok);
 	if (ret)
 		return ret;
-	if (tok.type != TOK_STRING && tok.type != TOK_QIDENT &&
-	    tok.type != TOK_WORD) {
+	if (tok.type != TOK_STRING && tok.type != TOK_QIDENT && tok.type != TOK_WORD) {
 		snprintf(lx->err, lx->errlen,
 			 "expected a value such as '1000' for '%s', found '%s'",
 			 RG_OPT_INGEST_ROWS_RATE_LIMIT, describe(&tok));
@@ -241,16 +236,16 @@ static int parse_option(struct lexer *lx, __u64 *limit)
 /* tok was read after the statement: only a ';' may follow. */
 static int finish(struct lexer *lx, struct token *tok)
 {
+	bool after_semicolon = is_punct_tok(tok, ';');
 	int ret = 0;
 
-	if (is_punct_tok(tok, ';'))
+	if (after_semicolon)
 		ret = next_token(lx, tok);
 	if (ret)
 		return ret;
 	if (tok->type != TOK_END) {
-		snprintf(lx->err, lx->errlen,
-			 "unexpected '%s' (one statement at a time)",
-			 describe(tok));
+		snprintf(lx->err, lx->errlen, "unexpected '%s'%s", describe(tok),
+			 after_semicolon ? " (one statement at a time)" : "");
 		return -EINVAL;
 	}
 	return 0;
@@ -264,10 +259,36 @@ static int expect_end(struct lexer *lx)
 	return ret ? ret : finish(lx, &tok);
 }
 
+/*
+ * key = 'value' [, ...] (or key [, ...] to unset), then the token after the
+ * list in *tok.  Every key is checked before a repeat is refused, so an
+ * unknown key is reported as such.
+ */
+static int parse_option_list(struct lexer *lx, bool with_values, __u64 *limit, struct token *tok)
+{
+	bool seen = false;
+	int ret;
+
+	do {
+		ret = with_values ? parse_option(lx, limit) : parse_option_key(lx);
+		if (ret)
+			return ret;
+		if (seen) {
+			snprintf(lx->err, lx->errlen, "option '%s' is given twice",
+				 RG_OPT_INGEST_ROWS_RATE_LIMIT);
+			return -EINVAL;
+		}
+		seen = true;
+		ret = next_token(lx, tok);
+		if (ret)
+			return ret;
+	} while (is_punct_tok(tok, ','));
+	return 0;
+}
+
 /* WITH ( key = 'value' [, ...] ) or nothing. */
 static int parse_create_options(struct lexer *lx, struct rg_sql_request *req)
 {
-	bool seen = false;
 	struct token tok;
 	int ret;
 
@@ -282,27 +303,14 @@ static int parse_create_options(struct lexer *lx, struct rg_sql_request *req)
 	if (ret)
 		return ret;
 	if (!is_punct_tok(&tok, '(')) {
-		snprintf(lx->err, lx->errlen, "expected '(' after WITH, found '%s'",
-			 describe(&tok));
+		snprintf(lx->err, lx->errlen, "expected '(' after WITH, found '%s'", describe(&tok));
 		return -EINVAL;
 	}
-	do {
-		if (seen) {
-			snprintf(lx->err, lx->errlen, "option '%s' is given twice",
-				 RG_OPT_INGEST_ROWS_RATE_LIMIT);
-			return -EINVAL;
-		}
-		ret = parse_option(lx, &req->limit);
-		if (ret)
-			return ret;
-		seen = true;
-		ret = next_token(lx, &tok);
-		if (ret)
-			return ret;
-	} while (is_punct_tok(&tok, ','));
+	ret = parse_option_list(lx, true, &req->limit, &tok);
+	if (ret)
+		return ret;
 	if (!is_punct_tok(&tok, ')')) {
-		snprintf(lx->err, lx->errlen, "expected ')' or ',', found '%s'",
-			 describe(&tok));
+		snprintf(lx->err, lx->errlen, "expected ')' or ',', found '%s'", describe(&tok));
 		return -EINVAL;
 	}
 	req->action = RG_SQL_SET_LIMIT;
@@ -344,10 +352,8 @@ static int parse_alter(struct lexer *lx, struct rg_sql_request *req)
 	if (ret)
 		return ret;
 	if (is_keyword(&tok, "SET")) {
-		ret = parse_option(lx, &req->limit);
 		req->action = RG_SQL_SET_LIMIT;
 	} else if (is_keyword(&tok, "UNSET")) {
-		ret = parse_option_key(lx);
 		req->action = RG_SQL_UNSET_LIMIT;
 	} else {
 		snprintf(lx->err, lx->errlen,
@@ -355,17 +361,8 @@ static int parse_alter(struct lexer *lx, struct rg_sql_request *req)
 			 describe(&tok));
 		return -EINVAL;
 	}
-	if (ret)
-		return ret;
-	ret = next_token(lx, &tok);
-	if (ret)
-		return ret;
-	if (is_punct_tok(&tok, ',')) {
-		snprintf(lx->err, lx->errlen, "option '%s' is given twice",
-			 RG_OPT_INGEST_ROWS_RATE_LIMIT);
-		return -EINVAL;
-	}
-	return finish(lx, &tok);
+	ret = parse_option_list(lx, req->action == RG_SQL_SET_LIMIT, &req->limit, &tok);
+	return ret ? ret : finish(lx, &tok);
 }
 
 /* Whether the rest of a statement mentions our option (table statements). */
@@ -400,8 +397,7 @@ static int parse_table_statement(struct lexer *lx)
 	return -EINVAL;
 }
 
-int rg_sql_parse(const char *sql, struct rg_sql_request *req, char *err,
-		 size_t errlen)
+int rg_sql_parse(const char *sql, struct rg_sql_request *req, char *err, size_t errlen)
 {
 	struct lexer lx = { .pos = sql ? sql : "", .err = err, .errlen = errlen };
 	struct token verb, object;
@@ -444,14 +440,13 @@ static bool is_plain_identifier(const char *name)
 	if (!((name[0] >= 'a' && name[0] <= 'z') || name[0] == '_'))
 		return false;
 	for (p = name; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		      *p == '_'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
 			return false;
 	return true;
 }
 
-int rg_sql_show_create(const struct rg_db_key *db, bool has_limit, __u64 limit,
-		       char *buf, size_t buflen)
+int rg_sql_show_create(const struct rg_db_key *db, bool has_limit, __u64 limit, char *buf,
+		       size_t buflen)
 {
 	char name[RG_DB_NAME_MAX];
 	const char *quote;
@@ -459,10 +454,9 @@ int rg_sql_show_create(const struct rg_db_key *db, bool has_limit, __u64 limit,
 	snprintf(name, sizeof(name), "%.*s", RG_DB_NAME_MAX - 1, db->name);
 	quote = is_plain_identifier(name) ? "" : "`";
 	if (!has_limit)
-		return snprintf(buf, buflen, "CREATE DATABASE IF NOT EXISTS %s%s%s",
-				quote, name, quote);
+		return snprintf(buf, buflen, "CREATE DATABASE IF NOT EXISTS %s%s%s", quote, name,
+				quote);
 	return snprintf(buf, buflen,
-			"CREATE DATABASE IF NOT EXISTS %s%s%s\nWITH(\n  %s = '%llu'\n)",
-			quote, name, quote, RG_OPT_INGEST_ROWS_RATE_LIMIT,
-			(unsigned long long)limit);
+			"CREATE DATABASE IF NOT EXISTS %s%s%s\nWITH(\n  %s = '%llu'\n)", quote,
+			name, quote, RG_OPT_INGEST_ROWS_RATE_LIMIT, (unsigned long long)limit);
 }

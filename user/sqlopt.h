@@ -22,7 +22,7 @@
 #define RG_OPT_INGEST_ROWS_RATE_LIMIT "ingest_rows_rate_limit"
 
 enum rg_sql_action {
-	RG_SQL_NOTHING,     /* CREATE DATABASE without the option */
+	RG_SQL_NOTHING,	    /* CREATE DATABASE without the option */
 	RG_SQL_SET_LIMIT,   /* CREATE ... WITH, ALTER ... SET */
 	RG_SQL_UNSET_LIMIT, /* ALTER ... UNSET */
 	RG_SQL_SHOW_CREATE, /* SHOW CREATE DATABASE */
@@ -31,12 +31,11 @@ enum rg_sql_action {
 struct rg_sql_request {
 	enum rg_sql_action action;
 	struct rg_db_key db; /* normalized with rg_parse_db_name */
-	__u64 limit;         /* RG_SQL_SET_LIMIT only */
+	__u64 limit;	     /* RG_SQL_SET_LIMIT only */
 };
 
 /* Returns 0, or -EINVAL with a one-line message in err. */
-int rg_sql_parse(const char *sql, struct rg_sql_request *req, char *err,
-		 size_t errlen);
+int rg_sql_parse(const char *sql, struct rg_sql_request *req, char *err, size_t errlen);
 
 /*
  * The "Create Database" column of SHOW CREATE DATABASE, as GreptimeDB prints
@@ -45,7 +44,7 @@ int rg_sql_parse(const char *sql, struct rg_sql_request *req, char *err,
  * when it would not read back as the same identifier.  Returns the length
  * that was needed (as snprintf).
  */
-int rg_sql_show_create(const struct rg_db_key *db, bool has_limit, __u64 limit,
-		       char *buf, size_t buflen);
+int rg_sql_show_create(const struct rg_db_key *db, bool has_limit, __u64 limit, char *buf,
+		       size_t buflen);
 
 #endif /* ROWGATE_USER_SQLOPT_H */

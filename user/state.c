@@ -28,16 +28,15 @@ void rg_limit_list_free(struct rg_limit_list *list)
 }
 
 /* Index of db, or of where it would be inserted. */
-static size_t list_position(const struct rg_limit_list *list,
-			    const struct rg_db_key *db, bool *found)
+static size_t list_position(const struct rg_limit_list *list, const struct rg_db_key *db,
+			    bool *found)
 {
 	size_t lo = 0, hi = list->count;
 
 	*found = false;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int cmp = strncmp(list->entries[mid].db.name, db->name,
-				  RG_DB_NAME_MAX);
+		int cmp = strncmp(list->entries[mid].db.name, db->name, RG_DB_NAME_MAX);
 
 		if (cmp == 0) {
 			*found = true;
@@ -60,8 +59,7 @@ struct rg_limit_entry *rg_limit_list_find(const struct rg_limit_list *list,
 	return found ? &list->entries[pos] : NULL;
 }
 
-int rg_limit_list_set(struct rg_limit_list *list, const struct rg_db_key *db,
-		      __u64 limit)
+int rg_limit_list_set(struct rg_limit_list *list, const struct rg_db_key *db, __u64 limit)
 {
 	bool found;
 	size_t pos = list_position(list, db, &found);
@@ -71,8 +69,7 @@ int rg_limit_list_set(struct rg_limit_list *list, const struct rg_db_key *db,
 			size_t capacity = list->capacity ? list->capacity * 2 : 16;
 			struct rg_limit_entry *entries;
 
-			entries = reallocarray(list->entries, capacity,
-					       sizeof(*entries));
+			entries = reallocarray(list->entries, capacity, sizeof(*entries));
 			if (!entries)
 				return -ENOMEM;
 			list->entries = entries;
@@ -120,9 +117,9 @@ int rg_json_get_u64(const json_t *value, __u64 *out)
 		*out = (__u64)json_integer_value(value);
 		return 0;
 	}
-	if (json_is_string(value))
-		return rg_parse_limit(json_string_value(value), out, err,
-				      sizeof(err)) ? -EINVAL : 0;
+	if (json_is_string(value) &&
+	    !rg_parse_limit(json_string_value(value), out, err, sizeof(err)))
+		return 0;
 	return -EINVAL;
 }
 
@@ -150,8 +147,8 @@ int rg_make_parent_dir(const char *path, mode_t mode)
 	return 0;
 }
 
-static int parse_limits(const char *path, json_t *root,
-			struct rg_limit_list *list, char *err, size_t errlen)
+static int parse_limits(const char *path, json_t *root, struct rg_limit_list *list, char *err,
+			size_t errlen)
 {
 	json_t *version, *limits, *value;
 	const char *name;
@@ -163,17 +160,14 @@ static int parse_limits(const char *path, json_t *root,
 		return -EINVAL;
 	}
 	version = json_object_get(root, "version");
-	if (!json_is_integer(version) ||
-	    json_integer_value(version) != RG_STATE_VERSION) {
-		snprintf(err, errlen,
-			 "%s: unsupported or missing \"version\" (expected %d)",
-			 path, RG_STATE_VERSION);
+	if (!json_is_integer(version) || json_integer_value(version) != RG_STATE_VERSION) {
+		snprintf(err, errlen, "%s: unsupported or missing \"version\" (expected %d)", path,
+			 RG_STATE_VERSION);
 		return -EINVAL;
 	}
 	limits = json_object_get(root, "limits");
 	if (!json_is_object(limits)) {
-		snprintf(err, errlen, "%s: \"limits\" is missing or not an object",
-			 path);
+		snprintf(err, errlen, "%s: \"limits\" is missing or not an object", path);
 		return -EINVAL;
 	}
 	json_object_foreach(limits, name, value) {
@@ -206,8 +200,7 @@ static int parse_limits(const char *path, json_t *root,
 	return 0;
 }
 
-int rg_state_load(const char *path, struct rg_limit_list *list, char *err,
-		  size_t errlen)
+int rg_state_load(const char *path, struct rg_limit_list *list, char *err, size_t errlen)
 {
 	json_error_t jerr;
 	json_t *root = NULL;
@@ -220,20 +213,17 @@ int rg_state_load(const char *path, struct rg_limit_list *list, char *err,
 		if (errno == ENOENT)
 			return 0; /* first start: nothing configured yet */
 		ret = -errno;
-		snprintf(err, errlen, "cannot open state file %s: %s", path,
-			 strerror(errno));
+		snprintf(err, errlen, "cannot open state file %s: %s", path, strerror(errno));
 		return ret;
 	}
 	if (fstat(fileno(file), &st)) {
 		ret = -errno;
-		snprintf(err, errlen, "cannot stat state file %s: %s", path,
-			 strerror(errno));
+		snprintf(err, errlen, "cannot stat state file %s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		ret = -EINVAL;
-		snprintf(err, errlen, "state file %s is not a regular file",
-			 path);
+		snprintf(err, errlen, "state file %s is not a regular file", path);
 		goto out;
 	}
 	if (st.st_size == 0) {
@@ -246,8 +236,7 @@ int rg_state_load(const char *path, struct rg_limit_list *list, char *err,
 	root = json_loadf(file, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root) {
 		ret = -EINVAL;
-		snprintf(err, errlen,
-			 "state file %s is not valid JSON: %s at line %d, column %d",
+		snprintf(err, errlen, "state file %s is not valid JSON: %s at line %d, column %d",
 			 path, jerr.text, jerr.line, jerr.column);
 		goto out;
 	}
@@ -268,16 +257,14 @@ static json_t *limits_to_json(const struct rg_limit_list *list)
 	root = json_object();
 	limits = json_object();
 	if (!root || !limits ||
-	    json_object_set_new(root, "version",
-				json_integer(RG_STATE_VERSION)) ||
+	    json_object_set_new(root, "version", json_integer(RG_STATE_VERSION)) ||
 	    json_object_set(root, "limits", limits))
 		goto fail;
 	for (i = 0; i < list->count; i++) {
 		const struct rg_limit_entry *e = &list->entries[i];
 		char name[RG_DB_NAME_MAX];
 
-		snprintf(name, sizeof(name), "%.*s", RG_DB_NAME_MAX - 1,
-			 e->db.name);
+		snprintf(name, sizeof(name), "%.*s", RG_DB_NAME_MAX - 1, e->db.name);
 		if (json_object_set_new(limits, name, rg_json_u64(e->limit)))
 			goto fail;
 	}
@@ -320,8 +307,7 @@ static int fsync_parent_dir(const char *path)
 	return ret;
 }
 
-int rg_state_save(const char *path, const struct rg_limit_list *list,
-		  char *err, size_t errlen)
+int rg_state_save(const char *path, const struct rg_limit_list *list, char *err, size_t errlen)
 {
 	const char *step = "prepare";
 	bool tmp_exists = false;
@@ -377,8 +363,7 @@ int rg_state_save(const char *path, const struct rg_limit_list *list,
 	ret = fsync_parent_dir(path);
 out:
 	if (ret)
-		snprintf(err, errlen, "cannot %s state file %s: %s", step, path,
-			 strerror(-ret));
+		snprintf(err, errlen, "cannot %s state file %s: %s", step, path, strerror(-ret));
 	if (fd >= 0)
 		close(fd);
 	if (tmp_exists)

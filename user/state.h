@@ -39,8 +39,7 @@ void rg_limit_list_free(struct rg_limit_list *list);
 struct rg_limit_entry *rg_limit_list_find(const struct rg_limit_list *list,
 					  const struct rg_db_key *db);
 /* Insert or replace; 0 or -ENOMEM. */
-int rg_limit_list_set(struct rg_limit_list *list, const struct rg_db_key *db,
-		      __u64 limit);
+int rg_limit_list_set(struct rg_limit_list *list, const struct rg_db_key *db, __u64 limit);
 /* 0, or -ENOENT when db has no entry. */
 int rg_limit_list_unset(struct rg_limit_list *list, const struct rg_db_key *db);
 
@@ -49,16 +48,14 @@ int rg_limit_list_unset(struct rg_limit_list *list, const struct rg_db_key *db);
  * anything unreadable or malformed is an error naming the file and the
  * problem (never an empty list).  Returns 0 or negative errno with err filled.
  */
-int rg_state_load(const char *path, struct rg_limit_list *list, char *err,
-		  size_t errlen);
+int rg_state_load(const char *path, struct rg_limit_list *list, char *err, size_t errlen);
 
 /*
  * Replace path atomically: write a temporary file in the same directory
  * (created if missing), fsync it, rename it over path, fsync the directory.
  * On failure the old file is untouched.  Returns 0 or negative errno.
  */
-int rg_state_save(const char *path, const struct rg_limit_list *list,
-		  char *err, size_t errlen);
+int rg_state_save(const char *path, const struct rg_limit_list *list, char *err, size_t errlen);
 
 /* The u64 convention above; NULL on allocation failure. */
 json_t *rg_json_u64(__u64 value);

@@ -1,0 +1,941 @@
+// SPDX-License-Identifier: MIT
+/* rowgated: the host agent.  Loads and pins the BPF programs, attaches them
+ * to the ingest cgroup and ports, keeps the limits in the pinned maps and in
+ * a state file, and answers rowgatectl on the admin socket.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "rowgate.skel.h"
+#include "rowgate/abi.h"
+#include "rowgate/bucket.h"
+#include "admin.h"
+#include "limits.h"
+#include "log.h"
+#include "state.h"
+
+#define RG_VERSION          "0.1.0"
+#define RG_DEFAULT_PORT     4000
+#define RG_DEFAULT_BPFFS    "/sys/fs/bpf/rowgate"
+#define RG_BPFFS_MAGIC      0xcafe4a11
+#define RG_POLL_INTERVAL_MS 1000
+
+/* Pins under the bpffs directory besides the maps (named as in abi.h). */
+#define RG_PIN_LINK_SOCKOPS "link_sockops"
+#define RG_PIN_LINK_PEER4   "link_getpeername4"
+#define RG_PIN_LINK_PEER6   "link_getpeername6"
+#define RG_PIN_PROG_VERDICT "prog_verdict"
+
+struct route_opt {
+	char path[RG_PATH_MAX];
+	struct rg_route route;
+};
+
+struct config {
+	__u32 ports[RG_MAX_PORTS];
+	int nports;
+	const char *cgroup;
+	char cgroup_buf[PATH_MAX];
+	const char *bpffs;
+	const char *admin_socket;
+	const char *state_file;
+	bool foreground;
+	bool keep;
+	bool cleanup;
+	struct route_opt routes[RG_MAX_ROUTES];
+	int nroutes;
+};
+
+struct daemon {
+	struct config *cfg;
+	struct rowgate *skel;
+	struct rg_limit_list limits;
+	int lock_fd;
+	int admin_fd;
+};
+
+/* Maps whose contents outlive a clean stop: limits, debt, counters. */
+static const char *const state_maps[] = {
+	RG_STR(RG_MAP_LIMITS), RG_STR(RG_MAP_BUCKETS), RG_STR(RG_MAP_DB_STATS),
+	RG_STR(RG_MAP_GLOBAL),
+};
+
+/* The routes of every ingest server rowgate knows, line protocol for now. */
+static const struct route_opt default_routes[] = {
+	{ "/v1/influxdb/write", { RG_PROTO_LINE, 0 } },
+	{ "/v1/influxdb/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
+	{ "/write", { RG_PROTO_LINE, 0 } },
+	{ "/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
+	{ "/influx/write", { RG_PROTO_LINE, 0 } },
+	{ "/influx/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: rowgated [OPTIONS]\n"
+		"\n"
+		"Per-database ingestion rate limits (rows/s) enforced in the kernel.\n"
+		"Loads and pins rowgate's BPF programs, guards the ingest ports of the\n"
+		"servers in a cgroup, and serves rowgatectl on an admin socket.\n"
+		"\n"
+		"Options:\n"
+		"  -p, --port N            ingest TCP port to guard, repeatable (default %d)\n"
+		"  -c, --cgroup PATH       cgroup v2 directory holding the ingest servers\n"
+		"                          (default: the cgroup2 root)\n"
+		"  -b, --bpffs DIR         pin directory on a bpf filesystem (default %s)\n"
+		"  -s, --admin-socket PATH admin unix socket (default %s)\n"
+		"  -f, --state-file PATH   limits that survive restarts (default %s)\n"
+		"  -r, --route PATH=PROTO  route a request path: PROTO is influx (line\n"
+		"                          protocol, db from db=), influx-v2 (also bucket=)\n"
+		"                          or none (pass untouched); repeatable; added to\n"
+		"                          the defaults for GreptimeDB, InfluxDB and\n"
+		"                          VictoriaMetrics\n"
+		"      --foreground        stay in the foreground (default: detach once ready)\n"
+		"      --keep              on exit leave enforcement pinned and running\n"
+		"      --cleanup           detach and remove everything under --bpffs, exit\n"
+		"  -l, --log-level LEVEL   %s (default warn)\n"
+		"  -h, --help              this help\n"
+		"  -V, --version           version and libbpf version\n"
+		"\n"
+		"Signals: SIGTERM/SIGINT detach the programs (open connections go on,\n"
+		"unenforced) and keep limits, debt and counters pinned for the next start;\n"
+		"with --keep nothing is detached.  A restarted rowgated adopts the pins.\n"
+		"\n"
+		"Examples:\n"
+		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/greptimedb.service\n"
+		"  rowgated --foreground --port 8428 --log-level info\n"
+		"  rowgatectl limit set logs 10000\n",
+		RG_DEFAULT_PORT, RG_DEFAULT_BPFFS, RG_ADMIN_DEFAULT_PATH, RG_STATE_DEFAULT_PATH,
+		RG_LOG_LEVELS);
+}
+
+static int parse_port(const char *s, __u32 *port)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || end == s || v == 0 || v > 65535 || s[0] == '-' || s[0] == '+')
+		return -EINVAL;
+	*port = (__u32)v;
+	return 0;
+}
+
+static int parse_route(const char *s, struct route_opt *r)
+{
+	const char *eq = strrchr(s, '=');
+	size_t len;
+
+	if (!eq || eq == s || s[0] != '/')
+		return -EINVAL;
+	len = (size_t)(eq - s);
+	if (len >= RG_PATH_MAX)
+		return -ENAMETOOLONG;
+	memset(r, 0, sizeof(*r));
+	memcpy(r->path, s, len);
+	if (!strcmp(eq + 1, "influx"))
+		r->route = (struct rg_route){ RG_PROTO_LINE, 0 };
+	else if (!strcmp(eq + 1, "influx-v2"))
+		r->route = (struct rg_route){ RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM };
+	else if (!strcmp(eq + 1, "none"))
+		r->route = (struct rg_route){ RG_PROTO_NONE, 0 };
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* The first cgroup2 mount in /proc/self/mounts. */
+static int find_cgroup2_root(char *buf, size_t len)
+{
+	FILE *f = fopen("/proc/self/mounts", "r");
+	char dev[256], dir[PATH_MAX], type[64];
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fscanf(f, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3) {
+		if (!strcmp(type, "cgroup2")) {
+			snprintf(buf, len, "%s", dir);
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+static int parse_args(int argc, char **argv, struct config *cfg)
+{
+	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP };
+	static const struct option opts[] = {
+		{ "port", required_argument, NULL, 'p' },
+		{ "cgroup", required_argument, NULL, 'c' },
+		{ "bpffs", required_argument, NULL, 'b' },
+		{ "admin-socket", required_argument, NULL, 's' },
+		{ "state-file", required_argument, NULL, 'f' },
+		{ "route", required_argument, NULL, 'r' },
+		{ "foreground", no_argument, NULL, OPT_FOREGROUND },
+		{ "keep", no_argument, NULL, OPT_KEEP },
+		{ "cleanup", no_argument, NULL, OPT_CLEANUP },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
+	};
+	enum rg_log_level level;
+	int opt, i;
+
+	cfg->bpffs = RG_DEFAULT_BPFFS;
+	cfg->admin_socket = RG_ADMIN_DEFAULT_PATH;
+	cfg->state_file = RG_STATE_DEFAULT_PATH;
+	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:l:hV", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			if (cfg->nports == RG_MAX_PORTS) {
+				pr_err("at most %d ports can be guarded", RG_MAX_PORTS);
+				return -EINVAL;
+			}
+			if (parse_port(optarg, &cfg->ports[cfg->nports])) {
+				pr_err("--port '%s': expected a TCP port number 1-65535", optarg);
+				return -EINVAL;
+			}
+			for (i = 0; i < cfg->nports; i++)
+				if (cfg->ports[i] == cfg->ports[cfg->nports])
+					break;
+			if (i == cfg->nports)
+				cfg->nports++;
+			break;
+		case 'c':
+			cfg->cgroup = optarg;
+			break;
+		case 'b':
+			cfg->bpffs = optarg;
+			break;
+		case 's':
+			cfg->admin_socket = optarg;
+			break;
+		case 'f':
+			cfg->state_file = optarg;
+			break;
+		case 'r':
+			if (cfg->nroutes == RG_MAX_ROUTES ||
+			    parse_route(optarg, &cfg->routes[cfg->nroutes])) {
+				pr_err("--route '%s': expected /PATH=influx|influx-v2|none "
+				       "(path shorter than %d bytes)",
+				       optarg, RG_PATH_MAX);
+				return -EINVAL;
+			}
+			cfg->nroutes++;
+			break;
+		case OPT_FOREGROUND:
+			cfg->foreground = true;
+			break;
+		case OPT_KEEP:
+			cfg->keep = true;
+			break;
+		case OPT_CLEANUP:
+			cfg->cleanup = true;
+			break;
+		case 'l':
+			if (rg_log_parse_level(optarg, &level)) {
+				pr_err("--log-level '%s': expected %s", optarg, RG_LOG_LEVELS);
+				return -EINVAL;
+			}
+			rg_log_set_level(level);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("rowgated %s (libbpf %s)\n", RG_VERSION, libbpf_version_string());
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'rowgated --help'.\n");
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		pr_err("unexpected argument '%s'; try 'rowgated --help'", argv[optind]);
+		return -EINVAL;
+	}
+	if (cfg->nports == 0)
+		cfg->ports[cfg->nports++] = RG_DEFAULT_PORT;
+	if (!cfg->cgroup) {
+		if (find_cgroup2_root(cfg->cgroup_buf, sizeof(cfg->cgroup_buf))) {
+			pr_err("no cgroup v2 hierarchy is mounted; mount one or pass --cgroup");
+			return -ENOENT;
+		}
+		cfg->cgroup = cfg->cgroup_buf;
+	}
+	return 0;
+}
+
+static void pin_path(char *buf, size_t len, const char *dir, const char *name)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+}
+
+static bool is_bpffs(const char *path)
+{
+	struct statfs st;
+
+	return statfs(path, &st) == 0 && (unsigned long)st.f_type == RG_BPFFS_MAGIC;
+}
+
+/* Create the pin directory on a bpf filesystem, mounting /sys/fs/bpf as
+ * systemd would when nothing is mounted there. */
+static int prepare_bpffs(const char *dir)
+{
+	char parent[PATH_MAX], *slash;
+
+	snprintf(parent, sizeof(parent), "%s", dir);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent)
+		*slash = 0;
+	if (!is_bpffs(parent) && !strcmp(parent, "/sys/fs/bpf")) {
+		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700")) {
+			pr_err("cannot mount a bpf filesystem on /sys/fs/bpf: %s", strerror(errno));
+			return -errno;
+		}
+		pr_info("mounted a bpf filesystem on /sys/fs/bpf");
+	}
+	if (!is_bpffs(parent)) {
+		pr_err("%s is not on a bpf filesystem; mount one with: mount -t bpf bpf %s",
+		       dir, parent);
+		return -EINVAL;
+	}
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		pr_err("cannot create %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* One loader at a time per pin directory. */
+static int lock_bpffs(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0) {
+		pr_err("cannot open %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		pr_err("another rowgated is using %s (its lock is held)", dir);
+		close(fd);
+		return -EBUSY;
+	}
+	return fd;
+}
+
+static int set_pin_paths(struct rowgate *skel, const char *dir)
+{
+	struct bpf_map *map;
+	char path[PATH_MAX];
+
+	bpf_object__for_each_map(map, skel->obj) {
+		const char *name = bpf_map__name(map);
+
+		if (bpf_map__is_internal(map) || !strcmp(name, "conn_zero"))
+			continue; /* .rodata and templates belong to one load */
+		pin_path(path, sizeof(path), dir, name);
+		if (bpf_map__set_pin_path(map, path))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Attach prog to the cgroup through a pinned link, or adopt the link a
+ * previous rowgated pinned and swap its program atomically. */
+static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, const char *dir,
+			      const char *pin_name)
+{
+	char path[PATH_MAX];
+	struct bpf_link *link;
+	int err;
+
+	pin_path(path, sizeof(path), dir, pin_name);
+	link = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
+	if (link) {
+		err = bpf_link__update_program(link, prog);
+		if (!err) {
+			pr_info("adopted %s", path);
+			bpf_link__disconnect(link);
+			bpf_link__destroy(link);
+			return 0;
+		}
+		pr_warn("cannot update pinned link %s (%s): replacing it", path, strerror(-err));
+		bpf_link__unpin(link);
+		bpf_link__destroy(link);
+	}
+	link = bpf_program__attach_cgroup(prog, cgroup_fd);
+	err = libbpf_get_error(link);
+	if (err) {
+		pr_err("cannot attach %s to the cgroup: %s", bpf_program__name(prog),
+		       strerror(-err));
+		return err;
+	}
+	err = bpf_link__pin(link, path);
+	if (err) {
+		pr_err("cannot pin %s: %s", path, strerror(-err));
+		bpf_link__destroy(link);
+		return err;
+	}
+	bpf_link__disconnect(link); /* the pin keeps it attached */
+	bpf_link__destroy(link);
+	return 0;
+}
+
+static int attach_all(struct daemon *d)
+{
+	struct rowgate *skel = d->skel;
+	char path[PATH_MAX];
+	int cgroup_fd, err;
+
+	cgroup_fd = open(d->cfg->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cgroup_fd < 0) {
+		pr_err("cannot open cgroup %s: %s", d->cfg->cgroup, strerror(errno));
+		return -errno;
+	}
+	/* verdict first, so no socket enters the sockhash unguarded;
+	 * attaching again replaces a previous rowgated's program */
+	err = bpf_prog_attach(bpf_program__fd(skel->progs.rg_verdict),
+			      bpf_map__fd(skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT, 0);
+	if (err) {
+		pr_err("cannot attach the verdict program to the sockhash: %s", strerror(errno));
+		goto out;
+	}
+	pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_VERDICT);
+	unlink(path);
+	bpf_program__pin(skel->progs.rg_verdict, path);
+	err = attach_cgroup_link(skel->progs.rg_getpeername4, cgroup_fd, d->cfg->bpffs,
+				 RG_PIN_LINK_PEER4);
+	if (!err)
+		err = attach_cgroup_link(skel->progs.rg_getpeername6, cgroup_fd, d->cfg->bpffs,
+					 RG_PIN_LINK_PEER6);
+	if (!err)
+		err = attach_cgroup_link(skel->progs.rg_sockops, cgroup_fd, d->cfg->bpffs,
+					 RG_PIN_LINK_SOCKOPS);
+out:
+	close(cgroup_fd);
+	return err;
+}
+
+static void map_clear(int fd, size_t key_size)
+{
+	char key[256], next[256];
+	bool first = true;
+
+	if (key_size > sizeof(key))
+		return;
+	while (bpf_map_get_next_key(fd, first ? NULL : key, next) == 0) {
+		memcpy(key, next, key_size);
+		first = false;
+		bpf_map_delete_elem(fd, key);
+		first = true; /* restart: the key we held is gone */
+	}
+}
+
+static int populate_ports_routes(struct daemon *d)
+{
+	int ports_fd = bpf_map__fd(d->skel->maps.RG_MAP_PORTS);
+	int routes_fd = bpf_map__fd(d->skel->maps.RG_MAP_ROUTES);
+	__u32 one = 1;
+	size_t i;
+	int j;
+
+	map_clear(ports_fd, sizeof(__u32));
+	for (j = 0; j < d->cfg->nports; j++)
+		if (bpf_map_update_elem(ports_fd, &d->cfg->ports[j], &one, BPF_ANY))
+			return -errno;
+	map_clear(routes_fd, sizeof(struct rg_route_key));
+	for (i = 0; i < sizeof(default_routes) / sizeof(default_routes[0]); i++) {
+		struct rg_route_key key = {};
+
+		memcpy(key.path, default_routes[i].path, strlen(default_routes[i].path));
+		if (bpf_map_update_elem(routes_fd, &key, &default_routes[i].route, BPF_ANY))
+			return -errno;
+	}
+	for (j = 0; j < d->cfg->nroutes; j++) {
+		struct rg_route_key key = {};
+
+		memcpy(key.path, d->cfg->routes[j].path, sizeof(key.path));
+		if (d->cfg->routes[j].route.protocol == RG_PROTO_NONE)
+			bpf_map_delete_elem(routes_fd, &key);
+		else if (bpf_map_update_elem(routes_fd, &key, &d->cfg->routes[j].route, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+static __u64 monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * RG_NSEC_PER_SEC + (__u64)ts.tv_nsec;
+}
+
+/* Put one limit into the maps.  A new database gets a full bucket and zeroed
+ * counters; an existing bucket is kept, debt included (DESIGN §1). */
+static int apply_limit(struct daemon *d, const struct rg_db_key *db, __u64 limit)
+{
+	struct rg_limit lim = { .limit_rows_per_s = limit };
+	struct rg_bucket_value bv = {};
+	struct rg_db_stats st = {};
+
+	if (limit) {
+		rg_bucket_init(&bv.b, limit, monotonic_ns());
+		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS), db, &bv,
+					BPF_NOEXIST) &&
+		    errno != EEXIST)
+			return -errno;
+	}
+	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS), db, &st,
+				BPF_NOEXIST) &&
+	    errno != EEXIST)
+		return -errno;
+	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), db, &lim, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static const char *map_errno(int err)
+{
+	switch (-err) {
+	case E2BIG:
+	case ENOSPC:
+		return "the limits map is full";
+	case ENOMEM:
+		return "out of kernel memory";
+	default:
+		return strerror(-err);
+	}
+}
+
+static int sync_limits_to_maps(struct daemon *d)
+{
+	int fd = bpf_map__fd(d->skel->maps.RG_MAP_LIMITS);
+	struct rg_db_key key, next;
+	bool first = true;
+	size_t i;
+	int err;
+
+	/* drop limits the state file no longer has */
+	while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+		key = next;
+		first = false;
+		if (!rg_limit_list_find(&d->limits, &key)) {
+			bpf_map_delete_elem(fd, &key);
+			first = true;
+		}
+	}
+	for (i = 0; i < d->limits.count; i++) {
+		err = apply_limit(d, &d->limits.entries[i].db, d->limits.entries[i].limit);
+		if (err) {
+			pr_err("cannot load the limit of %s: %s", d->limits.entries[i].db.name,
+			       map_errno(err));
+			return err;
+		}
+	}
+	return 0;
+}
+
+/* ---- admin socket callbacks ---- */
+
+static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, char *err,
+			size_t errlen)
+{
+	struct daemon *d = ctx;
+	struct rg_limit_entry *old = rg_limit_list_find(&d->limits, db);
+	bool existed = old != NULL;
+	__u64 old_limit = old ? old->limit : 0;
+	int ret;
+
+	ret = rg_limit_list_set(&d->limits, db, limit);
+	if (ret) {
+		snprintf(err, errlen, "out of memory");
+		return ret;
+	}
+	/* durable first: a limit the daemon acknowledged survives a crash */
+	ret = rg_state_save(d->cfg->state_file, &d->limits, err, errlen);
+	if (!ret)
+		ret = apply_limit(d, db, limit);
+	if (ret) {
+		if (!*err)
+			snprintf(err, errlen, "cannot apply the limit: %s", map_errno(ret));
+		if (existed)
+			rg_limit_list_set(&d->limits, db, old_limit);
+		else
+			rg_limit_list_unset(&d->limits, db);
+		return ret;
+	}
+	pr_info("limit %s = %llu rows/s", db->name, (unsigned long long)limit);
+	return 0;
+}
+
+static int op_limit_unset(void *ctx, const struct rg_db_key *db, char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+	struct rg_limit_entry *old = rg_limit_list_find(&d->limits, db);
+	__u64 old_limit;
+	int ret;
+
+	if (!old) {
+		snprintf(err, errlen, "database '%s' has no limit", db->name);
+		return -ENOENT;
+	}
+	old_limit = old->limit;
+	rg_limit_list_unset(&d->limits, db);
+	ret = rg_state_save(d->cfg->state_file, &d->limits, err, errlen);
+	if (ret) {
+		rg_limit_list_set(&d->limits, db, old_limit);
+		return ret;
+	}
+	/* the bucket stays: re-enabling must not forgive debt */
+	bpf_map_delete_elem(bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), db);
+	pr_info("limit %s unset", db->name);
+	return 0;
+}
+
+static int op_limit_show(void *ctx, const struct rg_db_key *db, json_t *arr, char *err,
+			 size_t errlen)
+{
+	struct daemon *d = ctx;
+	size_t i;
+
+	for (i = 0; i < d->limits.count; i++) {
+		const struct rg_limit_entry *e = &d->limits.entries[i];
+
+		if (db && strcmp(db->name, e->db.name))
+			continue;
+		if (rg_admin_add_limit(arr, &e->db, e->limit)) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int json_set_u64(json_t *obj, const char *key, __u64 v)
+{
+	return json_object_set_new(obj, key, rg_json_u64(v));
+}
+
+static json_t *db_stats_json(struct daemon *d, const struct rg_db_key *db,
+			     const struct rg_db_stats *st)
+{
+	json_t *o = json_object();
+	struct rg_bucket_value bv;
+	struct rg_limit lim;
+	bool has_limit;
+
+	if (!o)
+		return NULL;
+	has_limit = bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), db, &lim) == 0;
+	json_object_set_new(o, "db", json_string(db->name));
+	json_set_u64(o, "limit", has_limit ? lim.limit_rows_per_s : 0);
+	json_set_u64(o, "quota", has_limit && lim.limit_rows_per_s ? rg_effective_quota(&lim) : 0);
+	json_set_u64(o, "admitted_requests", st->admitted_requests);
+	json_set_u64(o, "admitted_rows", st->admitted_rows);
+	json_set_u64(o, "rejected_requests", st->rejected_requests);
+	json_set_u64(o, "rejected_rows", st->rejected_rows);
+	json_set_u64(o, "unenforced_requests", st->unenforced_requests);
+	json_set_u64(o, "unenforced_rows", st->unenforced_rows);
+	if (bpf_map_lookup_elem_flags(bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS), db, &bv,
+				      BPF_F_LOCK) == 0) {
+		/* the level now, as the kernel would see it */
+		rg_bucket_refill(&bv.b, monotonic_ns());
+		json_set_u64(o, "tokens", bv.b.tokens);
+		json_set_u64(o, "debt_rows", bv.b.debt_rows);
+	}
+	return o;
+}
+
+static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *err,
+		    size_t errlen)
+{
+	struct daemon *d = ctx;
+	int fd = bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS);
+	json_t *arr = json_array(), *g = json_object();
+	struct rg_global_stats gs = {};
+	struct rg_db_key key, next;
+	struct rg_db_stats st;
+	bool first = true;
+	__u32 zero = 0;
+
+	if (!arr || !g)
+		goto nomem;
+	while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+		key = next;
+		first = false;
+		if (db && strcmp(db->name, key.name))
+			continue;
+		if (bpf_map_lookup_elem(fd, &key, &st))
+			continue;
+		if (json_array_append_new(arr, db_stats_json(d, &key, &st)))
+			goto nomem;
+	}
+	if (db && json_array_size(arr) == 0) {
+		snprintf(err, errlen, "no counters for database '%s' (no limit was ever set)",
+			 db->name);
+		json_decref(arr);
+		json_decref(g);
+		return -ENOENT;
+	}
+	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GLOBAL), &zero, &gs);
+	json_set_u64(g, "conns_tracked", gs.conns_tracked);
+	json_set_u64(g, "conns_untracked", gs.conns_untracked);
+	json_set_u64(g, "non_http_conns", gs.non_http_conns);
+	json_set_u64(g, "bad_requests", gs.bad_requests);
+	json_set_u64(g, "heads_split", gs.heads_split);
+	json_set_u64(g, "pipelined_unenforced", gs.pipelined_unenforced);
+	json_set_u64(g, "recvmsg_failopen", gs.recvmsg_failopen);
+	json_set_u64(g, "responses_close", gs.responses_close);
+	json_set_u64(g, "internal_errors", gs.internal_errors);
+	json_object_set_new(reply, "databases", arr);
+	json_object_set_new(reply, "global", g);
+	return 0;
+nomem:
+	json_decref(arr);
+	json_decref(g);
+	snprintf(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+static const struct rg_admin_ops admin_ops = {
+	.limit_set = op_limit_set,
+	.limit_unset = op_limit_unset,
+	.limit_show = op_limit_show,
+	.stats = op_stats,
+};
+
+/* ---- lifecycle ---- */
+
+static void unpin(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	pin_path(path, sizeof(path), dir, name);
+	if (unlink(path) && errno != ENOENT)
+		pr_warn("cannot remove %s: %s", path, strerror(errno));
+}
+
+/* Stop enforcing: detach everything, release guarded sockets so open
+ * connections go on untouched, keep the state maps unless purging. */
+static void detach_all(const char *dir, bool purge)
+{
+	char path[PATH_MAX];
+	int sockhash_fd, prog_fd;
+	size_t i;
+
+	unpin(dir, RG_PIN_LINK_SOCKOPS); /* no new connections are guarded */
+	unpin(dir, RG_PIN_LINK_PEER4);
+	unpin(dir, RG_PIN_LINK_PEER6);
+	pin_path(path, sizeof(path), dir, RG_STR(RG_MAP_SOCKHASH));
+	sockhash_fd = bpf_obj_get(path);
+	pin_path(path, sizeof(path), dir, RG_PIN_PROG_VERDICT);
+	prog_fd = bpf_obj_get(path);
+	if (sockhash_fd >= 0) {
+		if (prog_fd >= 0)
+			bpf_prog_detach2(prog_fd, sockhash_fd, BPF_SK_SKB_VERDICT);
+		map_clear(sockhash_fd, sizeof(__u64));
+		close(sockhash_fd);
+	}
+	if (prog_fd >= 0)
+		close(prog_fd);
+	unpin(dir, RG_PIN_PROG_VERDICT);
+	unpin(dir, RG_STR(RG_MAP_SOCKHASH));
+	unpin(dir, RG_STR(RG_MAP_CONNS));
+	unpin(dir, RG_STR(RG_MAP_PORTS));
+	unpin(dir, RG_STR(RG_MAP_ROUTES));
+	if (purge) {
+		for (i = 0; i < sizeof(state_maps) / sizeof(state_maps[0]); i++)
+			unpin(dir, state_maps[i]);
+		if (rmdir(dir) && errno != ENOENT)
+			pr_warn("cannot remove %s: %s", dir, strerror(errno));
+	}
+}
+
+static int load(struct daemon *d)
+{
+	int err;
+
+	d->skel = rowgate__open();
+	if (!d->skel) {
+		pr_err("cannot open the BPF object: %s", strerror(errno));
+		return -errno;
+	}
+	err = set_pin_paths(d->skel, d->cfg->bpffs);
+	if (!err)
+		err = rowgate__load(d->skel);
+	if (err) {
+		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
+		       err == -EINVAL ? " (pinned maps from an incompatible rowgated? "
+					"run 'rowgated --cleanup' with the same --bpffs)" :
+					" (run with --log-level debug for the verifier log)");
+		return err;
+	}
+	return 0;
+}
+
+/* Detach once ready: the parent exits 0 when the child says so. */
+static int daemonize(int *notify_fd)
+{
+	int pipefd[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(pipefd))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(pipefd[1]);
+		if (read(pipefd[0], &c, 1) == 1 && c == 'R')
+			_exit(0);
+		_exit(1);
+	}
+	close(pipefd[0]);
+	setsid();
+	*notify_fd = pipefd[1];
+	return 0;
+}
+
+static void notify_ready(int fd)
+{
+	int nul;
+
+	if (fd < 0)
+		return;
+	if (write(fd, "R", 1) != 1)
+		pr_warn("cannot notify the parent process");
+	close(fd);
+	nul = open("/dev/null", O_RDWR);
+	if (nul >= 0) {
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		close(nul);
+	}
+}
+
+static int serve(struct daemon *d, int notify_fd)
+{
+	struct pollfd pfd[2];
+	sigset_t mask;
+	int sfd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0)
+		return -errno;
+	pr_info("guarding %d port(s) in %s; admin socket %s", d->cfg->nports, d->cfg->cgroup,
+		d->cfg->admin_socket);
+	notify_ready(notify_fd);
+	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = d->admin_fd, .events = POLLIN };
+	for (;;) {
+		struct signalfd_siginfo si;
+
+		if (poll(pfd, 2, RG_POLL_INTERVAL_MS) < 0 && errno != EINTR)
+			break;
+		if (pfd[0].revents & POLLIN) {
+			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGHUP) {
+				pr_info("signal %u: stopping", si.ssi_signo);
+				break;
+			}
+		}
+		if (pfd[1].revents & POLLIN)
+			while (rg_admin_serve_one(d->admin_fd, &admin_ops, d) != -EAGAIN)
+				;
+	}
+	close(sfd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg = {};
+	struct daemon d = { .cfg = &cfg, .lock_fd = -1, .admin_fd = -1 };
+	char err[256] = "";
+	int notify_fd = -1, ret = 1;
+
+	rg_log_route_libbpf();
+	if (parse_args(argc, argv, &cfg))
+		return 2;
+	if (geteuid() != 0)
+		pr_warn("not running as root: loading BPF programs will likely fail");
+	if (cfg.cleanup) {
+		if (!is_bpffs(cfg.bpffs) && access(cfg.bpffs, F_OK))
+			return 0;
+		d.lock_fd = lock_bpffs(cfg.bpffs);
+		if (d.lock_fd < 0)
+			return 1;
+		detach_all(cfg.bpffs, true);
+		return 0;
+	}
+	rg_limit_list_init(&d.limits);
+	if (rg_state_load(cfg.state_file, &d.limits, err, sizeof(err))) {
+		pr_err("%s", err);
+		return 1;
+	}
+	if (prepare_bpffs(cfg.bpffs))
+		return 1;
+	d.lock_fd = lock_bpffs(cfg.bpffs);
+	if (d.lock_fd < 0)
+		return 1;
+	if (!cfg.foreground && daemonize(&notify_fd))
+		return 1;
+	if (load(&d))
+		goto out;
+	if (populate_ports_routes(&d)) {
+		pr_err("cannot write the ports and routes maps: %s", strerror(errno));
+		goto out;
+	}
+	if (sync_limits_to_maps(&d))
+		goto out;
+	d.admin_fd = rg_admin_listen(cfg.admin_socket);
+	if (d.admin_fd < 0)
+		goto out;
+	if (attach_all(&d))
+		goto detach;
+	ret = serve(&d, notify_fd) ? 1 : 0;
+detach:
+	if (!cfg.keep)
+		detach_all(cfg.bpffs, false);
+	else
+		pr_info("--keep: enforcement stays pinned under %s", cfg.bpffs);
+out:
+	if (d.admin_fd >= 0) {
+		close(d.admin_fd);
+		unlink(cfg.admin_socket);
+	}
+	rowgate__destroy(d.skel);
+	rg_limit_list_free(&d.limits);
+	return ret;
+}
