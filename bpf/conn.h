@@ -73,7 +73,7 @@ struct rg_conn {
 	__u8 keep_alive; /* the current request allows keep-alive */
 	__u8 reject_estimated; /* reject_rows is a guess: the body was not read */
 	__u16 stash_len; /* head bytes held back (dropped, not yet passed) */
-	__u8 pad;
+	__u8 draining;   /* the accept-time drain runs the verdict */
 	__u32 uncharged; /* bytes received but not yet charged to TCP */
 	__u32 requests;
 	__u64 body_remaining;

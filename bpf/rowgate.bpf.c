@@ -118,12 +118,14 @@ static __always_inline __u64 rg_server_write_seq(struct __sk_buff *skb)
  * copied_seq write-back would lose any drop or redirect charge): the socket
  * is owned by the reader and no backlog is being drained.
  */
-static __always_inline bool rg_in_recvmsg(struct __sk_buff *skb)
+static __always_inline bool rg_in_recvmsg(struct __sk_buff *skb, struct rg_conn *c)
 {
 	struct bpf_sock *sk = skb->sk;
 	struct tcp_sock *tp;
 
-	if (!sk)
+	/* the accept-time drain holds the socket lock too, but there
+	 * charges stick */
+	if (!sk || c->draining)
 		return false;
 	tp = bpf_skc_to_tcp_sock(sk);
 	if (!tp)
@@ -691,7 +693,7 @@ int rg_verdict(struct __sk_buff *skb)
 	w = &c->w;
 	__builtin_memset(w, 0, sizeof(*w));
 	w->len = len;
-	w->must_pass = rg_in_recvmsg(skb);
+	w->must_pass = rg_in_recvmsg(skb, c);
 	if (w->must_pass)
 		rg_global_inc(recvmsg_failopen);
 
@@ -820,6 +822,8 @@ int rg_sockops(struct bpf_sock_ops *skops)
 static __always_inline void rg_kick_verdict(struct bpf_sock_addr *ctx)
 {
 	struct bpf_sock *sk = ctx->sk;
+	struct rg_conn *c;
+	__u64 cookie;
 	__u32 port;
 	int lowat = 1;
 
@@ -828,9 +832,15 @@ static __always_inline void rg_kick_verdict(struct bpf_sock_addr *ctx)
 	port = sk->src_port;
 	if (!bpf_map_lookup_elem(&RG_MAP_PORTS, &port))
 		return;
+	cookie = bpf_get_socket_cookie(ctx);
+	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+	if (!c)
+		return;
 	if (bpf_getsockopt(ctx, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat)))
 		lowat = 1;
+	c->draining = 1;
 	bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat));
+	c->draining = 0;
 }
 
 SEC("cgroup/getpeername4")

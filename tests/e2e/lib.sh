@@ -1,0 +1,181 @@
+# shellcheck shell=bash
+# Harness for rowgate's end-to-end tests: a real victoria-metrics on
+# 127.0.0.1 in a cgroup of its own, rowgated guarding its port with a private
+# bpffs, admin socket and state file.  Everything a test creates is removed by
+# the EXIT trap, whether it passes or fails.
+#
+#   source "$(dirname "$0")/lib.sh"
+#   rg_require_root; rg_require_cmd victoria-metrics
+#   rg_setup            # VM + rowgated; sets RG_PORT, RG_CTL, VM_PID, ...
+#   rg_ctl limit set db 100
+#   ...; rg_pass / rg_fail "why"
+#
+# Exit codes: 0 pass, 1 fail, 77 skipped.
+
+set -u
+RG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RG_BUILD=${BUILD:-$RG_ROOT/build}
+RG_ROWGATED=$RG_BUILD/rowgated
+RG_ROWGATECTL=$RG_BUILD/rowgatectl
+RG_PY=${PYTHON:-/usr/bin/python3}
+RG_CLIENT=$RG_ROOT/tests/e2e/rgclient.py
+RG_NAME=$(basename "$0" .sh)
+RG_TMP=$(mktemp -d "/tmp/rowgate-e2e-$RG_NAME.XXXXXX")
+RG_CGROUP=""
+RG_BPFFS_MNT="$RG_TMP/bpffs"
+RG_BPFFS="$RG_BPFFS_MNT/rowgate"
+RG_SOCK="$RG_TMP/admin.sock"
+RG_STATE="$RG_TMP/limits.json"
+RG_PID=""
+VM_PID=""
+RG_PORT=""
+_rg_cleanups=()
+
+rg_log() { printf '[%s] %s\n' "$RG_NAME" "$*"; }
+rg_pass() { rg_log "PASS${1:+: $1}"; exit 0; }
+rg_fail() { rg_log "FAIL: $*"; exit 1; }
+rg_skip() { rg_log "SKIP: $*"; exit 77; }
+rg_check() { # rg_check "description" test-args...
+	local what=$1; shift
+	if "$@"; then rg_log "ok: $what"; else rg_fail "$what"; fi
+}
+
+rg_on_exit() { _rg_cleanups+=("$1"); }
+
+_rg_cleanup() {
+	local rc=$? i
+	for ((i = ${#_rg_cleanups[@]} - 1; i >= 0; i--)); do
+		eval "${_rg_cleanups[$i]}" >/dev/null 2>&1 || true
+	done
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
+		rg_log "logs kept in $RG_TMP"
+		for f in "$RG_TMP"/*.log; do
+			[ -f "$f" ] || continue
+			echo "--- $f (tail)"
+			tail -n 20 "$f"
+		done
+	else
+		rm -rf "$RG_TMP"
+	fi
+	exit "$rc"
+}
+trap _rg_cleanup EXIT
+trap 'exit 1' INT TERM
+
+rg_require_root() { [ "$(id -u)" -eq 0 ] || rg_skip "needs root (BPF, cgroups)"; }
+rg_require_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || rg_skip "needs $c (make deps installs it)"
+	done
+}
+
+# The cgroup v2 mount point (a hybrid host mounts it at /sys/fs/cgroup/unified).
+rg_cgroup2_root() { awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts; }
+
+# A TCP port nothing listens on, from a range no service of this machine uses.
+rg_free_port() {
+	local p
+	for _ in $(seq 1 50); do
+		p=$((20000 + RANDOM % 12000)) # below the ephemeral range
+		if ! ss -Htan "sport = :$p" | grep -q .; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# Wait until a command succeeds: rg_wait_for SECONDS cmd args...
+rg_wait_for() {
+	local deadline=$((SECONDS + $1)); shift
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.05
+	done
+}
+
+rg_ctl() { "$RG_ROWGATECTL" --socket "$RG_SOCK" "$@"; }
+
+# Start victoria-metrics inside a fresh cgroup on a free loopback port.
+rg_start_vm() {
+	local root
+	root=$(rg_cgroup2_root)
+	[ -n "$root" ] || rg_skip "no cgroup v2 hierarchy mounted"
+	RG_CGROUP="$root/rowgate-test-$RG_NAME-$$"
+	mkdir "$RG_CGROUP" || rg_fail "cannot create cgroup $RG_CGROUP"
+	rg_on_exit "rmdir '$RG_CGROUP'"
+	RG_PORT=$(rg_free_port) || rg_fail "no free port"
+	mkdir -p "$RG_TMP/vm"
+	# the subshell joins the cgroup, then becomes the server
+	(
+		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
+		exec victoria-metrics -httpListenAddr="127.0.0.1:$RG_PORT" \
+			-storageDataPath="$RG_TMP/vm" -loggerLevel=ERROR \
+			-search.disableCache -retentionPeriod=100y "$@"
+	) >"$RG_TMP/vm.log" 2>&1 &
+	VM_PID=$!
+	rg_on_exit "kill -9 $VM_PID; wait $VM_PID"
+	rg_wait_for 20 curl -sf "http://127.0.0.1:$RG_PORT/health" ||
+		rg_fail "victoria-metrics did not come up"
+}
+
+rg_mount_bpffs() {
+	mkdir -p "$RG_BPFFS_MNT"
+	mount -t bpf bpf "$RG_BPFFS_MNT" || rg_skip "cannot mount a bpf filesystem"
+	rg_on_exit "umount '$RG_BPFFS_MNT'"
+	rg_on_exit "'$RG_ROWGATED' --cleanup --bpffs '$RG_BPFFS'"
+}
+
+# Start rowgated in the foreground (background job) and wait for its socket.
+rg_start_rowgated() {
+	"$RG_ROWGATED" --foreground --port "$RG_PORT" --cgroup "$RG_CGROUP" \
+		--bpffs "$RG_BPFFS" --admin-socket "$RG_SOCK" --state-file "$RG_STATE" \
+		--log-level info "$@" >>"$RG_TMP/rowgated.log" 2>&1 &
+	RG_PID=$!
+	rg_on_exit "kill -9 $RG_PID"
+	rg_wait_for 20 rg_ctl limit show || rg_fail "rowgated did not come up"
+}
+
+rg_stop_rowgated() {
+	[ -n "$RG_PID" ] || return 0
+	kill -TERM "$RG_PID" 2>/dev/null
+	wait "$RG_PID" 2>/dev/null
+	RG_PID=""
+}
+
+rg_setup() {
+	rg_require_root
+	rg_require_cmd victoria-metrics curl ss "$RG_PY"
+	[ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
+	rg_mount_bpffs
+	rg_start_vm
+	rg_start_rowgated "$@"
+}
+
+# One counter of a database from rowgatectl: rg_stat DB FIELD
+rg_stat() { rg_ctl --json stats "$1" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['databases'][0]['$2'])"; }
+
+# Rows (samples) victoria-metrics stores for the series matching SELECTOR.
+rg_vm_rows() {
+	curl -sf "http://127.0.0.1:$RG_PORT/internal/force_flush" >/dev/null
+	curl -sf "http://127.0.0.1:$RG_PORT/api/v1/export" --data-urlencode "match[]=$1" |
+		"$RG_PY" -c 'import json,sys; print(sum(len(json.loads(l)["values"]) for l in sys.stdin if l.strip()))'
+}
+
+# CPU time (user + system) of a process in clock ticks.
+rg_cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# Wait until victoria-metrics stores WANT rows for SELECTOR (its ingestion
+# buffers make fresh rows visible within a few seconds); prints the count.
+rg_vm_rows_wait() {
+	local want=$2 got deadline=$((SECONDS + 15))
+	while :; do
+		got=$(rg_vm_rows "$1")
+		if [ "$got" = "$want" ] || [ $SECONDS -ge $deadline ]; then
+			echo "$got"
+			return 0
+		fi
+		sleep 0.2
+	done
+}

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Raw HTTP/1.1 client for rowgate's end-to-end tests.
+
+Plain sockets, so a test controls exactly how bytes are cut into sends, what
+is pipelined and which connection is reused.  Used as a module (tests import
+it with PYTHONPATH=tests/e2e) and as a command:
+
+  rgclient.py load --port P --db D --seconds S --threads T [--max-rows N]
+      writes line protocol with unique series ids until S seconds pass and
+      prints a JSON summary: admitted/rejected requests and rows, the ids of
+      rejected requests, and any protocol errors.
+"""
+import argparse
+import json
+import random
+import socket
+import sys
+import threading
+import time
+
+
+class Response:
+    def __init__(self, status, reason, headers, body):
+        self.status = status
+        self.reason = reason
+        self.headers = headers  # lower-cased names
+        self.body = body
+
+    def header(self, name, default=None):
+        return self.headers.get(name.lower(), default)
+
+    def __repr__(self):
+        return "<%d %s %r>" % (self.status, self.reason, self.body[:120])
+
+
+class Conn:
+    """One TCP connection; responses are read in order."""
+
+    def __init__(self, port, host="127.0.0.1", timeout=10.0, nodelay=True):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        if nodelay:
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("connection closed by peer")
+        self.buf += chunk
+
+    def read_response(self):
+        while b"\r\n\r\n" not in self.buf:
+            self._fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        version, status, reason = (lines[0].split(" ", 2) + [""])[:3]
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        status = int(status)
+        if status in (100, 101, 102, 103):
+            return Response(status, reason, headers, b"")
+        length = int(headers.get("content-length", "0"))
+        while len(self.buf) < length:
+            self._fill()
+        body, self.buf = self.buf[:length], self.buf[length:]
+        return Response(status, reason, headers, body)
+
+    def request(self, path, body=b"", headers=None, method="POST"):
+        self.send(build_request(path, body, headers, method))
+        return self.read_response()
+
+    def closed_by_peer(self, timeout=2.0):
+        """True when the peer closed the connection (EOF) within timeout."""
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1) == b""
+        except (socket.timeout, BlockingIOError):
+            return False
+        except ConnectionResetError:
+            return True
+
+    def close(self):
+        self.sock.close()
+
+
+def build_request(path, body=b"", headers=None, method="POST", host="127.0.0.1"):
+    hdrs = {"Host": host, "User-Agent": "rgclient"}
+    if method in ("POST", "PUT"):
+        hdrs["Content-Length"] = str(len(body))
+    if headers:
+        hdrs.update(headers)
+    head = "%s %s HTTP/1.1\r\n" % (method, path)
+    head += "".join("%s: %s\r\n" % (k, v) for k, v in hdrs.items() if v is not None)
+    return head.encode() + b"\r\n" + body
+
+
+def chunked(body, size):
+    out = b""
+    for i in range(0, len(body), size):
+        part = body[i:i + size]
+        out += b"%x\r\n" % len(part) + part + b"\r\n"
+    return out + b"0\r\n\r\n"
+
+
+def lines(n, series="m", tag="", start_ms=None, field="v"):
+    """n line-protocol rows of one series with distinct timestamps."""
+    t0 = start_ms if start_ms is not None else int(time.time() * 1000) - n
+    tagpart = ",%s" % tag if tag else ""
+    return b"".join(b"%s%s %s=%d %d\n" % (series.encode(), tagpart.encode(),
+                                         field.encode(), i, t0 + i)
+                    for i in range(n))
+
+
+def load(args):
+    lock = threading.Lock()
+    summary = {"admitted_requests": 0, "admitted_rows": 0, "rejected_requests": 0,
+               "rejected_rows": 0, "rejected_ids": [], "admitted_ids": [],
+               "errors": [], "other_status": 0}
+    deadline = time.time() + args.seconds
+
+    def worker(tid):
+        rnd = random.Random(args.seed * 1000 + tid)
+        conn = None
+        seq = 0
+        while time.time() < deadline:
+            rows = rnd.randint(1, args.max_rows)
+            rid = "t%dr%d" % (tid, seq)
+            seq += 1
+            body = lines(rows, series=args.series, tag="req=%s" % rid)
+            try:
+                if conn is None:
+                    conn = Conn(args.port)
+                resp = conn.request("/write?db=%s" % args.db, body)
+                if resp.header("connection", "").lower() == "close":
+                    conn.close()
+                    conn = None
+            except (OSError, ValueError) as e:
+                with lock:
+                    summary["errors"].append("%s: %s" % (rid, e))
+                if conn:
+                    conn.close()
+                conn = None
+                continue
+            with lock:
+                if resp.status == 204:
+                    summary["admitted_requests"] += 1
+                    summary["admitted_rows"] += rows
+                    summary["admitted_ids"].append(rid)
+                elif resp.status == 429:
+                    summary["rejected_requests"] += 1
+                    summary["rejected_rows"] += rows
+                    summary["rejected_ids"].append(rid)
+                else:
+                    summary["other_status"] += 1
+                    summary["errors"].append("%s: status %d %r" % (rid, resp.status, resp.body[:200]))
+        if conn:
+            conn.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    json.dump(summary, sys.stdout)
+    print()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    lp = sub.add_parser("load", help="concurrent writes with unique series ids")
+    lp.add_argument("--port", type=int, required=True)
+    lp.add_argument("--db", required=True)
+    lp.add_argument("--seconds", type=float, default=3.0)
+    lp.add_argument("--threads", type=int, default=4)
+    lp.add_argument("--max-rows", type=int, default=50)
+    lp.add_argument("--series", default="rg_load")
+    lp.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    if args.cmd == "load":
+        load(args)
+
+
+if __name__ == "__main__":
+    main()
