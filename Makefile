@@ -80,3 +80,8 @@ deps:
 
 clean:
 	rm -rf $(BUILD)
+
+# A local victoria-metrics guarded by rowgated with a demo limit (root).
+demo: all
+	$(Q)tools/demo.sh
+.PHONY: demo
