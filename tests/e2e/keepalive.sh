@@ -54,8 +54,9 @@ print("sequence", seen, "pipelined", rf.status, rg.status)
 c.close()
 PY
 rg_log "$(cat "$RG_TMP/ka.out")"
-for r in a d f g; do
-	rg_check "request $r stored" [ "$(rg_vm_rows_wait "{__name__=\"rg_ka_v\",req=\"$r\"}" 60 | head -1)" -gt 0 ]
+for r in a:60 d:25 f:25 g:25; do
+	rg_check "request ${r%:*} stored (${r#*:} rows)" \
+		[ "$(rg_vm_rows_wait "{__name__=\"rg_ka_v\",req=\"${r%:*}\"}" "${r#*:}")" -eq "${r#*:}" ]
 done
 for r in b c e; do
 	rg_check "rejected request $r not stored" [ "$(rg_vm_rows "{__name__=\"rg_ka_v\",req=\"$r\"}")" -eq 0 ]

@@ -8,7 +8,7 @@
 #   4. a 429 for a request smaller than the response (Connection: close)
 source "$(dirname "$0")/lib.sh"
 rg_setup
-rg_ctl limit set acct 20 >/dev/null || rg_fail "limit set"
+rg_ctl limit set acct 100 >/dev/null || rg_fail "limit set"
 
 PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" "$VM_PID" "$RG_ROWGATECTL" "$RG_SOCK" \
 	2>&1 <<'PY' | tee "$RG_TMP/acct.out"
@@ -48,7 +48,7 @@ def exhaust():
     """Go into debt so that the next write is rejected."""
     wait_token()
     c = Conn(port)
-    r = c.request("/write?db=acct", lines(200, series="rg_acct", tag="req=debt"))
+    r = c.request("/write?db=acct", lines(300, series="rg_acct", tag="req=debt"))
     c.close()
     assert r.status == 204, r
 
