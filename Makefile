@@ -41,6 +41,7 @@ EXTRA_ALL :=
 .PHONY: all test deps clean bpf unit
 .DELETE_ON_ERROR:
 .SECONDARY:
+.SECONDEXPANSION:
 
 all: bpf unit userspace
 
@@ -66,7 +67,6 @@ $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@
 
-.SECONDEXPANSION:
 $(BUILD)/tests/unit/%: tests/unit/%.c $(SHARED_H) $$(UNIT_EXTRA_$$*)
 	@mkdir -p $(@D)
 	$(call msg,CC-SAN,$@)

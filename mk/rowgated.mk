@@ -1,11 +1,14 @@
 # rowgated: the host agent, linking the BPF skeleton and the control-plane
-# libraries of mk/ctl.mk.
+# libraries of mk/ctl.mk.  Other fragments add sources and libraries with
+# RG_D_SRCS += / RG_D_LIBS += (the rule expands them late).
 
-RG_D_SRCS := user/rowgated.c $(RG_CTL_LIB_SRCS)
+RG_D_SRCS += user/rowgated.c user/metrics.c $(RG_CTL_LIB_SRCS)
+RG_D_LIBS += $(RG_CTL_LIB_LIBS) -lmicrohttpd -lelf -lz
 
 USER_BINS += $(BUILD)/rowgated
 
-$(BUILD)/rowgated: $(RG_D_SRCS) $(RG_CTL_HDRS) $(SHARED_H) $(BUILD)/rowgate.skel.h
+$(BUILD)/rowgated: $$(RG_D_SRCS) $(RG_CTL_HDRS) $(SHARED_H) $(BUILD)/rowgate.skel.h \
+		   $$(wildcard user/*.h)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) $(RG_D_SRCS) -o $@ $(RG_CTL_LIB_LIBS) -lelf -lz
+	$(Q)$(CC) $(USER_CFLAGS) $(sort $(RG_D_SRCS)) -o $@ $(RG_D_LIBS)

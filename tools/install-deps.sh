@@ -4,9 +4,15 @@ set -euo pipefail
 pkgs=(
 	# build
 	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
-	libjansson-dev libcmocka-dev
+	libjansson-dev libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev
+	# payload decoding (issue 3): compression and protobuf
+	zlib1g-dev libzstd-dev libbrotli-dev libsnappy-dev
+	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 	# tests: real servers and clients
-	victoria-metrics curl python3 iproute2 procps psmisc util-linux jq
+	victoria-metrics influxdb etcd-server etcd-client
+	curl python3 iproute2 procps psmisc util-linux jq socat
+	# vmtest: Debian's 6.1 kernel under qemu
+	qemu-system-x86 busybox-static cpio
 	# benchmarks: userspace rate-limit baselines and load generators
 	wrk nginx-light haproxy
 )

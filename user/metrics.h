@@ -1,0 +1,24 @@
+/* /metrics in the Prometheus text format: rowgate_* series with a db label,
+ * read from the pinned maps on every scrape (libmicrohttpd's own thread). */
+#ifndef ROWGATE_USER_METRICS_H
+#define ROWGATE_USER_METRICS_H
+
+struct rg_metrics;
+
+struct rg_metrics_maps {
+	int limits_fd;
+	int buckets_fd;
+	int db_stats_fd;
+	int global_fd;
+};
+
+/* Serve http://ADDR:PORT/metrics; addr is "IP:PORT" (IPv4 or [IPv6]).
+ * Returns 0 or negative errno (logged). */
+int rg_metrics_start(const char *addr, const struct rg_metrics_maps *maps,
+		     struct rg_metrics **out);
+void rg_metrics_stop(struct rg_metrics *m);
+
+/* The exposition text (malloc'd, NUL-terminated); NULL on allocation failure. */
+char *rg_metrics_render(const struct rg_metrics_maps *maps);
+
+#endif /* ROWGATE_USER_METRICS_H */
