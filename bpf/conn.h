@@ -60,6 +60,8 @@ struct rg_walk {
 	__u8 respond;    /* enum rg_respond */
 	__u8 must_pass;  /* verdict runs inside recvmsg: only SK_PASS sticks */
 	__u8 req_in_skb; /* the current request's head began in this skb */
+	__u8 body_open;  /* body bytes of a copied request began in this skb */
+	__u32 body_from; /* skb offset where they began */
 };
 
 struct rg_conn {
@@ -68,6 +70,9 @@ struct rg_conn {
 	__u8 phase;      /* enum rg_phase */
 	__u8 verdict;    /* enum rg_req_verdict of the current request */
 	__u8 count_rows; /* the current request's body is line protocol */
+	__u8 copy_body;  /* rowgated counts this request from a body copy */
+	__u8 copy_lost;  /* a record of the copy did not fit the ring */
+	__u8 protocol;   /* enum rg_protocol of the current request's route */
 	__u8 awaiting;   /* a passed request may still await its answer */
 	__u8 force_unenforced; /* the next decision cannot be enforced */
 	__u8 keep_alive; /* the current request allows keep-alive */
@@ -79,11 +84,13 @@ struct rg_conn {
 	__u64 body_remaining;
 	__u64 write_seq_mark; /* server's write_seq when a request was passed */
 	__u64 req_rows;
+	__u64 body_bytes; /* body bytes of the current request seen so far */
 	__u64 reject_rows; /* rows of the request the pending 429 answers */
 	struct rg_walk w;
 	struct rg_reject_info reject;
 	struct rg_db_key db;
 	struct rg_route_key route_key; /* scratch: the stack is small */
+	struct rg_proto_key proto_key;
 	struct rg_lp_state lp;
 	struct rg_chunked chunk;
 	struct rg_http_head head;

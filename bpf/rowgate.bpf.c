@@ -52,6 +52,28 @@ struct {
 	__type(value, struct rg_conn);
 } RG_MAP_CONNS SEC(".maps");
 
+/* proto_stats: (database, protocol) -> per-protocol counters */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_DATABASES);
+	__type(key, struct rg_proto_key);
+	__type(value, struct rg_proto_stats);
+} RG_MAP_PROTO_STATS SEC(".maps");
+
+/* ratios: (database, protocol) -> body bytes per row, learned by rowgated */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_DATABASES);
+	__type(key, struct rg_proto_key);
+	__type(value, struct rg_ratio);
+} RG_MAP_RATIOS SEC(".maps");
+
+/* bodies: copies of bodies the kernel cannot count, for rowgated */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RG_BODY_RING_BYTES);
+} RG_MAP_BODIES SEC(".maps");
+
 /* conn_zero: [0] -> an all-zero connection, the template sockops copies */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -134,12 +156,167 @@ static __always_inline bool rg_in_recvmsg(struct __sk_buff *skb, struct rg_conn 
 	       BPF_CORE_READ(tp, inet_conn.icsk_inet.sk.sk_backlog.len) == 0;
 }
 
+/* The (database, protocol) key of the current request, in the connection's
+ * scratch: the stack is small.  rowgated creates the counters with a limit. */
+static __always_inline struct rg_proto_key *rg_proto_key_of(struct rg_conn *c)
+{
+	__builtin_memcpy(&c->proto_key.db, &c->db, sizeof(c->db));
+	c->proto_key.protocol = c->protocol;
+	c->proto_key.pad = 0;
+	return &c->proto_key;
+}
+
+static __always_inline struct rg_proto_stats *rg_proto_stats_get(struct rg_conn *c)
+{
+	return bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, rg_proto_key_of(c));
+}
+
+/* Rows a body of this size is charged before rowgated has counted it. */
+static __always_inline __u64 rg_estimate_rows(struct rg_conn *c)
+{
+	__u64 per_row_x16 = RG_DEFAULT_BYTES_PER_ROW * 16;
+	struct rg_ratio *r;
+
+	if (!c->body_bytes)
+		return 0;
+	r = bpf_map_lookup_elem(&RG_MAP_RATIOS, rg_proto_key_of(c));
+	if (r && r->bytes_per_row_x16)
+		per_row_x16 = r->bytes_per_row_x16;
+	return (c->body_bytes * 16 + per_row_x16 - 1) / per_row_x16;
+}
+
+struct rg_emit_ctx {
+	struct __sk_buff *skb;
+	struct rg_conn *conn;
+	__u32 from;
+	__u32 to;
+};
+
+static long rg_emit_cb(__u64 idx, void *ctx)
+{
+	struct rg_emit_ctx *e = ctx;
+	struct rg_conn *c = e->conn;
+	__u32 off = e->from + (__u32)idx * RG_BODY_DATA_BYTES;
+	struct rg_body_data *rec;
+	__u32 n;
+
+	if (off >= e->to)
+		return 1;
+	n = e->to - off;
+	if (n > RG_BODY_DATA_BYTES)
+		n = RG_BODY_DATA_BYTES;
+	rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
+	if (!rec) {
+		c->copy_lost = 1;
+		rg_global_inc(body_ring_full);
+		return 1;
+	}
+	if (n == 0 || bpf_skb_load_bytes(e->skb, off, rec->data, n)) {
+		bpf_ringbuf_discard(rec, 0);
+		c->copy_lost = 1;
+		return 1;
+	}
+	rec->h.type = RG_BODY_DATA;
+	rec->h.len = n;
+	rec->h.cookie = bpf_get_socket_cookie(e->skb);
+	rec->h.seq = c->requests;
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
+/* Copy body bytes [from, to) of this skb to rowgated. */
+__noinline int rg_emit_body(struct __sk_buff *skb, struct rg_conn *c, __u32 from, __u32 to)
+{
+	struct rg_emit_ctx e = { .skb = skb, .conn = c, .from = from, .to = to };
+
+	if (!skb || !c || from >= to || c->copy_lost)
+		return 0;
+	bpf_loop((to - from + RG_BODY_DATA_BYTES - 1) / RG_BODY_DATA_BYTES, rg_emit_cb, &e, 0);
+	return 0;
+}
+
+/* The start record of a copied request: what rowgated needs to decode it. */
+__noinline int rg_emit_start(struct __sk_buff *skb, struct rg_conn *c)
+{
+	struct rg_body_start *rec;
+
+	if (!skb || !c)
+		return 0;
+	rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
+	if (!rec) {
+		c->copy_lost = 1;
+		rg_global_inc(body_ring_full);
+		return 0;
+	}
+	rec->h.type = RG_BODY_START;
+	rec->h.len = 0;
+	rec->h.cookie = bpf_get_socket_cookie(skb);
+	rec->h.seq = c->requests;
+	__builtin_memcpy(&rec->db, &c->db, sizeof(rec->db));
+	rec->protocol = c->protocol;
+	rec->chunked = c->head.chunked;
+	rec->admitted = c->verdict != RG_REQ_REJECT;
+	rec->pad[0] = 0;
+	rec->pad[1] = 0;
+	rec->content_length = c->head.content_length;
+	__builtin_memcpy(rec->content_type, c->head.content_type, RG_CT_BYTES);
+	__builtin_memcpy(rec->content_encoding, c->head.content_encoding, RG_CE_BYTES);
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
+/* The end of a copied request: charge the estimate, tell rowgated. */
+static __always_inline void rg_copied_request_end(struct __sk_buff *skb, struct rg_conn *c)
+{
+	struct rg_proto_stats *ps = rg_proto_stats_get(c);
+	struct rg_body_end *rec;
+	__u64 est = rg_estimate_rows(c);
+	bool admitted = c->verdict != RG_REQ_REJECT;
+
+	c->req_rows = est;
+	if (ps) {
+		__sync_fetch_and_add(&ps->body_bytes, c->body_bytes);
+		__sync_fetch_and_add(&ps->estimated_rows, est);
+		if (admitted) {
+			__sync_fetch_and_add(&ps->admitted_requests, 1);
+			__sync_fetch_and_add(&ps->admitted_rows, est);
+		} else {
+			__sync_fetch_and_add(&ps->rejected_requests, 1);
+			__sync_fetch_and_add(&ps->rejected_rows, est);
+		}
+	}
+	rec = c->copy_lost ? NULL : bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
+	if (rec) {
+		rec->h.type = RG_BODY_END;
+		rec->h.len = 0;
+		rec->h.cookie = bpf_get_socket_cookie(skb);
+		rec->h.seq = c->requests;
+		rec->body_bytes = c->body_bytes;
+		rec->estimated_rows = est;
+		rec->end_ns = bpf_ktime_get_ns();
+		rec->admitted = admitted;
+		rec->complete = 1;
+		__builtin_memset(rec->pad, 0, sizeof(rec->pad));
+		bpf_ringbuf_submit(rec, 0);
+	} else {
+		if (!c->copy_lost)
+			rg_global_inc(body_ring_full);
+		if (ps) {
+			__sync_fetch_and_add(&ps->unreconciled_requests, 1);
+			__sync_fetch_and_add(&ps->unreconciled_bytes, c->body_bytes);
+		}
+	}
+}
+
 static __always_inline void rg_request_reset(struct rg_conn *c)
 {
 	rg_http_head_init(&c->head, c->requests == 0);
 	c->phase = RG_PHASE_HEAD;
 	c->verdict = RG_REQ_PASS;
 	c->count_rows = 0;
+	c->copy_body = 0;
+	c->copy_lost = 0;
+	c->body_bytes = 0;
 	c->req_rows = 0;
 	rg_lp_init(&c->lp);
 }
@@ -153,6 +330,14 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *c, __u32 en
 	if (!skb || !c)
 		return 0;
 	w = &c->w;
+	if (c->copy_body) {
+		if (w->body_open)
+			rg_emit_body(skb, c, w->body_from, end);
+		w->body_open = 0;
+		rg_copied_request_end(skb, c);
+		if (c->verdict == RG_REQ_REJECT)
+			c->reject_estimated = 1;
+	}
 	switch (c->verdict) {
 	case RG_REQ_ADMIT:
 		rg_charge(&c->db, c->req_rows, true);
@@ -167,7 +352,8 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *c, __u32 en
 	c->requests++;
 	if (c->verdict == RG_REQ_REJECT) {
 		c->reject_rows = c->req_rows;
-		c->reject_estimated = 0;
+		if (!c->copy_body)
+			c->reject_estimated = 0;
 		/* the 429 must replace the skb: only if nothing follows */
 		w->respond = end == w->len && c->keep_alive ? RG_RESPOND_429 :
 							     RG_RESPOND_429_CLOSE;
@@ -214,8 +400,8 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
 		__builtin_memcpy(c->route_key.path, h->path, RG_PATH_MAX);
 		route = bpf_map_lookup_elem(&RG_MAP_ROUTES, &c->route_key);
 	}
-	if (route && route->protocol == RG_PROTO_LINE &&
-	    rg_http_head_db_padded(h, route->flags & RG_ROUTE_BUCKET_PARAM, &c->db) >= 0) {
+	if (route && route->protocol > RG_PROTO_NONE && route->protocol < RG_PROTO_MAX &&
+	    rg_http_head_db_padded(h, route->flags, &c->db) >= 0) {
 		adm = rg_admit(&c->db, &c->reject);
 		if (adm == RG_ADMIT_YES) {
 			c->verdict = RG_REQ_ADMIT;
@@ -233,7 +419,15 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
 				c->verdict = RG_REQ_REJECT;
 			}
 		}
-		c->count_rows = c->verdict != RG_REQ_PASS;
+		c->protocol = (__u8)route->protocol;
+		if (c->verdict != RG_REQ_PASS) {
+			if (rg_protocol_in_kernel(route->protocol)) {
+				c->count_rows = 1;
+			} else {
+				c->copy_body = 1;
+				rg_emit_start(skb, c);
+			}
+		}
 	}
 	c->force_unenforced = 0;
 	if (c->verdict == RG_REQ_REJECT) {
@@ -241,6 +435,10 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
 		c->stash_len = 0; /* never passed: already in uncharged */
 	}
 
+	if (c->copy_body) {
+		w->body_open = 1;
+		w->body_from = end;
+	}
 	if (h->chunked) {
 		c->phase = RG_PHASE_BODY_CHUNKED;
 		rg_chunked_init(&c->chunk);
@@ -253,6 +451,14 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
 	/* A client waiting for 100 Continue gets its answer now; its rows
 	 * are not read, so the count is an estimate from the length. */
 	if (c->verdict == RG_REQ_REJECT && h->expect_continue) {
+		if (c->copy_body) {
+			/* no body will be read: the estimate stands */
+			c->body_bytes = h->content_length;
+			c->copy_lost = 1;
+			rg_copied_request_end(skb, c);
+			c->copy_body = 0;
+			w->body_open = 0;
+		}
 		c->req_rows = h->content_length / RG_ESTIMATE_BYTES_PER_ROW + 1;
 		c->reject_rows = c->req_rows;
 		rg_account_reject(&c->db, c->req_rows, &c->reject);
@@ -286,12 +492,14 @@ __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off,
 			rg_fail(c, w, r);
 		break;
 	case RG_PHASE_BODY_LENGTH:
+		c->body_bytes++;
 		if (c->count_rows)
 			c->req_rows += rg_lp_step(&c->lp, (__u8)ch);
 		if (--c->body_remaining == 0)
 			rg_request_end(skb, c, off + 1);
 		break;
 	case RG_PHASE_BODY_CHUNKED:
+		c->body_bytes++;
 		r = rg_chunked_step(&c->chunk, (__u8)ch);
 		if (r == RG_CHUNK_DATA && c->count_rows)
 			c->req_rows += rg_lp_step(&c->lp, (__u8)ch);
@@ -370,6 +578,7 @@ static long rg_window_cb(__u64 idx, void *ctx)
 		if (c->count_rows)
 			c->req_rows += rg_count_window(c, 0, k);
 		c->body_remaining -= k;
+		c->body_bytes += k;
 		w->pos = k;
 	}
 	if (w->pos < n)
@@ -693,11 +902,16 @@ int rg_verdict(struct __sk_buff *skb)
 	w = &c->w;
 	__builtin_memset(w, 0, sizeof(*w));
 	w->len = len;
+	if (c->copy_body && c->phase != RG_PHASE_HEAD)
+		w->body_open = 1; /* a copied body continues from offset 0 */
 	w->must_pass = rg_in_recvmsg(skb, c);
 	if (w->must_pass)
 		rg_global_inc(recvmsg_failopen);
 
 	bpf_loop((len + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_window_cb, &l, 0);
+	/* the copy of a body that goes on in the next skb, before any rewrite */
+	if (c->copy_body && w->body_open)
+		rg_emit_body(skb, c, w->body_from, len);
 
 	if (c->mode == RG_MODE_PASSTHROUGH)
 		goto pass; /* not HTTP (first bytes only, nothing stashed) */
@@ -855,4 +1069,71 @@ int rg_getpeername6(struct bpf_sock_addr *ctx)
 {
 	rg_kick_verdict(ctx);
 	return 1;
+}
+
+/*
+ * Correct a database by what rowgated counted in a body copy.  rowgated runs
+ * this with BPF_PROG_TEST_RUN, a struct rg_correction as the packet: the
+ * bucket is charged the rows the estimate missed, or refunded what it
+ * overcharged, under the bucket's lock, so corrections and admissions never
+ * lose each other's updates.
+ */
+SEC("xdp")
+int rg_reconcile(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct rg_correction *cr = data;
+	struct rg_proto_key pk = {};
+	struct rg_bucket_value *bv;
+	struct rg_proto_stats *ps;
+	struct rg_db_stats *st;
+	__u64 est, exact;
+
+	if ((void *)(cr + 1) > end)
+		return XDP_ABORTED;
+	est = cr->estimated_rows;
+	exact = cr->exact_rows;
+	__builtin_memcpy(&pk.db, &cr->db, sizeof(pk.db));
+	pk.protocol = cr->protocol;
+	ps = bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, &pk);
+	if (!ps) {
+		struct rg_proto_stats zero = {};
+
+		bpf_map_update_elem(&RG_MAP_PROTO_STATS, &pk, &zero, BPF_NOEXIST);
+		ps = bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, &pk);
+	}
+	st = bpf_map_lookup_elem(&RG_MAP_DB_STATS, &pk.db);
+	if (cr->undecodable) {
+		if (ps)
+			__sync_fetch_and_add(&ps->undecodable_requests, 1);
+		return XDP_PASS;
+	}
+	if (cr->admitted) {
+		bv = bpf_map_lookup_elem(&RG_MAP_BUCKETS, &pk.db);
+		if (bv) {
+			bpf_spin_lock(&bv->lock);
+			if (exact > est)
+				rg_bucket_charge(&bv->b, exact - est);
+			else
+				rg_bucket_refund(&bv->b, est - exact);
+			bpf_spin_unlock(&bv->lock);
+		}
+		/* counters move by the difference: -x is added as 2^64 - x */
+		if (st)
+			__sync_fetch_and_add(&st->admitted_rows, exact - est);
+		if (ps)
+			__sync_fetch_and_add(&ps->admitted_rows, exact - est);
+	} else {
+		if (st)
+			__sync_fetch_and_add(&st->rejected_rows, exact - est);
+		if (ps)
+			__sync_fetch_and_add(&ps->rejected_rows, exact - est);
+	}
+	if (ps) {
+		__sync_fetch_and_add(&ps->reconciled_requests, 1);
+		__sync_fetch_and_add(&ps->reconciled_rows, exact);
+		__sync_fetch_and_add(&ps->lag_ns_total, cr->lag_ns);
+	}
+	return XDP_PASS;
 }

@@ -14,6 +14,8 @@
 #include "admin.h"
 #include "limits.h"
 #include "log.h"
+#include "meta/http_client.h"
+#include "meta/proto.h"
 #include "sqlopt.h"
 #include "state.h"
 
@@ -23,9 +25,14 @@
 
 #define EXIT_USAGE 2 /* bad command line, as getopt-based tools do */
 #define ERR_MAX	   512
+/* rowgate-meta answers an admin call well within this */
+#define META_CONNECT_TIMEOUT_MS 2000L
+#define META_TIMEOUT_MS         10000L
 
 struct ctl_config {
 	const char *socket_path;
+	const char *meta_url;   /* manage cluster limits at rowgate-meta */
+	const char *token_file;
 	bool json;
 	enum rg_log_level log_level;
 };
@@ -40,6 +47,8 @@ static struct ctl_config cfg;
 
 enum {
 	OPT_LOG_LEVEL = 256,
+	OPT_META,
+	OPT_TOKEN_FILE,
 };
 
 struct ctl_option {
@@ -54,6 +63,14 @@ static const struct ctl_option ctl_options[] = {
 	  "PATH",
 	  "admin socket of rowgated",
 	  RG_ADMIN_DEFAULT_PATH },
+	{ { "meta", required_argument, NULL, OPT_META },
+	  "URL[,URL]",
+	  "manage the cluster's limits at rowgate-meta instead of one rowgated",
+	  "off" },
+	{ { "token-file", required_argument, NULL, OPT_TOKEN_FILE },
+	  "PATH",
+	  "bearer token for --meta (first line of the file)",
+	  "none" },
 	{ { "json", no_argument, NULL, 'j' },
 	  NULL,
 	  "print JSON, errors included, instead of tables",
@@ -78,7 +95,8 @@ static void usage(FILE *out)
 		     "  limit set DB N      limit database DB to N rows per second (0 disables)\n"
 		     "  limit unset DB      remove the limit of DB: its ingestion is unlimited\n"
 		     "  limit show [DB]     list the configured limits (of DB only)\n"
-		     "  stats [DB]          admission counters per database, and host-wide ones\n"
+		     "  stats [DB]          admission counters per database, and host-wide ones;\n"
+		     "                      with --meta, the allocation: each frontend's quota\n"
 		     "  sql \"STATEMENT\"     the GreptimeDB statements of the database option\n"
 		     "                      ingest_rows_rate_limit (see EXAMPLES)\n"
 		     "\n"
@@ -115,7 +133,10 @@ static void usage(FILE *out)
 		"  rowgatectl sql \"ALTER DATABASE logs SET 'ingest_rows_rate_limit' = '20000'\"\n"
 		"  rowgatectl sql \"ALTER DATABASE logs UNSET 'ingest_rows_rate_limit'\"\n"
 		"  rowgatectl sql \"SHOW CREATE DATABASE logs\"\n"
-		"  rowgatectl --socket /tmp/rg/admin.sock limit show logs\n",
+		"  rowgatectl --socket /tmp/rg/admin.sock limit show logs\n"
+		"  rowgatectl --meta http://10.0.0.5:4100 --token-file /etc/rowgate/token \\\n"
+		"             limit set logs 10000\n"
+		"  rowgatectl --meta http://10.0.0.5:4100 stats logs\n",
 		RG_DB_NAME_MAX - 1, (unsigned long long)RG_U64_MAX);
 }
 
@@ -160,6 +181,8 @@ static void print_json(const json_t *value)
 	free(text);
 }
 
+static json_t *call_meta(json_t *request);
+
 /* Send request (stolen) and return the reply, or NULL after reporting. */
 static json_t *call_daemon(json_t *request)
 {
@@ -177,6 +200,8 @@ static json_t *call_daemon(json_t *request)
 		pr_debug("request to %s: %s", cfg.socket_path, text ? text : "");
 		free(text);
 	}
+	if (cfg.meta_url)
+		return call_meta(request);
 	ret = rg_admin_call(cfg.socket_path, request, &reply, err, sizeof(err));
 	json_decref(request);
 	if (ret) {
@@ -376,6 +401,125 @@ static void print_databases(json_t *databases)
 	}
 }
 
+/*
+ * The admin requests of call_daemon, as rowgate-meta calls:
+ *   limit_set -> PUT /v1/limits/DB {"limit":"N"}   limit_unset -> DELETE
+ *   limit_show -> GET /v1/limits[/DB]               stats -> GET /v1/status[/DB]
+ * The replies have the admin socket's shape ({"ok":true,...}).  Each URL of
+ * --meta is tried in turn until one answers; followers redirect to the leader.
+ */
+static json_t *call_meta(json_t *request)
+{
+	const char *op = json_string_value(json_object_get(request, "op"));
+	const char *db = json_string_value(json_object_get(request, "db"));
+	char token[RG_META_TOKEN_MAX] = "", err[ERR_MAX] = "", url[600], *urls, *save = NULL;
+	const char *method = "GET", *api = RG_META_API_LIMITS, *u;
+	json_t *body = NULL, *reply = NULL;
+	struct rg_http_result res = {};
+	bool answered = false;
+
+	if (cfg.token_file &&
+	    rg_meta_read_token(cfg.token_file, token, sizeof(token), err, sizeof(err))) {
+		json_decref(request);
+		fail(err);
+		return NULL;
+	}
+	if (!strcmp(op, "limit_set")) {
+		method = "PUT";
+		body = json_pack("{s:O}", "limit", json_object_get(request, "limit"));
+	} else if (!strcmp(op, "limit_unset")) {
+		method = "DELETE";
+	} else if (!strcmp(op, "stats")) {
+		api = RG_META_API_STATUS;
+	}
+	urls = strdup(cfg.meta_url);
+	if (!urls || rg_http_global_init()) {
+		free(urls);
+		json_decref(request);
+		json_decref(body);
+		fail("out of memory");
+		return NULL;
+	}
+	for (u = strtok_r(urls, ",", &save); u && !answered; u = strtok_r(NULL, ",", &save)) {
+		size_t n = strlen(u);
+
+		while (n && u[n - 1] == '/')
+			n--;
+		snprintf(url, sizeof(url), "%.*s%s%s%s", (int)(n > 300 ? 300 : n), u, api,
+			 db ? "/" : "", db ? db : "");
+		pr_debug("%s %s", method, url);
+		if (rg_http_json(method, url, token, body, META_CONNECT_TIMEOUT_MS, META_TIMEOUT_MS,
+				 &res, err, sizeof(err)) == 0)
+			answered = true;
+	}
+	free(urls);
+	json_decref(request);
+	json_decref(body);
+	if (!answered) {
+		char msg[ERR_MAX + 64];
+
+		snprintf(msg, sizeof(msg), "cannot reach rowgate-meta: %s", err);
+		fail(msg);
+		return NULL;
+	}
+	if (res.status / 100 == 2 && json_is_true(json_object_get(res.reply, "ok"))) {
+		reply = json_incref(res.reply);
+	} else {
+		const char *msg = json_string_value(json_object_get(res.reply, "error"));
+		char line[ERR_MAX + 64];
+
+		if (res.status == 401)
+			snprintf(line, sizeof(line), "rowgate-meta refused the request (401): %s",
+				 cfg.token_file ? "wrong token in --token-file" :
+						  "it needs a token: pass --token-file");
+		else if (msg)
+			snprintf(line, sizeof(line), "%.500s", msg);
+		else
+			snprintf(line, sizeof(line), "rowgate-meta answered HTTP %ld", res.status);
+		fail(line);
+	}
+	rg_http_result_free(&res);
+	return reply;
+}
+
+/* rowgate-meta's allocation table: one block per database. */
+static void print_meta_status(json_t *reply)
+{
+	static const char *const keys[5] = { "demand", "rejected", "debt", "quota",
+					     "lease_ms_left" };
+	json_t *dbs = json_object_get(reply, "databases"), *d, *f;
+	size_t i, j;
+
+	if (!json_array_size(dbs)) {
+		printf("no limits configured\n");
+		return;
+	}
+	json_array_foreach(dbs, i, d) {
+		char lim[CELL_MAX], out[CELL_MAX];
+
+		format_cell(json_object_get(d, "limit"), lim, sizeof(lim));
+		format_cell(json_object_get(d, "outstanding"), out, sizeof(out));
+		printf("%s%s: limit %s rows/s, granted %s rows/s to %zu frontend(s)\n", i ? "\n" : "",
+		       json_string_value(json_object_get(d, "db")), lim, out,
+		       json_array_size(json_object_get(d, "frontends")));
+		if (!json_array_size(json_object_get(d, "frontends")))
+			continue;
+		printf("  %-20s %12s %12s %12s %12s %10s\n", "FRONTEND", "DEMAND/s", "REJECTED/s",
+		       "DEBT", "QUOTA/s", "LEASE ms");
+		json_array_foreach(json_object_get(d, "frontends"), j, f) {
+			char c[5][CELL_MAX];
+
+			for (int k = 0; k < 5; k++)
+				format_cell(json_object_get(f, keys[k]), c[k], sizeof(c[k]));
+			printf("  %-20s %12s %12s %12s %12s %10s\n",
+			       json_string_value(json_object_get(f, "node")), c[0], c[1], c[2], c[3],
+			       c[4]);
+		}
+	}
+	if (json_is_true(json_object_get(reply, "learning")))
+		printf("\n(learning phase: the allocator adopts the quotas frontends hold)\n");
+}
+
 static int cmd_stats(const struct rg_db_key *db_or_null)
 {
 	json_t *request, *reply, *global, *value;
@@ -391,7 +535,20 @@ static int cmd_stats(const struct rg_db_key *db_or_null)
 		print_json(reply);
 		goto out;
 	}
+	if (cfg.meta_url) {
+		print_meta_status(reply);
+		goto out;
+	}
 	print_databases(json_object_get(reply, "databases"));
+	if (json_object_size(json_object_get(reply, "meta"))) {
+		printf("\nrowgate-meta agent:\n");
+		json_object_foreach(json_object_get(reply, "meta"), key, value) {
+			char cell[CELL_MAX * 4];
+
+			format_cell(value, cell, sizeof(cell));
+			printf("  %-18s  %s\n", key, cell);
+		}
+	}
 	global = json_object_get(reply, "global");
 	if (json_object_size(global)) {
 		json_object_foreach(global, key, value) {
@@ -541,6 +698,12 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			cfg.json = true;
+			break;
+		case OPT_META:
+			cfg.meta_url = optarg;
+			break;
+		case OPT_TOKEN_FILE:
+			cfg.token_file = optarg;
 			break;
 		case OPT_LOG_LEVEL:
 			if (rg_log_parse_level(optarg, &cfg.log_level))

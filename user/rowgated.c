@@ -30,6 +30,9 @@
 #include "admin.h"
 #include "limits.h"
 #include "log.h"
+#include "metrics.h"
+#include "reconcile.h"
+#include "meta_agent.h"
 #include "state.h"
 
 #define RG_VERSION          "0.1.0"
@@ -60,6 +63,11 @@ struct config {
 	bool foreground;
 	bool keep;
 	bool cleanup;
+	const char *metrics_addr; /* /metrics listener, NULL = off */
+	const char *meta_url;   /* distributed mode: rowgate-meta URL(s) */
+	const char *node_id;
+	char node_id_buf[64];
+	const char *token_file;
 	struct route_opt routes[RG_MAX_ROUTES];
 	int nroutes;
 };
@@ -70,6 +78,9 @@ struct daemon {
 	struct rg_limit_list limits;
 	int lock_fd;
 	int admin_fd;
+	struct rg_metrics *metrics;
+	struct rg_reconciler *rec;
+	struct rg_meta_agent *agent; /* NULL in standalone mode */
 };
 
 /* Maps whose contents outlive a clean stop: limits, debt, counters. */
@@ -78,14 +89,46 @@ static const char *const state_maps[] = {
 	RG_STR(RG_MAP_GLOBAL),
 };
 
-/* The routes of every ingest server rowgate knows, line protocol for now. */
+/* The write routes of GreptimeDB, InfluxDB 1.x/2.x, Prometheus-compatible
+ * receivers, VictoriaMetrics and Loki; /v1/sql and the rest pass. */
 static const struct route_opt default_routes[] = {
 	{ "/v1/influxdb/write", { RG_PROTO_LINE, 0 } },
 	{ "/v1/influxdb/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
+	{ "/v1/prometheus/write", { RG_PROTO_PROM_RW, 0 } },
+	{ "/v1/otlp/v1/metrics", { RG_PROTO_OTLP_METRICS, 0 } },
+	{ "/v1/otlp/v1/logs", { RG_PROTO_OTLP_LOGS, 0 } },
+	{ "/v1/otlp/v1/traces", { RG_PROTO_OTLP_TRACES, 0 } },
+	{ "/v1/loki/api/v1/push", { RG_PROTO_LOKI, 0 } },
+	{ "/v1/elasticsearch/_bulk", { RG_PROTO_ES_BULK, 0 } },
+	{ "/v1/ingest", { RG_PROTO_NDJSON, 0 } },
+	{ "/v1/events/logs", { RG_PROTO_NDJSON, 0 } },
+	{ "/v1/opentsdb/api/put", { RG_PROTO_OPENTSDB, 0 } },
 	{ "/write", { RG_PROTO_LINE, 0 } },
 	{ "/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
+	{ "/api/v1/write", { RG_PROTO_PROM_RW, 0 } },
+	{ "/api/v1/push", { RG_PROTO_PROM_RW, 0 } },
 	{ "/influx/write", { RG_PROTO_LINE, 0 } },
 	{ "/influx/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
+	{ "/loki/api/v1/push", { RG_PROTO_LOKI, RG_ROUTE_TENANT } },
+};
+
+/* Route protocol names, as --route and the routes file spell them. */
+static const struct {
+	const char *name;
+	struct rg_route route;
+} route_names[] = {
+	{ "influx", { RG_PROTO_LINE, 0 } },
+	{ "influx-v2", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
+	{ "prom-rw", { RG_PROTO_PROM_RW, 0 } },
+	{ "otlp-metrics", { RG_PROTO_OTLP_METRICS, 0 } },
+	{ "otlp-logs", { RG_PROTO_OTLP_LOGS, 0 } },
+	{ "otlp-traces", { RG_PROTO_OTLP_TRACES, 0 } },
+	{ "loki", { RG_PROTO_LOKI, 0 } },
+	{ "loki-tenant", { RG_PROTO_LOKI, RG_ROUTE_TENANT } },
+	{ "es-bulk", { RG_PROTO_ES_BULK, 0 } },
+	{ "ndjson", { RG_PROTO_NDJSON, 0 } },
+	{ "opentsdb", { RG_PROTO_OPENTSDB, 0 } },
+	{ "none", { RG_PROTO_NONE, 0 } },
 };
 
 static void usage(FILE *out)
@@ -104,14 +147,24 @@ static void usage(FILE *out)
 		"  -b, --bpffs DIR         pin directory on a bpf filesystem (default %s)\n"
 		"  -s, --admin-socket PATH admin unix socket (default %s)\n"
 		"  -f, --state-file PATH   limits that survive restarts (default %s)\n"
-		"  -r, --route PATH=PROTO  route a request path: PROTO is influx (line\n"
-		"                          protocol, db from db=), influx-v2 (also bucket=)\n"
-		"                          or none (pass untouched); repeatable; added to\n"
-		"                          the defaults for GreptimeDB, InfluxDB and\n"
-		"                          VictoriaMetrics\n"
+		"  -r, --route PATH=PROTO  route a request path (exact, no query) to a\n"
+		"                          protocol: influx (line protocol, db from db=),\n"
+		"                          influx-v2 (also bucket=), prom-rw, otlp-metrics,\n"
+		"                          otlp-logs, otlp-traces, loki, loki-tenant (db from\n"
+		"                          X-Scope-OrgID), es-bulk, ndjson, opentsdb, or none\n"
+		"                          (pass untouched); repeatable; on top of defaults\n"
+		"                          for GreptimeDB, InfluxDB, Prometheus receivers,\n"
+		"                          VictoriaMetrics and Loki\n"
+		"      --routes-file PATH  one 'PATH PROTO' per line ('#' comments), as --route\n"
+		"  -m, --metrics IP:PORT   serve Prometheus /metrics there (default off)\n"
 		"      --foreground        stay in the foreground (default: detach once ready)\n"
 		"      --keep              on exit leave enforcement pinned and running\n"
 		"      --cleanup           detach and remove everything under --bpffs, exit\n"
+		"      --meta URL[,URL]    distributed mode: heartbeat to rowgate-meta, which\n"
+		"                          sets the limits and this host's quotas (local\n"
+		"                          limit set/unset are refused; default standalone)\n"
+		"      --node-id ID        this frontend's id for --meta (default hostname)\n"
+		"      --token-file PATH   bearer token for --meta (first line of the file)\n"
 		"  -l, --log-level LEVEL   %s (default warn)\n"
 		"  -h, --help              this help\n"
 		"  -V, --version           version and libbpf version\n"
@@ -153,14 +206,42 @@ static int parse_route(const char *s, struct route_opt *r)
 		return -ENAMETOOLONG;
 	memset(r, 0, sizeof(*r));
 	memcpy(r->path, s, len);
-	if (!strcmp(eq + 1, "influx"))
-		r->route = (struct rg_route){ RG_PROTO_LINE, 0 };
-	else if (!strcmp(eq + 1, "influx-v2"))
-		r->route = (struct rg_route){ RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM };
-	else if (!strcmp(eq + 1, "none"))
-		r->route = (struct rg_route){ RG_PROTO_NONE, 0 };
-	else
-		return -EINVAL;
+	for (size_t i = 0; i < sizeof(route_names) / sizeof(route_names[0]); i++) {
+		if (!strcmp(eq + 1, route_names[i].name)) {
+			r->route = route_names[i].route;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Routes from a file: "PATH PROTO" per line, '#' comments, blank lines. */
+static int load_routes_file(const char *path, struct config *cfg)
+{
+	FILE *f = fopen(path, "r");
+	char line[512], arg[512], p[256], proto[64];
+	int lineno = 0, n;
+
+	if (!f) {
+		pr_err("--routes-file %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (line[0] == '#' || sscanf(line, "%255s", p) != 1)
+			continue;
+		n = sscanf(line, "%255s %63s", p, proto);
+		snprintf(arg, sizeof(arg), "%s=%s", p, n == 2 ? proto : "");
+		if (n != 2 || cfg->nroutes == RG_MAX_ROUTES ||
+		    parse_route(arg, &cfg->routes[cfg->nroutes])) {
+			pr_err("%s:%d: expected 'PATH PROTO' (see rowgated --help for protocols)",
+			       path, lineno);
+			fclose(f);
+			return -EINVAL;
+		}
+		cfg->nroutes++;
+	}
+	fclose(f);
 	return 0;
 }
 
@@ -186,7 +267,8 @@ static int find_cgroup2_root(char *buf, size_t len)
 
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
-	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP };
+	enum { OPT_ROUTES_FILE = 300 };
+	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "cgroup", required_argument, NULL, 'c' },
@@ -194,9 +276,14 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "admin-socket", required_argument, NULL, 's' },
 		{ "state-file", required_argument, NULL, 'f' },
 		{ "route", required_argument, NULL, 'r' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
 		{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 		{ "keep", no_argument, NULL, OPT_KEEP },
 		{ "cleanup", no_argument, NULL, OPT_CLEANUP },
+		{ "meta", required_argument, NULL, OPT_META },
+		{ "node-id", required_argument, NULL, OPT_NODE_ID },
+		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -208,7 +295,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	cfg->bpffs = RG_DEFAULT_BPFFS;
 	cfg->admin_socket = RG_ADMIN_DEFAULT_PATH;
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
-	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:l:hV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:m:l:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			if (cfg->nports == RG_MAX_PORTS) {
@@ -247,6 +334,13 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			}
 			cfg->nroutes++;
 			break;
+		case 'm':
+			cfg->metrics_addr = optarg;
+			break;
+		case OPT_ROUTES_FILE:
+			if (load_routes_file(optarg, cfg))
+				return -EINVAL;
+			break;
 		case OPT_FOREGROUND:
 			cfg->foreground = true;
 			break;
@@ -255,6 +349,15 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			break;
 		case OPT_CLEANUP:
 			cfg->cleanup = true;
+			break;
+		case OPT_META:
+			cfg->meta_url = optarg;
+			break;
+		case OPT_NODE_ID:
+			cfg->node_id = optarg;
+			break;
+		case OPT_TOKEN_FILE:
+			cfg->token_file = optarg;
 			break;
 		case 'l':
 			if (rg_log_parse_level(optarg, &level)) {
@@ -286,6 +389,17 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			return -ENOENT;
 		}
 		cfg->cgroup = cfg->cgroup_buf;
+	}
+	if (!cfg->meta_url && (cfg->node_id || cfg->token_file)) {
+		pr_err("--node-id and --token-file only make sense with --meta");
+		return -EINVAL;
+	}
+	if (cfg->meta_url && !cfg->node_id) {
+		if (gethostname(cfg->node_id_buf, sizeof(cfg->node_id_buf) - 1)) {
+			pr_err("cannot read the hostname: pass --node-id");
+			return -EINVAL;
+		}
+		cfg->node_id = cfg->node_id_buf;
 	}
 	return 0;
 }
@@ -515,6 +629,15 @@ static int apply_limit(struct daemon *d, const struct rg_db_key *db, __u64 limit
 				BPF_NOEXIST) &&
 	    errno != EEXIST)
 		return -errno;
+	for (__u32 p = RG_PROTO_LINE; p < RG_PROTO_MAX; p++) {
+		struct rg_proto_key pk = { .db = *db, .protocol = p };
+		struct rg_proto_stats ps = {};
+
+		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_PROTO_STATS), &pk, &ps,
+					BPF_NOEXIST) &&
+		    errno != EEXIST)
+			return -errno;
+	}
 	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), db, &lim, BPF_ANY))
 		return -errno;
 	return 0;
@@ -563,6 +686,32 @@ static int sync_limits_to_maps(struct daemon *d)
 
 /* ---- admin socket callbacks ---- */
 
+/* Distributed mode: the cluster's limits live at rowgate-meta. */
+static int meta_refuse(struct daemon *d, char *err, size_t errlen)
+{
+	snprintf(err, errlen,
+		 "this rowgated takes its limits from rowgate-meta (--meta %s): use "
+		 "'rowgatectl --meta %s limit ...'",
+		 d->cfg->meta_url, d->cfg->meta_url);
+	return -EPERM;
+}
+
+/* The meta agent's callback: a new database gets its bucket and counters as
+ * for a local limit (apply_limit), then the limit and quota are written. */
+static int meta_apply(void *ctx, const struct rg_db_key *db, __u64 limit, __u64 quota)
+{
+	struct daemon *d = ctx;
+	struct rg_limit lim = { .limit_rows_per_s = limit, .quota_rows_per_s = quota };
+	int fd = bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), err;
+
+	if (bpf_map_update_elem(fd, db, &lim, BPF_EXIST)) {
+		err = apply_limit(d, db, limit);
+		if (err)
+			return err;
+	}
+	return bpf_map_update_elem(fd, db, &lim, BPF_ANY) ? -errno : 0;
+}
+
 static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, char *err,
 			size_t errlen)
 {
@@ -572,6 +721,8 @@ static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, char
 	__u64 old_limit = old ? old->limit : 0;
 	int ret;
 
+	if (d->agent)
+		return meta_refuse(d, err, errlen);
 	ret = rg_limit_list_set(&d->limits, db, limit);
 	if (ret) {
 		snprintf(err, errlen, "out of memory");
@@ -601,6 +752,8 @@ static int op_limit_unset(void *ctx, const struct rg_db_key *db, char *err, size
 	__u64 old_limit;
 	int ret;
 
+	if (d->agent)
+		return meta_refuse(d, err, errlen);
 	if (!old) {
 		snprintf(err, errlen, "database '%s' has no limit", db->name);
 		return -ENOENT;
@@ -713,8 +866,12 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	json_set_u64(g, "recvmsg_failopen", gs.recvmsg_failopen);
 	json_set_u64(g, "responses_close", gs.responses_close);
 	json_set_u64(g, "internal_errors", gs.internal_errors);
+	json_set_u64(g, "body_ring_full", gs.body_ring_full);
+	rg_reconciler_stats_json(d->rec, g);
 	json_object_set_new(reply, "databases", arr);
 	json_object_set_new(reply, "global", g);
+	if (d->agent)
+		json_object_set_new(reply, "meta", rg_meta_agent_stats(d->agent));
 	return 0;
 nomem:
 	json_decref(arr);
@@ -842,7 +999,7 @@ static void notify_ready(int fd)
 
 static int serve(struct daemon *d, int notify_fd)
 {
-	struct pollfd pfd[2];
+	struct pollfd pfd[3];
 	sigset_t mask;
 	int sfd;
 
@@ -859,11 +1016,14 @@ static int serve(struct daemon *d, int notify_fd)
 	notify_ready(notify_fd);
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = d->admin_fd, .events = POLLIN };
+	pfd[2] = (struct pollfd){ .fd = rg_reconciler_fd(d->rec), .events = POLLIN };
 	for (;;) {
 		struct signalfd_siginfo si;
 
-		if (poll(pfd, 2, RG_POLL_INTERVAL_MS) < 0 && errno != EINTR)
+		if (poll(pfd, 3, RG_POLL_INTERVAL_MS) < 0 && errno != EINTR)
 			break;
+		/* body copies first: corrections decide the next admissions */
+		rg_reconciler_poll(d->rec, 0);
 		if (pfd[0].revents & POLLIN) {
 			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGHUP) {
 				pr_info("signal %u: stopping", si.ssi_signo);
@@ -873,6 +1033,7 @@ static int serve(struct daemon *d, int notify_fd)
 		if (pfd[1].revents & POLLIN)
 			while (rg_admin_serve_one(d->admin_fd, &admin_ops, d) != -EAGAIN)
 				;
+		rg_meta_agent_tick(d->agent, &d->limits, d->cfg->state_file);
 	}
 	close(sfd);
 	return 0;
@@ -922,15 +1083,55 @@ int main(int argc, char **argv)
 	d.admin_fd = rg_admin_listen(cfg.admin_socket);
 	if (d.admin_fd < 0)
 		goto out;
+	{
+		struct rg_reconcile_fds rf = {
+			.bodies_fd = bpf_map__fd(d.skel->maps.RG_MAP_BODIES),
+			.ratios_fd = bpf_map__fd(d.skel->maps.RG_MAP_RATIOS),
+			.prog_fd = bpf_program__fd(d.skel->progs.rg_reconcile),
+		};
+
+		if (rg_reconciler_new(&rf, &d.rec))
+			goto out;
+	}
 	if (attach_all(&d))
 		goto detach;
+	if (cfg.metrics_addr) {
+		struct rg_metrics_maps mm = {
+			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
+			.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
+			.db_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
+			.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
+		};
+
+		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))
+			goto detach;
+	}
+	if (cfg.meta_url) {
+		struct rg_meta_agent_config mc = {
+			.urls = cfg.meta_url,
+			.node_id = cfg.node_id,
+			.token_file = cfg.token_file,
+			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
+			.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
+			.stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
+			.apply = meta_apply,
+			.ctx = &d,
+		};
+
+		if (rg_meta_agent_start(&mc, &d.agent))
+			goto detach;
+	}
 	ret = serve(&d, notify_fd) ? 1 : 0;
+	rg_meta_agent_stop(d.agent);
+	d.agent = NULL;
 detach:
 	if (!cfg.keep)
 		detach_all(cfg.bpffs, false);
 	else
 		pr_info("--keep: enforcement stays pinned under %s", cfg.bpffs);
 out:
+	rg_metrics_stop(d.metrics);
+	rg_reconciler_free(d.rec);
 	if (d.admin_fd >= 0) {
 		close(d.admin_fd);
 		unlink(cfg.admin_socket);

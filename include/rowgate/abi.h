@@ -20,6 +20,9 @@
 #define RG_MAP_CONNS    conns
 #define RG_MAP_SOCKHASH sockhash
 #define RG_MAP_GLOBAL   global_stats
+#define RG_MAP_PROTO_STATS proto_stats
+#define RG_MAP_RATIOS   ratios
+#define RG_MAP_BODIES   bodies
 #define RG_STR_(x) #x
 #define RG_STR(x)  RG_STR_(x)
 
@@ -67,10 +70,24 @@ struct rg_db_stats {
 /* Protocols a route can name; how the rows of its body are counted. */
 enum rg_protocol {
 	RG_PROTO_NONE = 0,
-	RG_PROTO_LINE = 1, /* InfluxDB line protocol: one row per line */
+	RG_PROTO_LINE = 1,         /* InfluxDB line protocol: counted in the kernel */
+	/* counted by rowgated from a copy of the body (compressed, binary, JSON) */
+	RG_PROTO_PROM_RW = 2,      /* Prometheus remote write: one row per sample */
+	RG_PROTO_OTLP_METRICS = 3, /* GreptimeDB's data point rules */
+	RG_PROTO_OTLP_LOGS = 4,    /* one row per log record */
+	RG_PROTO_OTLP_TRACES = 5,  /* one row per span */
+	RG_PROTO_LOKI = 6,         /* protobuf or JSON: one row per entry */
+	RG_PROTO_ES_BULK = 7,      /* one row per index/create document */
+	RG_PROTO_NDJSON = 8,       /* /v1/ingest: one row per object or line */
+	RG_PROTO_OPENTSDB = 9,     /* one row per data point */
+	RG_PROTO_MAX,
 };
 
+/* Whether the kernel counts a protocol's rows itself. */
+#define rg_protocol_in_kernel(p) ((p) == RG_PROTO_LINE)
+
 #define RG_ROUTE_BUCKET_PARAM (1U << 0) /* InfluxDB v2 path: `bucket` names the db */
+#define RG_ROUTE_TENANT       (1U << 1) /* X-Scope-OrgID names the db (Loki) */
 
 /* routes: exact request path (no query) -> protocol. */
 struct rg_route_key {
@@ -84,6 +101,99 @@ struct rg_route {
 
 /* ports: local TCP port (host order) -> 1 when guarded. */
 
+/* proto_stats: (database, protocol) -> counters of that protocol. */
+struct rg_proto_key {
+	struct rg_db_key db;
+	__u32 protocol; /* enum rg_protocol */
+	__u32 pad;
+};
+
+struct rg_proto_stats {
+	__u64 admitted_requests;
+	__u64 admitted_rows;         /* charged: exact once reconciled */
+	__u64 rejected_requests;
+	__u64 rejected_rows;         /* exact once reconciled */
+	__u64 estimated_rows;        /* charged from the body size at admission */
+	__u64 reconciled_requests;   /* counted by rowgated, bucket corrected */
+	__u64 reconciled_rows;       /* the exact rows of those */
+	__u64 unreconciled_requests; /* body copy lost (ring full, rowgated
+				      * down or slow): the estimate stands */
+	__u64 unreconciled_bytes;
+	__u64 undecodable_requests;  /* rowgated could not decode: estimate stands */
+	__u64 body_bytes;
+	__u64 lag_ns_total;          /* request end -> correction, summed */
+};
+
+/* ratios: (database, protocol) -> learned body bytes per row, x16. */
+struct rg_ratio {
+	__u64 bytes_per_row_x16;
+};
+
+/* Estimate defaults until rowgated has learned a ratio (bytes per row). */
+#define RG_DEFAULT_BYTES_PER_ROW 32
+
+/* bodies: ring buffer of body copies for rowgated to count.  A request is
+ * START, DATA records in order, END; DATA carries raw body bytes as on the
+ * wire (chunked framing included). */
+#define RG_BODY_RING_BYTES  (64 << 20)
+#define RG_BODY_DATA_BYTES  4000 /* payload of one DATA record */
+#define RG_CT_BYTES         64   /* Content-Type kept for rowgated */
+#define RG_CE_BYTES         16   /* Content-Encoding kept for rowgated */
+
+enum rg_body_event_type {
+	RG_BODY_START = 1,
+	RG_BODY_DATA = 2,
+	RG_BODY_END = 3,
+};
+
+struct rg_body_hdr {
+	__u32 type;   /* enum rg_body_event_type */
+	__u32 len;    /* DATA: payload bytes */
+	__u64 cookie; /* connection */
+	__u64 seq;    /* request number on the connection */
+};
+
+struct rg_body_start {
+	struct rg_body_hdr h;
+	struct rg_db_key db;
+	__u32 protocol;
+	__u8 chunked;
+	__u8 admitted;  /* 1: charged an estimate; 0: rejected (stats only) */
+	__u8 pad[2];
+	__u64 content_length;
+	char content_type[RG_CT_BYTES];
+	char content_encoding[RG_CE_BYTES];
+};
+
+struct rg_body_data {
+	struct rg_body_hdr h;
+	__u8 data[RG_BODY_DATA_BYTES];
+};
+
+struct rg_body_end {
+	struct rg_body_hdr h;
+	__u64 body_bytes;
+	__u64 estimated_rows;
+	__u64 end_ns;   /* bpf_ktime_get_ns() at the request's end */
+	__u8 admitted;
+	__u8 complete;  /* every DATA record made it into the ring */
+	__u8 pad[6];
+};
+
+/* Input of the rg_reconcile program (run with BPF_PROG_TEST_RUN): correct a
+ * database's bucket and counters by what rowgated counted. */
+struct rg_correction {
+	__u8 eth_pad[14]; /* test runs want an Ethernet-sized header */
+	__u8 admitted;
+	__u8 undecodable;
+	struct rg_db_key db;
+	__u32 protocol;
+	__u32 pad;
+	__u64 estimated_rows; /* what the kernel charged (0 for other dbs) */
+	__u64 exact_rows;     /* what the server will store */
+	__u64 lag_ns;
+};
+
 /* global_stats: one entry of host-wide counters. */
 struct rg_global_stats {
 	__u64 conns_tracked;
@@ -95,6 +205,7 @@ struct rg_global_stats {
 	__u64 recvmsg_failopen;     /* verdicts run inside recvmsg: passed */
 	__u64 responses_close;      /* 429s that had to close the connection */
 	__u64 internal_errors;      /* helper failures: passed unenforced */
+	__u64 body_ring_full;       /* body copies lost: estimates stand */
 };
 
 /* The effective quota of DESIGN §1: the assignment, capped by the limit,

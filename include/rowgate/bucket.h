@@ -128,6 +128,22 @@ RG_INLINE void rg_bucket_charge(struct rg_bucket *b, __u64 rows)
 	b->debt_rows = rg_sat_add(b->debt_rows, rows);
 }
 
+/* Give rows back (an estimate was too high): debt first, then tokens up to
+ * capacity; the fraction is kept. */
+RG_INLINE void rg_bucket_refund(struct rg_bucket *b, __u64 rows)
+{
+	if (b->debt_rows >= rows) {
+		b->debt_rows -= rows;
+		return;
+	}
+	rows -= b->debt_rows;
+	b->debt_rows = 0;
+	if (b->tokens >= b->quota || rows >= b->quota - b->tokens)
+		rg_bucket_fill(b);
+	else
+		b->tokens += rows;
+}
+
 /* The admission rule: at least one whole token, whatever the batch size. */
 RG_INLINE bool rg_bucket_can_admit(const struct rg_bucket *b)
 {

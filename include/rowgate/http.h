@@ -58,6 +58,9 @@ enum rg_header_id {
 	RG_HDR_EXPECT,
 	RG_HDR_CONNECTION,
 	RG_HDR_DB_NAME, /* X-Greptime-DB-Name */
+	RG_HDR_TENANT,  /* X-Scope-OrgID: the db on routes that say so */
+	RG_HDR_CONTENT_TYPE,
+	RG_HDR_CONTENT_ENCODING,
 };
 
 /* Which query parameter a value belongs to. */
@@ -110,6 +113,11 @@ struct rg_http_head {
 	struct rg_db_value db_header;
 	struct rg_db_value db_query;
 	struct rg_db_value bucket_query;
+	struct rg_db_value tenant;
+	__u8 ct_len;
+	__u8 ce_len;
+	char content_type[RG_CT_BYTES];     /* first bytes, lower-cased */
+	char content_encoding[RG_CE_BYTES];
 };
 
 /* Eight bytes as a little-endian word, for comparing names without strings
@@ -193,6 +201,21 @@ RG_INLINE enum rg_header_id rg_header_lookup(const struct rg_http_head *h)
 		    w[1] == RG_W8('-', 'e', 'n', 'c', 'o', 'd', 'i', 'n') &&
 		    w[2] == RG_W8('g', 0, 0, 0, 0, 0, 0, 0))
 			return RG_HDR_TRANSFER_ENCODING;
+		break;
+	case 12:
+		if (w[0] == RG_W8('c', 'o', 'n', 't', 'e', 'n', 't', '-') &&
+		    w[1] == RG_W8('t', 'y', 'p', 'e', 0, 0, 0, 0))
+			return RG_HDR_CONTENT_TYPE;
+		break;
+	case 13:
+		if (w[0] == RG_W8('x', '-', 's', 'c', 'o', 'p', 'e', '-') &&
+		    w[1] == RG_W8('o', 'r', 'g', 'i', 'd', 0, 0, 0))
+			return RG_HDR_TENANT;
+		break;
+	case 16:
+		if (w[0] == RG_W8('c', 'o', 'n', 't', 'e', 'n', 't', '-') &&
+		    w[1] == RG_W8('e', 'n', 'c', 'o', 'd', 'i', 'n', 'g'))
+			return RG_HDR_CONTENT_ENCODING;
 		break;
 	case 18:
 		if (w[0] == RG_W8('x', '-', 'g', 'r', 'e', 'p', 't', 'i') &&
@@ -286,6 +309,12 @@ RG_INLINE int rg_header_begin(struct rg_http_head *h)
 		else
 			h->db_header.present = 1;
 		break;
+	case RG_HDR_TENANT:
+		if (h->tenant.present)
+			h->header = RG_HDR_OTHER;
+		else
+			h->tenant.present = 1;
+		break;
 	}
 	return RG_HEAD_MORE;
 }
@@ -325,7 +354,18 @@ RG_INLINE int rg_header_value_byte(struct rg_http_head *h, __u8 c)
 		if (h->token_len < 0xff)
 			h->token_len++;
 		return RG_HEAD_MORE;
-	case RG_HDR_DB_NAME:
+	case RG_HDR_CONTENT_TYPE:
+		if (h->ct_len < RG_CT_BYTES - 1)
+			h->content_type[h->ct_len++ & (RG_CT_BYTES - 1)] = rg_lower(c);
+		return RG_HEAD_MORE;
+	case RG_HDR_CONTENT_ENCODING:
+		if (h->ce_len < RG_CE_BYTES - 1)
+			h->content_encoding[h->ce_len++ & (RG_CE_BYTES - 1)] = rg_lower(c);
+		return RG_HEAD_MORE;
+	case RG_HDR_TENANT:
+	case RG_HDR_DB_NAME: {
+		struct rg_db_value *v = h->header == RG_HDR_TENANT ? &h->tenant : &h->db_header;
+
 		/* trailing OWS is not part of the value; inner whitespace makes
 		 * a name no database can have: mark it too long to match */
 		if (ows) {
@@ -333,9 +373,11 @@ RG_INLINE int rg_header_value_byte(struct rg_http_head *h, __u8 c)
 			return RG_HEAD_MORE;
 		}
 		if (h->token_len)
-			h->db_header.len = 0xffff;
-		rg_db_value_put(&h->db_header, c);
+			v->len = 0xffff;
+		h->token_len = 0;
+		rg_db_value_put(v, c);
 		return RG_HEAD_MORE;
+	}
 	}
 	return RG_HEAD_MORE;
 }
@@ -616,12 +658,15 @@ RG_INLINE int rg_http_head_db(const struct rg_http_head *h, bool bucket_param,
 }
 
 /* rg_http_head_db for the BPF side: relies on the zeroed value buffers. */
-RG_INLINE int rg_http_head_db_padded(const struct rg_http_head *h, bool bucket_param,
+RG_INLINE int rg_http_head_db_padded(const struct rg_http_head *h, __u32 route_flags,
 				     struct rg_db_key *key)
 {
 	const struct rg_db_value *v = 0;
+	bool bucket_param = route_flags & RG_ROUTE_BUCKET_PARAM;
 
-	if (h->db_header.present)
+	if ((route_flags & RG_ROUTE_TENANT) && h->tenant.present && h->tenant.len)
+		v = &h->tenant;
+	else if (h->db_header.present)
 		v = &h->db_header;
 	else if (h->db_query.present && h->db_query.len)
 		v = &h->db_query;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # (e) The pinned maps read well with bpftool: per-database counters with
-# their field names, equal to what was sent.
+# their field names, equal to what was sent; /metrics says the same.
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd bpftool
-rg_setup
+METRICS_PORT=$(rg_free_port) || rg_fail "no free port"
+rg_setup --metrics "127.0.0.1:$METRICS_PORT"
 rg_ctl limit set dumpdb 50 >/dev/null || rg_fail "limit set"
 
 PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" <<'PY' || rg_fail "client failed"
@@ -39,4 +40,10 @@ rg_check "limits map shows the limit by name" \
 	sh -c "bpftool map dump pinned '$RG_BPFFS/limits' | grep -q 'dumpdb'"
 rg_check "buckets map shows debt by field name" \
 	sh -c "bpftool map dump pinned '$RG_BPFFS/buckets' | grep -q 'debt_rows'"
+curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >"$RG_TMP/metrics.txt" || rg_fail "no /metrics"
+for want in 'rowgate_admitted_rows_total{db="dumpdb"} 100' 'rowgate_rejected_rows_total{db="dumpdb"} 16' \
+	'rowgate_rejected_requests_total{db="dumpdb"} 2' 'rowgate_limit_rows_per_second{db="dumpdb"} 50'; do
+	rg_check "/metrics has: $want" grep -qF "$want" "$RG_TMP/metrics.txt"
+done
+rg_check "/metrics is valid exposition text (TYPE lines)" grep -q '^# TYPE rowgate_debt_rows gauge' "$RG_TMP/metrics.txt"
 rg_pass

@@ -1,0 +1,316 @@
+# shellcheck shell=bash
+# Harness shared by the benchmark figures (bench/fig*.sh): victoria-metrics
+# on 127.0.0.1 in a cgroup of its own, rowgated guarding its port with a
+# private bpffs, admin socket and state file, and the readers every figure
+# needs (wrk, /proc/stat, /proc/PID/stat, bpf_stats through bpftool).
+# Everything a figure creates is removed by the EXIT trap.
+#
+#   source "$(dirname "$0")/lib.sh"
+#   bl_setup                 # bpffs + victoria-metrics; sets BL_PORT, VM_PID
+#   bl_rowgated_start        # enforcement on (bl_rowgated_stop: off)
+#   bl_wrk OUT -c 16 -d 3 -- path=/write?db=x lines=20 ...
+#
+# A figure prints its markdown section on stdout; logs go to stderr.
+
+set -u
+BL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BL_BUILD=${BUILD:-$BL_ROOT/build}
+[ "${BL_BUILD#/}" != "$BL_BUILD" ] || BL_BUILD=$BL_ROOT/$BL_BUILD
+BL_ROWGATED=$BL_BUILD/rowgated
+BL_ROWGATECTL=$BL_BUILD/rowgatectl
+BL_LUA=$BL_ROOT/bench/write.lua
+BL_PY=${PYTHON:-/usr/bin/python3}
+BL_NAME=$(basename "$0" .sh)
+BL_TMP=$(mktemp -d "/tmp/rowgate-bench-$BL_NAME.XXXXXX")
+BL_BPFFS_MNT=$BL_TMP/bpffs
+BL_BPFFS=$BL_BPFFS_MNT/rowgate
+BL_SOCK=$BL_TMP/admin.sock
+BL_STATE=$BL_TMP/limits.json
+BL_CGROUP=""
+BL_PORT=""
+BL_RG_PID=""
+VM_PID=""
+
+# Seconds of load per measured run and runs per configuration (medians).
+BENCH_SECONDS=${BENCH_SECONDS:-3}
+BENCH_RUNS=${BENCH_RUNS:-5}
+# wrk: one thread leaves the second core to the server side.
+BENCH_THREADS=${BENCH_THREADS:-1}
+BENCH_CONNS=${BENCH_CONNS:-16}
+
+_bl_cleanups=()
+bl_log() { printf '[%s] %s\n' "$BL_NAME" "$*" >&2; }
+bl_die() { bl_log "ERROR: $*"; exit 1; }
+bl_on_exit() { _bl_cleanups+=("$1"); }
+_bl_cleanup() {
+	local rc=$? i
+	for ((i = ${#_bl_cleanups[@]} - 1; i >= 0; i--)); do
+		eval "${_bl_cleanups[$i]}" >/dev/null 2>&1 || true
+	done
+	if [ "$rc" -ne 0 ]; then
+		bl_log "failed; logs kept in $BL_TMP"
+		for f in "$BL_TMP"/*.log; do
+			[ -f "$f" ] || continue
+			echo "--- $f (tail)" >&2
+			tail -n 20 "$f" >&2
+		done
+	else
+		rm -rf "$BL_TMP"
+	fi
+	exit "$rc"
+}
+trap _bl_cleanup EXIT
+trap 'exit 1' INT TERM
+
+bl_require() {
+	[ "$(id -u)" -eq 0 ] || bl_die "needs root (BPF, cgroups)"
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || bl_die "needs $c"
+	done
+	[ -x "$BL_ROWGATED" ] || bl_die "build first (make): $BL_ROWGATED is missing"
+}
+
+bl_cgroup2_root() { awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts; }
+
+# A free TCP port in [20000, 32000), below the ephemeral range.
+bl_free_port() {
+	local p
+	for _ in $(seq 1 100); do
+		p=$((20000 + RANDOM % 12000))
+		if ! ss -Htan "sport = :$p" | grep -q .; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
+bl_wait_for() { # SECONDS cmd...
+	local deadline=$((SECONDS + $1)); shift
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.05
+	done
+}
+
+bl_ctl() { "$BL_ROWGATECTL" --socket "$BL_SOCK" "$@"; }
+
+# Start victoria-metrics in a cgroup of its own; the server rowgate guards.
+bl_start_vm() {
+	local root
+	root=$(bl_cgroup2_root)
+	[ -n "$root" ] || bl_die "no cgroup v2 hierarchy mounted"
+	BL_CGROUP="$root/rowgate-bench-$BL_NAME-$$"
+	mkdir "$BL_CGROUP" || bl_die "cannot create cgroup $BL_CGROUP"
+	bl_on_exit "rmdir '$BL_CGROUP'"
+	BL_PORT=$(bl_free_port) || bl_die "no free port"
+	mkdir -p "$BL_TMP/vm"
+	(
+		echo "$BASHPID" >"$BL_CGROUP/cgroup.procs"
+		exec victoria-metrics -httpListenAddr="127.0.0.1:$BL_PORT" \
+			-storageDataPath="$BL_TMP/vm" -loggerLevel=ERROR \
+			-retentionPeriod=100y -search.disableCache
+	) >"$BL_TMP/vm.log" 2>&1 &
+	VM_PID=$!
+	bl_on_exit "kill -9 $VM_PID; wait $VM_PID"
+	bl_wait_for 20 curl -sf "http://127.0.0.1:$BL_PORT/health" ||
+		bl_die "victoria-metrics did not come up"
+}
+
+bl_mount_bpffs() {
+	mkdir -p "$BL_BPFFS_MNT"
+	mount -t bpf bpf "$BL_BPFFS_MNT" || bl_die "cannot mount a bpf filesystem"
+	bl_on_exit "umount '$BL_BPFFS_MNT'"
+	bl_on_exit "'$BL_ROWGATED' --cleanup --bpffs '$BL_BPFFS'"
+}
+
+# Enforcement on: rowgated guards BL_PORT (it adopts earlier pins, so
+# limits and counters survive a stop/start).
+bl_rowgated_start() {
+	"$BL_ROWGATED" --foreground --port "$BL_PORT" --cgroup "$BL_CGROUP" \
+		--bpffs "$BL_BPFFS" --admin-socket "$BL_SOCK" --state-file "$BL_STATE" \
+		--log-level warn "$@" >>"$BL_TMP/rowgated.log" 2>&1 &
+	BL_RG_PID=$!
+	bl_on_exit "kill -9 $BL_RG_PID"
+	bl_wait_for 20 bl_ctl limit show || bl_die "rowgated did not come up"
+}
+
+# Enforcement off: SIGTERM detaches every program (DESIGN: open connections
+# go on unenforced; wrk opens new ones each run).
+bl_rowgated_stop() {
+	[ -n "$BL_RG_PID" ] || return 0
+	kill -TERM "$BL_RG_PID" 2>/dev/null
+	wait "$BL_RG_PID" 2>/dev/null
+	BL_RG_PID=""
+}
+
+bl_setup() {
+	bl_require victoria-metrics wrk curl ss bpftool "$BL_PY"
+	bl_mount_bpffs
+	bl_start_vm
+}
+
+# Warm the server up: a few seconds of admitted writes, bare.
+bl_warmup() {
+	wrk -t1 -c4 -d"${1:-2}" -s "$BL_LUA" "http://127.0.0.1:$BL_PORT" -- \
+		path=/write?db=warmup lines=20 >/dev/null 2>&1 || true
+}
+
+# bl_wrk OUT [wrk options] -- script args (key=value): one wrk run on
+# BL_PORT (or PORT=... in the environment); appends its result line
+# ("requests=... rps=... p50_us=... ...") plus CPU deltas to OUT.
+#   host_ticks:   busy jiffies of the whole host (/proc/stat)
+#   server_ticks: utime+stime of the pids in CPU_PIDS (the ingest server)
+#   proxy_ticks:  utime+stime of the pids in PROXY_PIDS (a limiter in front)
+#   client_ticks: utime+stime of wrk itself
+bl_wrk() {
+	local out=$1; shift
+	local opts=() port=${PORT:-$BL_PORT} h0 h1 s0 s1 p0 p1 c1 line
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	h0=$(bl_host_ticks)
+	s0=$(bl_proc_ticks ${CPU_PIDS:-})
+	p0=$(bl_proc_ticks ${PROXY_PIDS:-})
+	/usr/bin/time -o "$BL_TMP/wrk.time" -f '%U %S' \
+		wrk -t"$BENCH_THREADS" -c"$BENCH_CONNS" -d"$BENCH_SECONDS" "${opts[@]}" \
+		-s "$BL_LUA" "http://127.0.0.1:$port" -- "$@" >"$BL_TMP/wrk.out" 2>&1 ||
+		{ cat "$BL_TMP/wrk.out" >&2; bl_die "wrk failed"; }
+	h1=$(bl_host_ticks)
+	s1=$(bl_proc_ticks ${CPU_PIDS:-})
+	p1=$(bl_proc_ticks ${PROXY_PIDS:-})
+	line=$(grep '^BENCH ' "$BL_TMP/wrk.out" | tail -n1) ||
+		{ cat "$BL_TMP/wrk.out" >&2; bl_die "no result line from wrk"; }
+	c1=$(awk -v hz="$BL_HZ" '{ printf "%d", ($1 + $2) * hz + 0.5 }' "$BL_TMP/wrk.time")
+	echo "${line#BENCH } host_ticks=$((h1 - h0)) server_ticks=$((s1 - s0)) proxy_ticks=$((p1 - p0)) client_ticks=$c1" >>"$out"
+}
+
+# Busy jiffies of the host: user nice system irq softirq steal.
+bl_host_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
+
+# utime + stime of processes (all their threads), in clock ticks.
+bl_proc_ticks() {
+	local t=0 p v
+	for p in "$@"; do
+		v=$(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null) || v=0
+		t=$((t + v))
+	done
+	echo "$t"
+}
+
+# bpf_stats of the verdict program: "run_time_ns run_cnt".
+bl_verdict_stats() {
+	bpftool -j prog show pinned "$BL_BPFFS/prog_verdict" |
+		"$BL_PY" -c 'import json,sys; p=json.load(sys.stdin); print(p.get("run_time_ns",0), p.get("run_cnt",0))'
+}
+
+# Turn bpf_stats on for this figure, back to what it was on exit.
+bl_bpf_stats_on() {
+	local old
+	old=$(cat /proc/sys/kernel/bpf_stats_enabled)
+	bl_on_exit "echo $old > /proc/sys/kernel/bpf_stats_enabled"
+	echo 1 >/proc/sys/kernel/bpf_stats_enabled
+}
+
+# One counter of a database: bl_stat DB FIELD
+bl_stat() { bl_ctl --json stats "$1" | "$BL_PY" -c "import json,sys; print(json.load(sys.stdin)['databases'][0]['$2'])"; }
+
+BL_HZ=$(getconf CLK_TCK)
+
+# bl_agg FILE EXPR...: medians over the runs in FILE (one key=value line
+# per run) of python expressions over those keys, space separated.
+bl_agg() {
+	local f=$1; shift
+	"$BL_PY" - "$f" "$BL_HZ" "$@" <<'EOF'
+import statistics, sys
+f, hz, exprs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+runs = []
+for line in open(f):
+    d = {}
+    for kv in line.split():
+        k, _, v = kv.partition("=")
+        d[k] = float(v)
+    d["HZ"] = hz
+    runs.append(d)
+out = []
+for e in exprs:
+    vals = [eval(e, {}, r) for r in runs]
+    out.append("%.6g" % statistics.median(vals))
+print(" ".join(out))
+EOF
+}
+
+# Format helpers for the markdown tables.
+bl_fmt() { "$BL_PY" -c "import sys; print(format(float(sys.argv[1]), sys.argv[2]))" "$1" "$2"; }
+bl_ratio() { "$BL_PY" -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print('%.2f' % (a/b) if b else 'n/a')" "$1" "$2"; }
+
+# The limiters operators put in front of an ingest server today, each
+# rejecting a db above RATE requests/s with 429 and proxying the rest to
+# BL_PORT over keep-alive.  Set NGINX_PORT/NGINX_PIDS, HAPROXY_PORT/_PID.
+bl_start_nginx() {
+	local rate=$1 d=$BL_TMP/nginx
+	NGINX_PORT=$(bl_free_port) || bl_die "no free port"
+	mkdir -p "$d/logs" "$d/tmp"
+	cat >"$d/nginx.conf" <<NGX
+worker_processes auto;
+pid $d/nginx.pid;
+error_log $d/logs/error.log crit;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $d/tmp/body;
+    proxy_temp_path $d/tmp/proxy;
+    # per-db request rate; rejections are not logged (cheapest setting)
+    limit_req_zone \$arg_db zone=perdb:1m rate=${rate}r/s;
+    limit_req_status 429;
+    limit_req_log_level info;
+    upstream vm { server 127.0.0.1:$BL_PORT; keepalive 32; }
+    server {
+        listen 127.0.0.1:$NGINX_PORT;
+        location / {
+            limit_req zone=perdb;
+            proxy_pass http://vm;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+        }
+    }
+}
+NGX
+	nginx -p "$d" -e "$d/logs/error.log" -c "$d/nginx.conf" -g 'daemon off;' \
+		>"$BL_TMP/nginx.log" 2>&1 &
+	NGINX_PID=$!
+	bl_on_exit "kill -QUIT $NGINX_PID; sleep 0.2; kill -9 $NGINX_PID; wait $NGINX_PID"
+	bl_wait_for 10 curl -s -o /dev/null "http://127.0.0.1:$NGINX_PORT/health" ||
+		bl_die "nginx did not come up"
+	NGINX_PIDS="$NGINX_PID $(pgrep -P "$NGINX_PID" | tr '\n' ' ')"
+}
+
+bl_start_haproxy() {
+	local rate=$1 d=$BL_TMP/haproxy
+	HAPROXY_PORT=$(bl_free_port) || bl_die "no free port"
+	mkdir -p "$d"
+	cat >"$d/haproxy.cfg" <<HAP
+global
+    maxconn 4096
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+frontend ingest
+    bind 127.0.0.1:$HAPROXY_PORT
+    # per-db request rate over the last second, keyed by ?db=
+    stick-table type string len 64 size 100k expire 10s store http_req_rate(1s)
+    http-request track-sc0 url_param(db)
+    http-request deny deny_status 429 if { sc_http_req_rate(0) gt $rate }
+    default_backend vm
+backend vm
+    http-reuse always
+    server vm 127.0.0.1:$BL_PORT
+HAP
+	haproxy -f "$d/haproxy.cfg" -db >"$BL_TMP/haproxy.log" 2>&1 &
+	HAPROXY_PID=$!
+	bl_on_exit "kill -9 $HAPROXY_PID; wait $HAPROXY_PID"
+	bl_wait_for 10 curl -s -o /dev/null "http://127.0.0.1:$HAPROXY_PORT/health" ||
+		bl_die "haproxy did not come up"
+}
