@@ -381,6 +381,17 @@ static __always_inline void rg_fail(struct rg_conn *c, struct rg_walk *w, int er
 	w->stop = 1;
 }
 
+/* No Content-Encoding, or "identity": the body is the text itself. */
+static __always_inline bool rg_identity_encoding(const struct rg_http_head *h)
+{
+	const char *e = h->content_encoding;
+
+	if (h->ce_len == 0)
+		return true;
+	return h->ce_len == 8 && e[0] == 'i' && e[1] == 'd' && e[2] == 'e' && e[3] == 'n' &&
+	       e[4] == 't' && e[5] == 'i' && e[6] == 't' && e[7] == 'y';
+}
+
 /* The head is complete: classify, decide, and set up the body. */
 __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
 {
@@ -421,7 +432,8 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
 		}
 		c->protocol = (__u8)route->protocol;
 		if (c->verdict != RG_REQ_PASS) {
-			if (rg_protocol_in_kernel(route->protocol)) {
+			/* compressed text is counted by rowgated like binary */
+			if (rg_protocol_in_kernel(route->protocol) && rg_identity_encoding(h)) {
 				c->count_rows = 1;
 			} else {
 				c->copy_body = 1;

@@ -9,7 +9,7 @@ pkgs=(
 	zlib1g-dev libzstd-dev libbrotli-dev libsnappy-dev
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 	# tests: real servers and clients
-	victoria-metrics influxdb etcd-server etcd-client
+	victoria-metrics influxdb etcd-server etcd-client prometheus
 	curl python3 iproute2 procps psmisc util-linux jq socat
 	# vmtest: Debian's 6.1 kernel under qemu
 	qemu-system-x86 busybox-static cpio

@@ -378,7 +378,8 @@ static void print_databases(json_t *databases)
 	}
 	columns[ncolumns++] = "db";
 	json_object_foreach(first, key, value) {
-		if (strcmp(key, "db") && ncolumns < STATS_MAX_COLUMNS)
+		/* nested objects (per-protocol counters) get lines of their own */
+		if (strcmp(key, "db") && !json_is_object(value) && ncolumns < STATS_MAX_COLUMNS)
 			columns[ncolumns++] = key;
 	}
 	for (c = 0; c < ncolumns; c++) {
@@ -398,6 +399,19 @@ static void print_databases(json_t *databases)
 			printf(c ? "  %*s" : "%-*s", widths[c], cell);
 		}
 		putchar('\n');
+	}
+	json_array_foreach(databases, i, row) {
+		json_t *protos = json_object_get(row, "protocols"), *counters, *v;
+		const char *proto, *name;
+
+		json_object_foreach(protos, proto, counters) {
+			printf("  %s %s:", json_string_value(json_object_get(row, "db")), proto);
+			json_object_foreach(counters, name, v) {
+				format_cell(v, cell, sizeof(cell));
+				printf(" %s=%s", name, cell);
+			}
+			putchar('\n');
+		}
 	}
 }
 

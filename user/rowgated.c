@@ -795,6 +795,46 @@ static int json_set_u64(json_t *obj, const char *key, __u64 v)
 	return json_object_set_new(obj, key, rg_json_u64(v));
 }
 
+static const char *const protocol_names[RG_PROTO_MAX] = {
+	[RG_PROTO_LINE] = "influx",	     [RG_PROTO_PROM_RW] = "prom-rw",
+	[RG_PROTO_OTLP_METRICS] = "otlp-metrics", [RG_PROTO_OTLP_LOGS] = "otlp-logs",
+	[RG_PROTO_OTLP_TRACES] = "otlp-traces", [RG_PROTO_LOKI] = "loki",
+	[RG_PROTO_ES_BULK] = "es-bulk",	     [RG_PROTO_NDJSON] = "ndjson",
+	[RG_PROTO_OPENTSDB] = "opentsdb",
+};
+
+/* Counters per protocol that saw traffic: estimated vs reconciled rows. */
+static json_t *proto_stats_json(struct daemon *d, const struct rg_db_key *db)
+{
+	json_t *all = json_object();
+
+	for (__u32 p = RG_PROTO_LINE; all && p < RG_PROTO_MAX; p++) {
+		struct rg_proto_key k = { .db = *db, .protocol = p };
+		struct rg_proto_stats ps;
+		json_t *o;
+
+		if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_PROTO_STATS), &k, &ps) ||
+		    (!ps.admitted_requests && !ps.rejected_requests))
+			continue;
+		o = json_object();
+		json_set_u64(o, "admitted_requests", ps.admitted_requests);
+		json_set_u64(o, "admitted_rows", ps.admitted_rows);
+		json_set_u64(o, "rejected_requests", ps.rejected_requests);
+		json_set_u64(o, "rejected_rows", ps.rejected_rows);
+		json_set_u64(o, "estimated_rows", ps.estimated_rows);
+		json_set_u64(o, "reconciled_requests", ps.reconciled_requests);
+		json_set_u64(o, "reconciled_rows", ps.reconciled_rows);
+		json_set_u64(o, "unreconciled_requests", ps.unreconciled_requests);
+		json_set_u64(o, "unreconciled_bytes", ps.unreconciled_bytes);
+		json_set_u64(o, "undecodable_requests", ps.undecodable_requests);
+		json_set_u64(o, "body_bytes", ps.body_bytes);
+		json_set_u64(o, "lag_avg_us",
+			     ps.reconciled_requests ? ps.lag_ns_total / ps.reconciled_requests / 1000 : 0);
+		json_object_set_new(all, protocol_names[p], o);
+	}
+	return all;
+}
+
 static json_t *db_stats_json(struct daemon *d, const struct rg_db_key *db,
 			     const struct rg_db_stats *st)
 {
@@ -822,6 +862,7 @@ static json_t *db_stats_json(struct daemon *d, const struct rg_db_key *db,
 		json_set_u64(o, "tokens", bv.b.tokens);
 		json_set_u64(o, "debt_rows", bv.b.debt_rows);
 	}
+	json_object_set_new(o, "protocols", proto_stats_json(d, db));
 	return o;
 }
 
