@@ -13,3 +13,6 @@ $(BUILD)/rowgated: $$(RG_D_SRCS) $(RG_CTL_HDRS) $(SHARED_H) $(BUILD)/rowgate.ske
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $(sort $(RG_D_SRCS)) -o $@ $(RG_D_LIBS)
+
+UNIT_EXTRA_test_reconcile := user/reconcile.c user/log.c $(DECODE_LIB_SRCS)
+UNIT_LIBS_test_reconcile  := -lbpf -lelf -lz -ljansson $(DECODE_LIB_LIBS)

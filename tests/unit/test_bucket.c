@@ -187,6 +187,30 @@ static void test_clock_backwards(void)
 	CHECK_EQ_U64(b.tokens, 500, "time after the jump counts once");
 }
 
+static void test_refund(void)
+{
+	struct rg_bucket b;
+
+	rg_bucket_init(&b, 100, 0);
+	rg_bucket_charge(&b, 350);
+	rg_bucket_refund(&b, 200);
+	CHECK_EQ_U64(b.debt_rows, 50, "a refund repays debt first");
+	rg_bucket_refund(&b, 80);
+	CHECK(b.debt_rows == 0 && b.tokens == 30, "then fills tokens: %llu/%llu", b.debt_rows,
+	      b.tokens);
+	rg_bucket_refund(&b, 1000000);
+	CHECK_EQ_U64(b.tokens, 100, "never above capacity");
+	rg_bucket_charge(&b, 10);
+	rg_bucket_refund(&b, RG_U64_MAX);
+	CHECK_EQ_U64(b.tokens, 100, "u64 max refund saturates at capacity");
+	/* charge + refund of the same rows is the identity (below capacity) */
+	rg_bucket_init(&b, 1000, 0);
+	rg_bucket_charge(&b, 2345);
+	rg_bucket_charge(&b, 77);
+	rg_bucket_refund(&b, 77);
+	CHECK(b.debt_rows == 1345 && b.tokens == 0, "charge then refund: debt %llu", b.debt_rows);
+}
+
 static uint64_t rnd(void)
 {
 	return (uint64_t)random() << 42 ^ (uint64_t)random() << 21 ^ (uint64_t)random();
@@ -272,5 +296,6 @@ int main(void)
 	test_u64_max();
 	test_clock_backwards();
 	test_randomized();
+	test_refund();
 	return check_report("bucket");
 }

@@ -188,8 +188,57 @@ static void test_chunked(void)
 	CHECK(chunked("5\nhello", &data, &used) == RG_CHUNK_ERR, "bare LF");
 }
 
+static void test_captured_headers(void)
+{
+	struct rg_db_key key;
+
+	CHECK(parse("POST /loki/api/v1/push?db=q HTTP/1.1\r\nContent-Type: Application/X-Protobuf\r\n"
+		    "Content-Encoding: snappy\r\nX-Scope-OrgID: tenant-a \r\n\r\n",
+		    1, 0) == RG_HEAD_DONE,
+	      "loki head");
+	CHECK(strcmp(h.content_type, "application/x-protobuf") == 0, "content type lower-cased: %s",
+	      h.content_type);
+	CHECK(strcmp(h.content_encoding, "snappy") == 0, "content encoding: %s", h.content_encoding);
+	CHECK(rg_http_head_db_padded(&h, RG_ROUTE_TENANT, &key) == 8 &&
+		      strcmp(key.name, "tenant-a") == 0,
+	      "tenant names the db on tenant routes: %s", key.name);
+	CHECK(rg_http_head_db_padded(&h, 0, &key) == 1 && strcmp(key.name, "q") == 0,
+	      "elsewhere the tenant header is ignored: %s", key.name);
+	/* the padded (BPF) resolver agrees with the generic one */
+	{
+		static const char *heads[] = {
+			"POST /w?db=greptime-x HTTP/1.1\r\n\r\n",
+			"POST /w?bucket=b HTTP/1.1\r\n\r\n",
+			"POST /w HTTP/1.1\r\nX-Greptime-DB-Name: greptime-abc\r\n\r\n",
+			"POST /w?db=a-b HTTP/1.1\r\n\r\n",
+			"POST /w HTTP/1.1\r\n\r\n",
+		};
+		struct rg_db_key a, b;
+		size_t i;
+
+		for (i = 0; i < sizeof(heads) / sizeof(heads[0]); i++) {
+			parse(heads[i], 1, 0);
+			memset(&a, 0x55, sizeof(a));
+			memset(&b, 0x55, sizeof(b));
+			CHECK(rg_http_head_db(&h, true, &a) ==
+				      rg_http_head_db_padded(&h, RG_ROUTE_BUCKET_PARAM, &b) &&
+				      memcmp(&a, &b, sizeof(a)) == 0,
+			      "padded resolver agrees on %s", heads[i]);
+		}
+	}
+	/* a long content type is cut, not overflowed */
+	{
+		char head[512];
+
+		snprintf(head, sizeof(head), "POST /w HTTP/1.1\r\nContent-Type: %0200d\r\n\r\n", 7);
+		CHECK(parse(head, 1, 0) == RG_HEAD_DONE && strlen(h.content_type) == RG_CT_BYTES - 1,
+		      "content type capped at %d bytes", RG_CT_BYTES - 1);
+	}
+}
+
 int main(void)
 {
+	test_captured_headers();
 	test_valid();
 	test_database();
 	test_invalid();
