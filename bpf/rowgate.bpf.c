@@ -381,6 +381,21 @@ static __always_inline void rg_fail(struct rg_conn *c, struct rg_walk *w, int er
 	w->stop = 1;
 }
 
+/* The path ends in "/_bulk" (an Elasticsearch bulk endpoint of any index). */
+static __always_inline bool rg_path_ends_bulk(const struct rg_http_head *h)
+{
+	__u32 n = h->path_len;
+	const char *p;
+
+	if (n < 6 || n > RG_PATH_MAX)
+		return false;
+	p = &h->path[(n - 6) & (RG_PATH_MAX - 1)];
+	if ((n - 6) + 6 > RG_PATH_MAX)
+		return false;
+	return p[0] == '/' && p[1] == '_' && p[2] == 'b' && p[3] == 'u' && p[4] == 'l' &&
+	       p[5] == 'k';
+}
+
 /* No Content-Encoding, or "identity": the body is the text itself. */
 static __always_inline bool rg_identity_encoding(const struct rg_http_head *h)
 {
@@ -410,6 +425,13 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
 		/* the head was zeroed: bytes past path_len are NULs */
 		__builtin_memcpy(c->route_key.path, h->path, RG_PATH_MAX);
 		route = bpf_map_lookup_elem(&RG_MAP_ROUTES, &c->route_key);
+		if (!route && rg_path_ends_bulk(h)) {
+			/* /v1/elasticsearch/{index}/_bulk: one wildcard route */
+			__builtin_memset(&c->route_key, 0, sizeof(c->route_key));
+			__builtin_memcpy(c->route_key.path, RG_ROUTE_BULK_WILDCARD,
+					 sizeof(RG_ROUTE_BULK_WILDCARD) - 1);
+			route = bpf_map_lookup_elem(&RG_MAP_ROUTES, &c->route_key);
+		}
 	}
 	if (route && route->protocol > RG_PROTO_NONE && route->protocol < RG_PROTO_MAX &&
 	    rg_http_head_db_padded(h, route->flags, &c->db) >= 0) {

@@ -100,6 +100,7 @@ static const struct route_opt default_routes[] = {
 	{ "/v1/otlp/v1/traces", { RG_PROTO_OTLP_TRACES, 0 } },
 	{ "/v1/loki/api/v1/push", { RG_PROTO_LOKI, 0 } },
 	{ "/v1/elasticsearch/_bulk", { RG_PROTO_ES_BULK, 0 } },
+	{ RG_ROUTE_BULK_WILDCARD, { RG_PROTO_ES_BULK, 0 } }, /* /v1/elasticsearch/{index}/_bulk */
 	{ "/v1/ingest", { RG_PROTO_NDJSON, 0 } },
 	{ "/v1/events/logs", { RG_PROTO_NDJSON, 0 } },
 	{ "/v1/opentsdb/api/put", { RG_PROTO_OPENTSDB, 0 } },

@@ -89,7 +89,9 @@ enum rg_protocol {
 #define RG_ROUTE_BUCKET_PARAM (1U << 0) /* InfluxDB v2 path: `bucket` names the db */
 #define RG_ROUTE_TENANT       (1U << 1) /* X-Scope-OrgID names the db (Loki) */
 
-/* routes: exact request path (no query) -> protocol. */
+/* routes: exact request path (no query) -> protocol.  A path ending in
+ * "/_bulk" that has no route of its own takes the route of this key. */
+#define RG_ROUTE_BULK_WILDCARD "*/_bulk"
 struct rg_route_key {
 	char path[RG_PATH_MAX];
 };
