@@ -61,6 +61,7 @@ struct rg_walk {
 	__u8 must_pass;  /* verdict runs inside recvmsg: only SK_PASS sticks */
 	__u8 req_in_skb; /* the current request's head began in this skb */
 	__u8 body_open;  /* body bytes of a copied request began in this skb */
+	__u8 yield_to_bulk; /* byte steps stop where a body can go in bulk */
 	__u32 body_from; /* skb offset where they began */
 };
 

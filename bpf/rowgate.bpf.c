@@ -546,39 +546,113 @@ __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off,
 	return w->stop ? 1 : 0;
 }
 
+/* 0x80 in every byte of x below 0x20, exactly (bytes >= 0x80 are not). */
+static __always_inline __u64 rg_swar_lt_space(__u64 x)
+{
+	return ~(((x & RG_SWAR_LOW7) + RG_SWAR_ONES * (0x80 - 0x20)) | x) & RG_SWAR_HIGH;
+}
+
+/*
+ * Eight head bytes that only need skipping: inside the value of a header
+ * rowgate ignores, or of a query parameter it ignores, with no byte that
+ * ends it or would make the head malformed.  Then they count as consumed.
+ */
+static __always_inline bool rg_head_skip_word(struct rg_http_head *h, __u64 x)
+{
+	__u64 stop;
+
+	if (h->head_bytes + 8 >= RG_HEAD_MAX_BYTES)
+		return false;
+	if (h->state == RG_HS_VALUE && h->header == RG_HDR_OTHER)
+		stop = (rg_swar_lt_space(x) & ~rg_swar_eq(x, '\t')) | rg_swar_eq(x, 0x7f);
+	else if (h->state == RG_HS_QUERY_SKIP)
+		stop = rg_swar_lt_space(x) | rg_swar_eq(x, ' ') | rg_swar_eq(x, '&') |
+		       rg_swar_eq(x, 0x7f);
+	else
+		return false;
+	if (stop)
+		return false;
+	h->head_bytes += 8;
+	return true;
+}
+
+#define RG_BYTES_PER_STEP 8 /* byte steps per bpf_loop iteration */
+
+/* Up to RG_BYTES_PER_STEP bytes of the window per iteration (the frames of
+ * nested callbacks and global functions are limited, so no deeper call). */
 static long rg_byte_cb(__u64 idx, void *ctx)
 {
 	struct rg_loop *l = ctx;
 	struct rg_conn *c = l->conn;
 	struct rg_walk *w = &c->w;
-	__u32 p = w->pos;
+	__u32 i, p;
 
-	if (w->stop || p >= w->win_len || p >= RG_WINDOW_BYTES)
-		return 1;
-	w->pos = p + 1;
-	return rg_feed_byte(l->skb, c, w->win_off + p, c->win[p & (RG_WINDOW_BYTES - 1)]) ? 1 : 0;
-}
-
-/* Count rows in window bytes [from, to) with the SWAR word counter. */
-static __always_inline __u64 rg_count_window(struct rg_conn *c, __u32 from, __u32 to)
-{
-	__u64 rows = 0;
-	__u32 i;
-
-	for (i = 0; i < RG_WINDOW_BYTES / 8; i++) {
-		__u32 lo = i * 8;
-		__u32 a = from > lo ? from - lo : 0;
-		__u32 b = to > lo ? to - lo : 0;
-		__u64 x = *(__u64 *)&c->win[lo];
-
-		if (a > 8)
-			a = 8;
-		if (b > 8)
-			b = 8;
-		rows += rg_lp_count_word(&c->lp, rg_lp_mask_word(x, a, b));
+	for (i = 0; i < RG_BYTES_PER_STEP; i++) {
+		p = w->pos;
+		if (w->stop || p >= w->win_len || p >= RG_WINDOW_BYTES)
+			return 1;
+		if (w->yield_to_bulk && c->phase == RG_PHASE_BODY_LENGTH &&
+		    c->body_remaining > 8)
+			return 1;
+		if (c->phase == RG_PHASE_HEAD && p + 8 <= w->win_len &&
+		    p <= RG_WINDOW_BYTES - 8 &&
+		    rg_head_skip_word(&c->head, *(__u64 *)&c->win[p & (RG_WINDOW_BYTES - 1)])) {
+			w->pos = p + 8;
+			continue;
+		}
+		w->pos = p + 1;
+		if (rg_feed_byte(l->skb, c, w->win_off + p, c->win[p & (RG_WINDOW_BYTES - 1)]))
+			return 1;
 	}
-	return rows;
+	return 0;
 }
+
+
+/*
+ * The bulk of a Content-Length body in the loaded window, from w->pos: whole
+ * words through the SWAR counter instead of per-byte steps.  The last body
+ * byte is left to the byte path, which ends the request.
+ */
+__noinline int rg_bulk_body(struct rg_conn *c)
+{
+	struct rg_walk *w;
+	__u32 from, to, i, k;
+
+	if (!c)
+		return 0;
+	w = &c->w;
+	if (c->phase != RG_PHASE_BODY_LENGTH || c->body_remaining <= 1 ||
+	    w->pos >= w->win_len || w->win_len > RG_WINDOW_BYTES)
+		return 0;
+	from = w->pos;
+	k = w->win_len - from;
+	if (c->body_remaining - 1 < k)
+		k = (__u32)(c->body_remaining - 1);
+	to = from + k;
+	if (c->count_rows) {
+		for (i = from / 8; i < RG_WINDOW_BYTES / 8 && i * 8 < to; i++) {
+			__u32 lo = i * 8;
+			__u32 a = from > lo ? from - lo : 0;
+			__u32 b = to - lo;
+			__u64 x = *(__u64 *)&c->win[lo & (RG_WINDOW_BYTES - 8)];
+
+			if (a > 8)
+				a = 8;
+			if (b > 8)
+				b = 8;
+			c->req_rows += rg_lp_count_word(&c->lp, rg_lp_mask_word(x, a, b));
+		}
+	}
+	c->body_remaining -= k;
+	c->body_bytes += k;
+	w->pos = to;
+	return 0;
+}
+
+/* Segments of one window: body bulk and byte steps alternate (a head, then
+ * its body; a body's end, then the next head); past this many the rest of
+ * the window goes byte by byte. */
+#define RG_WINDOW_SEGMENTS 3
 
 /* One window of up to RG_WINDOW_BYTES bytes of the skb. */
 static long rg_window_cb(__u64 idx, void *ctx)
@@ -587,7 +661,7 @@ static long rg_window_cb(__u64 idx, void *ctx)
 	struct rg_conn *c = l->conn;
 	struct rg_walk *w = &c->w;
 	__u32 off = (__u32)idx * RG_WINDOW_BYTES;
-	__u32 n;
+	__u32 n, seg;
 
 	if (w->stop || off >= w->len)
 		return 1;
@@ -604,19 +678,17 @@ static long rg_window_cb(__u64 idx, void *ctx)
 	w->win_off = off;
 	w->win_len = n;
 	w->pos = 0;
-
-	/* bulk of a Content-Length body: whole words, no per-byte steps */
-	if (c->phase == RG_PHASE_BODY_LENGTH && c->body_remaining > 1) {
-		__u32 k = c->body_remaining - 1 < n ? c->body_remaining - 1 : n;
-
-		if (c->count_rows)
-			c->req_rows += rg_count_window(c, 0, k);
-		c->body_remaining -= k;
-		c->body_bytes += k;
-		w->pos = k;
+	for (seg = 0; seg <= RG_WINDOW_SEGMENTS; seg++) {
+		rg_bulk_body(c);
+		if (w->stop || w->pos >= n)
+			break;
+		/* byte steps yield back when a body worth the bulk path starts */
+		w->yield_to_bulk = seg < RG_WINDOW_SEGMENTS;
+		bpf_loop((n - w->pos + RG_BYTES_PER_STEP - 1) / RG_BYTES_PER_STEP + 1, rg_byte_cb,
+			 l, 0);
+		if (w->stop || w->pos >= n)
+			break;
 	}
-	if (w->pos < n)
-		bpf_loop(n - w->pos, rg_byte_cb, l, 0);
 	return w->stop ? 1 : 0;
 }
 
