@@ -628,60 +628,58 @@ RG_INLINE bool rg_http_keep_alive(const struct rg_http_head *h)
 }
 
 /*
- * The database of a finished head, GreptimeDB's precedence: the
- * X-Greptime-DB-Name header, then `db`, then `bucket` on InfluxDB v2 paths,
- * else "public"; an empty `db`/`bucket` counts as absent.  Returns the key
- * length or -1 when the name cannot be a configured database (too long).
+ * Which value names the database of a finished head, GreptimeDB's
+ * precedence: the X-Greptime-DB-Name header, then `db`, then `bucket` on
+ * InfluxDB v2 routes, else none ("public"); an empty `db`/`bucket` counts as
+ * absent.  Routes that say so take X-Scope-OrgID (Loki tenants) first.
  */
-RG_INLINE int rg_http_head_db(const struct rg_http_head *h, bool bucket_param,
+RG_INLINE const struct rg_db_value *rg_http_head_db_value(const struct rg_http_head *h,
+							  __u32 route_flags)
+{
+	if ((route_flags & RG_ROUTE_TENANT) && h->tenant.present && h->tenant.len)
+		return &h->tenant;
+	if (h->db_header.present)
+		return &h->db_header;
+	if (h->db_query.present && h->db_query.len)
+		return &h->db_query;
+	if ((route_flags & RG_ROUTE_BUCKET_PARAM) && h->bucket_query.present &&
+	    h->bucket_query.len)
+		return &h->bucket_query;
+	return 0;
+}
+
+RG_INLINE int rg_db_key_public(struct rg_db_key *key)
+{
+	__builtin_memset(key, 0, sizeof(*key));
+	key->name[0] = 'p';
+	key->name[1] = 'u';
+	key->name[2] = 'b';
+	key->name[3] = 'l';
+	key->name[4] = 'i';
+	key->name[5] = 'c';
+	return 6;
+}
+
+/* The database key of a finished head: its length, or -1 when the name
+ * cannot be a configured database (too long to be a key). */
+RG_INLINE int rg_http_head_db(const struct rg_http_head *h, __u32 route_flags,
 			      struct rg_db_key *key)
 {
-	const struct rg_db_value *v = 0;
+	const struct rg_db_value *v = rg_http_head_db_value(h, route_flags);
 
-	if (h->db_header.present)
-		v = &h->db_header;
-	else if (h->db_query.present && h->db_query.len)
-		v = &h->db_query;
-	else if (bucket_param && h->bucket_query.present && h->bucket_query.len)
-		v = &h->bucket_query;
-	if (!v) {
-		__builtin_memset(key, 0, sizeof(*key));
-		key->name[0] = 'p';
-		key->name[1] = 'u';
-		key->name[2] = 'b';
-		key->name[3] = 'l';
-		key->name[4] = 'i';
-		key->name[5] = 'c';
-		return 6;
-	}
+	if (!v)
+		return rg_db_key_public(key);
 	return rg_db_key_from_raw(key, v->raw, v->len, sizeof(v->raw));
 }
 
-/* rg_http_head_db for the BPF side: relies on the zeroed value buffers. */
+/* The same for BPF: relies on the value buffers being zero past len. */
 RG_INLINE int rg_http_head_db_padded(const struct rg_http_head *h, __u32 route_flags,
 				     struct rg_db_key *key)
 {
-	const struct rg_db_value *v = 0;
-	bool bucket_param = route_flags & RG_ROUTE_BUCKET_PARAM;
+	const struct rg_db_value *v = rg_http_head_db_value(h, route_flags);
 
-	if ((route_flags & RG_ROUTE_TENANT) && h->tenant.present && h->tenant.len)
-		v = &h->tenant;
-	else if (h->db_header.present)
-		v = &h->db_header;
-	else if (h->db_query.present && h->db_query.len)
-		v = &h->db_query;
-	else if (bucket_param && h->bucket_query.present && h->bucket_query.len)
-		v = &h->bucket_query;
-	if (!v) {
-		__builtin_memset(key, 0, sizeof(*key));
-		key->name[0] = 'p';
-		key->name[1] = 'u';
-		key->name[2] = 'b';
-		key->name[3] = 'l';
-		key->name[4] = 'i';
-		key->name[5] = 'c';
-		return 6;
-	}
+	if (!v)
+		return rg_db_key_public(key);
 	return rg_db_key_from_padded(key, v->raw, v->len);
 }
 
