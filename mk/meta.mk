@@ -1,9 +1,6 @@
 # Distributed mode: rowgate-meta (the allocator, user/meta/), rowgated's
 # heartbeat agent (user/meta_agent.c) and rowgatectl --meta.
 #
-# rowgated and rowgatectl link the meta client code through the variables of
-# mk/ctl.mk (this fragment is included after it and before mk/rowgated.mk,
-# which expands RG_CTL_LIB_SRCS when it is read).
 
 RG_META_PROTO_SRCS  := user/meta/proto.c user/meta/http_client.c
 RG_META_HDRS        := $(wildcard user/meta/*.h) user/meta_agent.h
@@ -19,11 +16,13 @@ $(BUILD)/rowgate-meta: $(RG_META_SRCS) $(RG_META_HDRS) $(RG_CTL_HDRS) $(SHARED_H
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $(RG_META_SRCS) -o $@ $(RG_META_LIBS)
 
-# rowgated: the agent thread and the HTTP client; rowgatectl: the client.
-RG_CTL_LIB_SRCS += user/meta_agent.c $(RG_META_PROTO_SRCS)
-RG_CTL_LIB_LIBS += -lcurl -lpthread
+# rowgated: the agent thread and the HTTP client (mk/rowgated.mk expands
+# RG_D_SRCS / RG_D_LIBS late); rowgatectl: the client (RG_CTL_SRCS is
+# expanded when mk/ctl.mk is read, so its prerequisites are added here).
+RG_D_SRCS       += user/meta_agent.c $(RG_META_PROTO_SRCS)
+RG_D_LIBS       += -lcurl -lpthread
 RG_CTL_SRCS     += $(RG_META_PROTO_SRCS)
-$(BUILD)/rowgated: user/meta_agent.c $(RG_META_PROTO_SRCS) $(RG_META_HDRS)
+RG_CTL_LIB_LIBS += -lcurl
 $(BUILD)/rowgatectl: $(RG_META_PROTO_SRCS) $(RG_META_HDRS)
 
 # Unit tests of the pure parts: messages, routing, auth, allocation glue, base64.

@@ -19,6 +19,7 @@ META_TOKEN_FILE=$RG_TMP/token
 META_E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 declare -a FE_PORT FE_SOCK FE_PID FE_VM_PID
 META_URL=""
+PACE_STARTS=()
 
 meta_require() {
 	rg_require_root
@@ -103,6 +104,8 @@ port, db, rate, seconds, threads, batch, tag = (int(sys.argv[2]), sys.argv[3], f
 lock = threading.Lock()
 out = {"admitted_rows": 0, "rejected_rows": 0, "errors": 0, "other": 0}
 t0 = time.time(); end = t0 + seconds
+if len(sys.argv) > 9:  # the monotonic start, for the test's windows
+    open(sys.argv[9], "w").write("%.3f\n" % time.monotonic())
 def worker(tid):
     conn = None; seq = 0
     gap = batch * threads / rate
@@ -142,10 +145,12 @@ while True:
     t = time.monotonic()
     for i, s in enumerate(socks, 1):
         try:
+            a = time.monotonic()
             o = json.loads(subprocess.run([ctl, "--socket", s, "--json", "stats", db],
                                           capture_output=True, timeout=5).stdout)
+            ts = (a + time.monotonic()) / 2  # each frontend at its own read time
             d = o["databases"][0]
-            print("%.3f %d %d %d %d %d" % (t, i, int(d["admitted_rows"]), int(d.get("debt_rows", 0)),
+            print("%.3f %d %d %d %d %d" % (ts, i, int(d["admitted_rows"]), int(d.get("debt_rows", 0)),
                   int(d.get("tokens", 0)), int(d.get("quota", 0))), flush=True)
         except Exception as e:
             print("# %s" % e, flush=True)
@@ -171,12 +176,16 @@ def at(fe, t):
     return s[i]
 t = t0
 while t + w <= t1 + 1e-6:
-    raw = net = 0
+    raw = net = 0.0
     for fe in by:
+        # each frontend over the span between its own samples: a loaded
+        # host delays samples, and dividing by w would misread that as rate
         a, b = at(fe, t), at(fe, t + w)
-        raw += b[1] - a[1]
-        net += (b[1] - a[1]) + (b[2] - a[2])
-    print("%.1f %.1f %.1f" % (t - t0, raw / w, net / w))
+        span = b[0] - a[0]
+        if span <= 0: continue
+        raw += (b[1] - a[1]) / span
+        net += ((b[1] - a[1]) + (b[2] - a[2])) / span
+    print("%.1f %.1f %.1f" % (t - t0, raw, net))
     t += w
 PY
 }
@@ -194,13 +203,25 @@ meta_sampler_start() {
 mono() { "$RG_PY" -c 'import time; print("%.3f" % time.monotonic())'; }
 
 # pace FE DB RATE SECONDS THREADS BATCH: background paced load; output in
-# $RG_TMP/pace-FE-N.json.  Sets PACE_PID.
+# $RG_TMP/pace-FE-N.json, its monotonic start appended to $RG_TMP/pace-starts.
+# Sets PACE_PID.
 pace() {
-	local out=$RG_TMP/pace-$1-$RANDOM.json
+	local n=$RANDOM out
+	out=$RG_TMP/pace-$1-$n.json
 	"$RG_PY" "$RG_TMP/pace.py" "$META_E2E_DIR" "${FE_PORT[$1]}" "$2" "$3" "$4" "$5" "$6" \
-		"fe$1" >"$out" 2>>"$RG_TMP/pace.log" &
+		"fe$1" "$RG_TMP/pace-start-$n" >"$out" 2>>"$RG_TMP/pace.log" &
 	PACE_PID=$!
+	PACE_STARTS+=("$RG_TMP/pace-start-$n")
 	rg_on_exit "kill $PACE_PID"
+}
+
+# After the pacers of one phase ended: PACE_T0 = the latest start (all
+# running), PACE_T1 = the earliest start + SECONDS (all still running).
+pace_span() {
+	read -r PACE_T0 PACE_T1 < <(cat "${PACE_STARTS[@]}" |
+		awk -v d="$1" 'NR == 1 || $1 > hi { hi = $1 } NR == 1 || $1 < lo { lo = $1 }
+			END { printf "%.3f %.3f\n", hi, lo + d }')
+	PACE_STARTS=()
 }
 
 # Rows victoria-metrics of frontend I stores per second of timestamp:
