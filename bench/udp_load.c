@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,13 +75,14 @@ static int do_recv(int port, double secs, __u64 limit)
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((__u16)port) };
 	struct mmsghdr msgs[BATCH];
 	struct iovec iov[BATCH];
-	struct timespec timeout = { 0, 100000000 };
+	struct timeval rcv_timeout = { 0, 200000 }; /* recvmmsg's own timeout never fires while idle */
 	struct rg_bucket b;
 	__u64 admitted = 0, rejected = 0, rej_rows = 0, start, end;
 	int fd, i, rcvbuf = 8 << 20;
 
 	fd = socket(AF_INET, SOCK_DGRAM, 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv_timeout, sizeof(rcv_timeout));
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
 		return 1;
 	for (i = 0; i < BATCH; i++) {
@@ -95,7 +97,7 @@ static int do_recv(int port, double secs, __u64 limit)
 	printf("ready\n");
 	fflush(stdout);
 	while (now_ns() < end) {
-		int n = recvmmsg(fd, msgs, BATCH, MSG_WAITFORONE, &timeout);
+		int n = recvmmsg(fd, msgs, BATCH, MSG_WAITFORONE, NULL);
 
 		for (i = 0; i < n; i++) {
 			struct rg_lp_state st;

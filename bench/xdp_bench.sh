@@ -52,15 +52,19 @@ mkdir -p "$BPFFS" && mount -t bpf bpf "$BPFFS" || exit 1
 
 udp_drops() { ip netns exec "$NS_SRV" awk '/^Udp:/ { n++; if (n == 2) print $6 }' /proc/net/snmp; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# busy jiffies of the whole machine (sender, softirq, receiver: everything)
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 hz=$(getconf CLK_TCK)
 
 # run_flood LABEL: receiver already started as $recv_pid; prints figures
 run_flood() {
-	local d0 c0 out sent
+	local d0 c0 b0 out sent
 	d0=$(udp_drops)
 	c0=$(cpu_ticks "$recv_pid")
+	b0=$(busy_ticks)
 	out=$(ip netns exec "$NS_CLI" "$B/bench/udp_load" send 192.0.2.2 "$PORT" "$SECS" "$ROWS")
 	sent=$(awk '{ print $2 }' <<<"$out")
+	flood_busy=$(( $(busy_ticks) - b0 ))
 	sleep 0.3
 	flood_cpu=$(( $(cpu_ticks "$recv_pid") - c0 ))
 	flood_sockdrops=$(( $(udp_drops) - d0 ))
@@ -86,6 +90,7 @@ run_flood
 dropped1=$("$B/tests/bpf/xdp_loader" --bpffs "$BPFFS" --stats bench | python3 -c 'import json,sys; print(json.load(sys.stdin)["udp"]["databases"][0]["dropped_datagrams"])')
 wait "$recv_pid"
 xdp_sent=$flood_sent xdp_dropped=$((dropped1 - dropped0)) xdp_cpu=$flood_cpu xdp_sock=$flood_sockdrops
+xdp_busy=$flood_busy
 xdp_recv=$(cat "$TMP/recv_xdp.log" | tail -1)
 kill -TERM "${pids[0]}"; wait "${pids[0]}" 2>/dev/null; pids=()
 
@@ -106,5 +111,8 @@ printf '%-34s %14d %14d\n' "rejected (XDP drop / app reject)" "$xdp_dropped" "$u
 printf '%-34s %14d %14d\n' "rejections per second" $((xdp_dropped / SECS)) $((user_rej / SECS))
 printf '%-34s %14d %14d\n' "lost in the socket (RcvbufErrors)" "$xdp_sock" "$flood_sockdrops"
 printf '%-34s %13d%% %13d%%\n' "receiver process CPU" $((xdp_cpu * 100 / hz / SECS)) $((flood_cpu * 100 / hz / SECS))
+printf '%-34s %14d %14d\n' "machine CPU ns per datagram sent" \
+	$((xdp_busy * 1000000000 / hz / (xdp_sent ? xdp_sent : 1))) \
+	$((flood_busy * 1000000000 / hz / (flood_sent ? flood_sent : 1)))
 echo "(XDP run, receiver saw: $xdp_recv)"
 echo "(userspace run, receiver saw: $user_line)"

@@ -321,13 +321,30 @@ static __always_inline void rg_request_reset(struct rg_conn *c)
 	rg_lp_init(&c->lp);
 }
 
+/*
+ * Inside a global function the connection argument is plain memory to the
+ * verifier, and Linux 6.1 refuses map keys that point into it (newer kernels
+ * accept them).  Looking the connection up again by cookie gives a map value
+ * whose fields can key other maps.
+ */
+static __always_inline struct rg_conn *rg_conn_again(struct __sk_buff *skb, struct rg_conn *arg)
+{
+	__u64 cookie;
+
+	if (!skb || !arg)
+		return NULL;
+	cookie = bpf_get_socket_cookie(skb);
+	return bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+}
+
 /* The request ended at skb offset end.  Global functions like this one are
  * verified once, not once per call site and callback round. */
-__noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
+__noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 end)
 {
+	struct rg_conn *c = rg_conn_again(skb, arg);
 	struct rg_walk *w;
 
-	if (!skb || !c)
+	if (!c)
 		return 0;
 	w = &c->w;
 	if (c->copy_body) {
@@ -408,14 +425,15 @@ static __always_inline bool rg_identity_encoding(const struct rg_http_head *h)
 }
 
 /* The head is complete: classify, decide, and set up the body. */
-__noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *c, __u32 end)
+__noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 end)
 {
+	struct rg_conn *c = rg_conn_again(skb, arg);
 	struct rg_walk *w;
 	struct rg_http_head *h;
 	struct rg_route *route = NULL;
 	enum rg_admission adm;
 
-	if (!skb || !c)
+	if (!c)
 		return 0;
 	w = &c->w;
 	h = &c->head;

@@ -2,13 +2,14 @@
 # libraries of mk/ctl.mk.  Other fragments add sources and libraries with
 # RG_D_SRCS += / RG_D_LIBS += (the rule expands them late).
 
-RG_D_SRCS += user/rowgated.c user/metrics.c user/reconcile.c $(RG_CTL_LIB_SRCS) \
+RG_D_SRCS += user/rowgated.c user/metrics.c user/reconcile.c user/xdp.c $(RG_CTL_LIB_SRCS) \
              $(DECODE_LIB_SRCS)
 RG_D_LIBS += $(RG_CTL_LIB_LIBS) $(DECODE_LIB_LIBS) -lmicrohttpd -lelf -lz
 
 USER_BINS += $(BUILD)/rowgated
 
 $(BUILD)/rowgated: $$(RG_D_SRCS) $(RG_CTL_HDRS) $(SHARED_H) $(BUILD)/rowgate.skel.h \
+		   $(BUILD)/xdp.skel.h \
 		   $$(wildcard user/*.h)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)

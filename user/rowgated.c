@@ -32,6 +32,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "reconcile.h"
+#include "xdp.h"
 #include "meta_agent.h"
 #include "state.h"
 
@@ -64,6 +65,9 @@ struct config {
 	bool keep;
 	bool cleanup;
 	const char *metrics_addr; /* /metrics listener, NULL = off */
+	const char *xdp_iface;    /* UDP path: interface, NULL = off */
+	struct rg_udp_mapping udp[RG_MAX_UDP_PORTS];
+	int nudp;
 	const char *meta_url;   /* distributed mode: rowgate-meta URL(s) */
 	const char *node_id;
 	char node_id_buf[64];
@@ -80,6 +84,7 @@ struct daemon {
 	int admin_fd;
 	struct rg_metrics *metrics;
 	struct rg_reconciler *rec;
+	struct rg_xdp *xdp;
 	struct rg_meta_agent *agent; /* NULL in standalone mode */
 };
 
@@ -158,6 +163,10 @@ static void usage(FILE *out)
 		"                          VictoriaMetrics and Loki\n"
 		"      --routes-file PATH  one 'PATH PROTO' per line ('#' comments), as --route\n"
 		"  -m, --metrics IP:PORT   serve Prometheus /metrics there (default off)\n"
+		"      --xdp-iface IFACE   enforce UDP line protocol in XDP on IFACE (native\n"
+		"                          mode where the driver has it, else generic)\n"
+		"  -u, --udp PORT=DB       UDP port whose datagrams write to DB; repeatable;\n"
+		"                          needs --xdp-iface\n"
 		"      --foreground        stay in the foreground (default: detach once ready)\n"
 		"      --keep              on exit leave enforcement pinned and running\n"
 		"      --cleanup           detach and remove everything under --bpffs, exit\n"
@@ -268,7 +277,7 @@ static int find_cgroup2_root(char *buf, size_t len)
 
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
-	enum { OPT_ROUTES_FILE = 300 };
+	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -279,6 +288,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "route", required_argument, NULL, 'r' },
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
+		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
+		{ "udp", required_argument, NULL, 'u' },
 		{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 		{ "keep", no_argument, NULL, OPT_KEEP },
 		{ "cleanup", no_argument, NULL, OPT_CLEANUP },
@@ -296,7 +307,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	cfg->bpffs = RG_DEFAULT_BPFFS;
 	cfg->admin_socket = RG_ADMIN_DEFAULT_PATH;
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
-	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:m:l:hV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:m:u:l:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
 			if (cfg->nports == RG_MAX_PORTS) {
@@ -337,6 +348,23 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			break;
 		case 'm':
 			cfg->metrics_addr = optarg;
+			break;
+		case 'u': {
+			char e[256];
+
+			if (cfg->nudp == RG_MAX_UDP_PORTS) {
+				pr_err("at most %d --udp mappings", RG_MAX_UDP_PORTS);
+				return -EINVAL;
+			}
+			if (rg_parse_udp_mapping(optarg, &cfg->udp[cfg->nudp], e, sizeof(e))) {
+				pr_err("--udp: %s", e);
+				return -EINVAL;
+			}
+			cfg->nudp++;
+			break;
+		}
+		case OPT_XDP_IFACE:
+			cfg->xdp_iface = optarg;
 			break;
 		case OPT_ROUTES_FILE:
 			if (load_routes_file(optarg, cfg))
@@ -380,6 +408,10 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	}
 	if (optind < argc) {
 		pr_err("unexpected argument '%s'; try 'rowgated --help'", argv[optind]);
+		return -EINVAL;
+	}
+	if (!cfg->xdp_iface != !cfg->nudp) {
+		pr_err("--xdp-iface and --udp PORT=DB go together");
 		return -EINVAL;
 	}
 	if (cfg->nports == 0)
@@ -910,6 +942,7 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	json_set_u64(g, "internal_errors", gs.internal_errors);
 	json_set_u64(g, "body_ring_full", gs.body_ring_full);
 	rg_reconciler_stats_json(d->rec, g);
+	rg_xdp_stats_json(d->cfg->bpffs, db, reply); /* -ENOENT: no UDP path */
 	json_object_set_new(reply, "databases", arr);
 	json_object_set_new(reply, "global", g);
 	if (d->agent)
@@ -969,6 +1002,7 @@ static void detach_all(const char *dir, bool purge)
 	unpin(dir, RG_STR(RG_MAP_PORTS));
 	unpin(dir, RG_STR(RG_MAP_ROUTES));
 	if (purge) {
+		rg_xdp_cleanup(dir, true);
 		for (i = 0; i < sizeof(state_maps) / sizeof(state_maps[0]); i++)
 			unpin(dir, state_maps[i]);
 		if (rmdir(dir) && errno != ENOENT)
@@ -1137,6 +1171,8 @@ int main(int argc, char **argv)
 	}
 	if (attach_all(&d))
 		goto detach;
+	if (cfg.xdp_iface && rg_xdp_start(cfg.bpffs, cfg.xdp_iface, cfg.udp, cfg.nudp, &d.xdp))
+		goto detach;
 	if (cfg.metrics_addr) {
 		struct rg_metrics_maps mm = {
 			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
@@ -1167,6 +1203,7 @@ int main(int argc, char **argv)
 	rg_meta_agent_stop(d.agent);
 	d.agent = NULL;
 detach:
+	rg_xdp_stop(d.xdp, cfg.keep);
 	if (!cfg.keep)
 		detach_all(cfg.bpffs, false);
 	else

@@ -127,9 +127,11 @@ rg_mount_bpffs() {
 	rg_on_exit "'$RG_ROWGATED' --cleanup --bpffs '$RG_BPFFS'"
 }
 
-# Start rowgated in the foreground (background job) and wait for its socket.
+# Start rowgated in the foreground (background job) and wait for its socket;
+# arguments are added to its command line.
 rg_start_rowgated() {
-	"$RG_ROWGATED" --foreground --port "$RG_PORT" --cgroup "$RG_CGROUP" \
+	# RG_WRAP: a command prefix, e.g. nsenter into a test's network namespace
+	${RG_WRAP:-} "$RG_ROWGATED" --foreground --port "$RG_PORT" --cgroup "$RG_CGROUP" \
 		--bpffs "$RG_BPFFS" --admin-socket "$RG_SOCK" --state-file "$RG_STATE" \
 		--log-level info "$@" >>"$RG_TMP/rowgated.log" 2>&1 &
 	RG_PID=$!

@@ -8,13 +8,13 @@
 # makes the next datagram drop.  Addresses are TEST-NET-1 (192.0.2.0/24) and
 # documentation IPv6 (2001:db8::/64), only inside namespaces made here.
 #
-# Until rowgated has --xdp-iface/--udp, build/tests/bpf/xdp_loader (user/xdp.c)
-# attaches the program.
+# rowgated runs in the server's network namespace (nsenter keeps the mounts,
+# so its cgroup and bpffs stay visible) with --xdp-iface and --udp.
 source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd influxd ip curl ss "$RG_PY"
-RG_XDP_LOADER=$RG_BUILD/tests/bpf/xdp_loader
-[ -x "$RG_ROWGATED" ] && [ -x "$RG_XDP_LOADER" ] || rg_fail "build first (make)"
+rg_require_cmd nsenter
+[ -x "$RG_ROWGATED" ] || rg_fail "build first (make)"
 
 NS_SRV=rgx-srv-$$
 NS_CLI=rgx-cli-$$
@@ -123,28 +123,21 @@ influx_total_wait() {
 }
 influx_query mixed 'CREATE DATABASE mixed' >/dev/null || rg_fail "create database mixed"
 
-# ---- rowgated (shared maps, HTTP on influxd's port) + the XDP path ----
+# ---- rowgated: HTTP on influxd's port, the UDP ports in XDP, one set of maps ----
 rg_mount_bpffs
 RG_PORT=$HTTP_PORT
-rg_start_rowgated
+RG_WRAP="nsenter --net=/var/run/netns/$NS_SRV" rg_start_rowgated \
+	--xdp-iface "$IF_SRV" --udp "$UDP_PORT=udpdb" --udp "$UDP_PORT_MIX=mixed"
 rg_ctl limit set udpdb "$LIMIT" >/dev/null || rg_fail "limit set udpdb"
 rg_ctl limit set mixed "$LIMIT" >/dev/null || rg_fail "limit set mixed"
-
-rg_on_exit "'$RG_XDP_LOADER' --bpffs '$RG_BPFFS' --cleanup"
-# ip netns exec execs the loader: $! is the loader itself
-ip netns exec "$NS_SRV" "$RG_XDP_LOADER" --bpffs "$RG_BPFFS" --iface "$IF_SRV" \
-	--udp "$UDP_PORT=udpdb" --udp "$UDP_PORT_MIX=mixed" >"$RG_TMP/xdp_loader.log" 2>&1 &
-LOADER_PID=$!
-rg_on_exit "kill -TERM $LOADER_PID; wait $LOADER_PID"
-rg_wait_for 20 grep -q '^ready' "$RG_TMP/xdp_loader.log" || rg_fail "xdp_loader did not attach"
-rg_log "$(grep -m1 'XDP attached' "$RG_TMP/xdp_loader.log")"
+rg_log "$(grep -m1 -i 'xdp' "$RG_TMP/rowgated.log")"
 
 udp_stat() { # DB FIELD
-	"$RG_XDP_LOADER" --bpffs "$RG_BPFFS" --stats "$1" |
+	rg_ctl --json stats "$1" |
 		"$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['udp']['databases'][0]['$2'])"
 }
 xdp_global() { # FIELD
-	"$RG_XDP_LOADER" --bpffs "$RG_BPFFS" --stats |
+	rg_ctl --json stats |
 		"$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['udp']['global']['$1'])"
 }
 rcvbuf_errors() { in_srv awk '/^Udp:/ { n++; if (n == 2) print $6 }' /proc/net/snmp; }
