@@ -577,6 +577,19 @@ static int cmd_stats(const struct rg_db_key *db_or_null)
 			printf("  %-*s  %s\n", width, key, cell);
 		}
 	}
+	/* the UDP path (--xdp-iface): per-database datagram counters */
+	if (json_is_object(json_object_get(reply, "udp"))) {
+		json_t *udp = json_object_get(reply, "udp");
+
+		printf("\nUDP (XDP):\n");
+		print_databases(json_object_get(udp, "databases"));
+		json_object_foreach(json_object_get(udp, "global"), key, value) {
+			char cell[CELL_MAX];
+
+			format_cell(value, cell, sizeof(cell));
+			printf("  %-*s  %s\n", width, key, cell);
+		}
+	}
 out:
 	json_decref(reply);
 	return EXIT_SUCCESS;
