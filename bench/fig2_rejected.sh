@@ -51,36 +51,38 @@ for f in "$raw".*; do
 	[ "$other" = 0 ] || bl_log "WARNING: ${f##*/}: statuses other than 204/429 or socket errors (median $other)"
 done
 
-# per 429: host CPU (all cores, wrk included), host minus wrk, proxy, server
+# per 429: the benchmark's CPU (wrk + server + limiter + kernel threads),
+# the same without wrk, and where it went
 M=(
 	"s429/seconds"
-	"host_ticks/HZ/s429*1e6"
-	"(host_ticks-client_ticks)/HZ/s429*1e6"
+	"bench_ticks/HZ/s429*1e6"
+	"(bench_ticks-client_ticks)/HZ/s429*1e6"
 	"proxy_ticks/HZ/seconds*100"
 	"server_ticks/HZ/seconds*100"
-	"host_ticks/HZ/seconds*100"
+	"kthread_ticks/HZ/seconds*100"
+	"bench_ticks/HZ/seconds*100"
 	"p50_us"
-	"s204"
+	"(host_ticks-bench_ticks)/HZ/seconds*100"
 )
 table() { # size mode
-	local size=$1 mode=$2 v n rg_host rg_net
-	read -r _ rg_host rg_net _ < <(bl_agg "$raw.rowgate.$size.$mode" "${M[@]}")
+	local size=$1 mode=$2 v n rg_cpu rg_net
+	read -r _ rg_cpu rg_net _ < <(bl_agg "$raw.rowgate.$size.$mode" "${M[@]}")
 	for v in rowgate nginx haproxy; do
-		read -r rate host net proxy server hostpct p50 adm < <(bl_agg "$raw.$v.$size.$mode" "${M[@]}")
+		read -r rate cpu net proxy server kth total p50 other < <(bl_agg "$raw.$v.$size.$mode" "${M[@]}")
 		case $v in
 		rowgate) n="rowgate (kernel)" ;;
 		nginx) n="nginx limit_req" ;;
 		haproxy) n="haproxy stick table" ;;
 		esac
-		printf '| %s | %s | %s | **%s** | %s | **%s** | %s | %s | %s | %s |\n' "$n" \
-			"$(bl_fmt "$rate" .0f)" "$(bl_fmt "$host" .1f)" "$(bl_ratio "$host" "$rg_host")" \
+		printf '| %s | %s | %s | **%s** | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" \
+			"$(bl_fmt "$rate" .0f)" "$(bl_fmt "$cpu" .1f)" "$(bl_ratio "$cpu" "$rg_cpu")" \
 			"$(bl_fmt "$net" .1f)" "$(bl_ratio "$net" "$rg_net")" \
-			"$(bl_fmt "$hostpct" .0f)" "$(bl_fmt "$proxy" .0f)" "$(bl_fmt "$server" .1f)" \
-			"$(bl_fmt "$p50" .0f)"
+			"$(bl_fmt "$total" .0f)" "$(bl_fmt "$proxy" .0f)" "$(bl_fmt "$server" .1f)" \
+			"$(bl_fmt "$kth" .1f)" "$(bl_fmt "$p50" .0f)" "$(bl_fmt "$other" .0f)"
 	done
 }
-head='| limiter | 429/s | host CPU µs/429 | ÷ rowgate | host − client µs/429 | ÷ rowgate | host CPU % | limiter process CPU % | server CPU % | p50 µs |
-|---|---|---|---|---|---|---|---|---|---|'
+head='| limiter | 429/s | CPU µs/429 | ÷ rowgate | without wrk µs/429 | ÷ rowgate | CPU % | limiter % | server % | kthreads % | p50 µs | other load % |
+|---|---|---|---|---|---|---|---|---|---|---|---|'
 idle_pct=$(bl_fmt "$(awk -v t="$idle_ticks" -v hz="$BL_HZ" -v s="$BENCH_SECONDS" 'BEGIN { print t / hz / s * 100 }')" .1f)
 offered=$((BENCH_CONNS * 1000 / PACE_MS))
 
@@ -96,17 +98,19 @@ default threads), all in front of the same victoria-metrics.  \`wrk -t$BENCH_THR
 response is counted by status (wrk Lua); the only 204s are the few writes
 each limiter admits.
 
-- *host CPU µs/429*: every core's busy time (/proc/stat: user, nice,
-  system, irq, softirq, steal) ÷ 429s — the total cost of a rejection,
-  the load generator included.  On loopback the BPF verdict runs in the
-  softirq of the sender's \`send()\`, so rowgate's work is charged to wrk's
-  system time or to softirq, never to the server: *host − client*
-  (host minus wrk's own utime+stime) therefore under-counts rowgate and is
-  shown for the proxies' sake only — the first ratio is the one to quote.
-- *limiter process CPU %*: nginx master+workers or haproxy (100 % = one
-  core); rowgate has no process on this path (rowgated sleeps).
-- *server CPU %*: victoria-metrics utime+stime; idle, it spends
-  $idle_pct % over the same time (its own background work).
+- *CPU µs/429*: the CPU of everything the benchmark runs — wrk, the
+  limiter process, victoria-metrics, rowgated and the kernel threads
+  (utime+stime) — ÷ 429s: the total cost of a rejection, load generator
+  included.  On loopback the receive path, BPF verdict included, runs in
+  the softirq of the sender's \`send()\` and is charged to wrk; the kernel
+  429 itself is transmitted by the sockmap backlog kernel thread.  So
+  *without wrk* hides most of rowgate's cost and is shown for the proxies'
+  sake only — the first ratio is the one to quote.
+- *CPU %*, *limiter %*, *server %*, *kthreads %*: the same over time
+  (100 % = one core); limiter = nginx master+workers or haproxy; server =
+  victoria-metrics, which spends $idle_pct % idle (its background work).
+- *other load %*: the host's busy time (/proc/stat) minus the benchmark's:
+  what else this shared machine ran meanwhile (not in any other column).
 
 ### ~1 KB writes (20 lines), saturating load
 
@@ -134,8 +138,33 @@ $head
 $(table 1 paced)
 
 Targets: a kernel 429 ≥ 3× cheaper in total CPU than the userspace
-rejection (the *÷ rowgate* column of *host CPU µs/429* ≥ 3 for nginx and
+rejection (the *÷ rowgate* column of *CPU µs/429* ≥ 3 for nginx and
 haproxy); zero server CPU for rejected writes (server CPU % at its idle
 level, $idle_pct %).
 
 EOF
+cat <<'EOF2'
+**What makes it worse.** Tiny requests: the 429 cannot fit the bytes it
+replaces, so it closes the connection, and each rejection then costs a
+TCP handshake, an `accept()` and a `close()` in the server and a new
+connection in the client.  Each kernel 429 is transmitted by the sockmap
+backlog worker (`bpf_sk_redirect_hash` to egress queues the skb to a
+kernel thread: see *kthreads %*), and the server is woken although it
+reads nothing (*server %* above its idle level): the kernel's sockmap
+calls the socket's original `sk_data_ready` after every verdict that
+consumed data, dropped or redirected alike ("bpf, sockmap: wake up
+polling after data copy", upstream since 2023), so victoria-metrics'
+epoll returns once per rejected skb — strace over 1.5 s of kernel 429s:
+37,801 `epoll_pwait` returns, 16 `read`s.  The 429
+is padded to the size of the request it replaces, so the client reads
+~1 KB per rejection where nginx sends ~200 bytes.
+
+**Next improvement.** Find and remove the per-rejection wake-up of the
+server (its epoll returns once per kernel 429 while `read()` is never
+called); then cut the verdict's own cost per rejection (figure 4), and
+consider answering tiny rejected requests on a connection-level basis
+(the ledger allows a 429 as large as the bytes received since the last
+answer, so a client that pipelines or sends larger batches keeps its
+connection).
+
+EOF2

@@ -159,34 +159,39 @@ bl_warmup() {
 
 # bl_wrk OUT [wrk options] -- script args (key=value): one wrk run on
 # BL_PORT (or PORT=... in the environment); appends its result line
-# ("requests=... rps=... p50_us=... ...") plus CPU deltas to OUT.
-#   host_ticks:   busy jiffies of the whole host (/proc/stat)
-#   server_ticks: utime+stime of the pids in CPU_PIDS (the ingest server)
-#   proxy_ticks:  utime+stime of the pids in PROXY_PIDS (a limiter in front)
-#   client_ticks: utime+stime of wrk itself
+# ("requests=... rps=... p50_us=... ...") plus CPU deltas to OUT, in ticks:
+#   client_ticks:  wrk (on loopback the receive path and the BPF verdict run
+#                  in the softirq of the sender: mostly charged here)
+#   server_ticks:  the pids in CPU_PIDS (the ingest server)
+#   proxy_ticks:   the pids in PROXY_PIDS (a limiter in front)
+#   rg_ticks:      rowgated, when running
+#   kthread_ticks: every kernel thread (sockmap backlog worker, ksoftirqd)
+#   bench_ticks:   the sum of the above: the cost of the benchmark
+#   host_ticks:    the whole host's busy time; host - bench is other load
 bl_wrk() {
 	local out=$1; shift
-	local opts=() port=${PORT:-$BL_PORT} h0 h1 s0 s1 p0 p1 c1 line
+	local opts=() port=${PORT:-$BL_PORT} h0 h1 k0 k1 s0 s1 p0 p1 r0 r1 c1 line
 	while [ $# -gt 0 ] && [ "$1" != "--" ]; do opts+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
-	h0=$(bl_host_ticks)
 	s0=$(bl_proc_ticks ${CPU_PIDS:-})
 	p0=$(bl_proc_ticks ${PROXY_PIDS:-})
+	r0=$(bl_proc_ticks $BL_RG_PID)
+	read -r h0 k0 < <("$BL_PY" "$BL_ROOT/bench/cpuacct.py")
 	/usr/bin/time -o "$BL_TMP/wrk.time" -f '%U %S' \
 		wrk -t"$BENCH_THREADS" -c"$BENCH_CONNS" -d"$BENCH_SECONDS" "${opts[@]}" \
 		-s "$BL_LUA" "http://127.0.0.1:$port" -- "$@" >"$BL_TMP/wrk.out" 2>&1 ||
 		{ cat "$BL_TMP/wrk.out" >&2; bl_die "wrk failed"; }
-	h1=$(bl_host_ticks)
+	read -r h1 k1 < <("$BL_PY" "$BL_ROOT/bench/cpuacct.py")
 	s1=$(bl_proc_ticks ${CPU_PIDS:-})
 	p1=$(bl_proc_ticks ${PROXY_PIDS:-})
+	r1=$(bl_proc_ticks $BL_RG_PID)
 	line=$(grep '^BENCH ' "$BL_TMP/wrk.out" | tail -n1) ||
 		{ cat "$BL_TMP/wrk.out" >&2; bl_die "no result line from wrk"; }
 	c1=$(awk -v hz="$BL_HZ" '{ printf "%d", ($1 + $2) * hz + 0.5 }' "$BL_TMP/wrk.time")
-	echo "${line#BENCH } host_ticks=$((h1 - h0)) server_ticks=$((s1 - s0)) proxy_ticks=$((p1 - p0)) client_ticks=$c1" >>"$out"
+	echo "${line#BENCH } host_ticks=$((h1 - h0)) kthread_ticks=$((k1 - k0))" \
+		"server_ticks=$((s1 - s0)) proxy_ticks=$((p1 - p0)) rg_ticks=$((r1 - r0))" \
+		"client_ticks=$c1 bench_ticks=$((c1 + s1 - s0 + p1 - p0 + r1 - r0 + k1 - k0))" >>"$out"
 }
-
-# Busy jiffies of the host: user nice system irq softirq steal.
-bl_host_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 
 # utime + stime of processes (all their threads), in clock ticks.
 bl_proc_ticks() {
@@ -204,12 +209,19 @@ bl_verdict_stats() {
 		"$BL_PY" -c 'import json,sys; p=json.load(sys.stdin); print(p.get("run_time_ns",0), p.get("run_cnt",0))'
 }
 
-# Turn bpf_stats on for this figure, back to what it was on exit.
+# Turn bpf_stats on for this figure: the sysctl (back to what it was on
+# exit) and a BPF_ENABLE_STATS descriptor held by a helper, so a concurrent
+# job resetting the sysctl cannot stop the counters mid-run.
 bl_bpf_stats_on() {
 	local old
 	old=$(cat /proc/sys/kernel/bpf_stats_enabled)
 	bl_on_exit "echo $old > /proc/sys/kernel/bpf_stats_enabled"
 	echo 1 >/proc/sys/kernel/bpf_stats_enabled
+	"$BL_PY" "$BL_ROOT/bench/bpf_stats_hold.py" >"$BL_TMP/stats_hold.out" 2>&1 &
+	BL_STATS_PID=$!
+	bl_on_exit "kill $BL_STATS_PID; wait $BL_STATS_PID"
+	bl_wait_for 5 grep -q ok "$BL_TMP/stats_hold.out" ||
+		bl_die "cannot enable BPF statistics: $(cat "$BL_TMP/stats_hold.out")"
 }
 
 # One counter of a database: bl_stat DB FIELD

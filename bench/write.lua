@@ -3,13 +3,14 @@
 --   wrk ... -s bench/write.lua URL -- path=/write?db=bench lines=20 \
 --       [method=GET] [delay_ms=N] [statuses=1]
 --
--- lines     rows of line protocol in the body (~50 bytes a row; 0 = no body)
+-- lines     rows in the body (~50 bytes a row; 0 = no body)
+-- fmt       lp (InfluxDB line protocol, default) or prom (Prometheus text)
 -- delay_ms  pause before each request on a connection (paced load)
 -- statuses  count responses by status (a Lua call per response; off for
 --           throughput runs, where wrk's own non-2xx count suffices)
 --
 -- done() prints one line: "BENCH requests=.. rps=.. p50_us=.. p99_us=..
--- non2xx=.. errors=.. [s204=.. s429=.. sother=..]"
+-- non2xx=.. errors=.. [s204=.. s429=.. sother=..]" (s204 counts every 2xx)
 
 local threads = {}
 
@@ -17,12 +18,17 @@ function setup(thread)
    table.insert(threads, thread)
 end
 
-local function body(n)
+local function body(n, fmt)
    local t = {}
    for i = 1, n do
       -- 48 to 50 bytes: a host's CPU sample, no timestamp (server time)
-      t[i] = string.format("cpu,host=h%04d,dc=eu1 user=12.5,sys=3.25,idle=%d\n",
-                           i % 10000, i % 100)
+      if fmt == "prom" then
+         t[i] = string.format("cpu_user{host=\"h%04d\",dc=\"eu1\",m=\"x\"} 12.%d\n",
+                              i % 10000, i % 100)
+      else
+         t[i] = string.format("cpu,host=h%04d,dc=eu1 user=12.5,sys=3.25,idle=%d\n",
+                              i % 10000, i % 100)
+      end
    end
    return table.concat(t)
 end
@@ -37,7 +43,7 @@ function init(args)
    wrk.path = opt.path or "/write?db=bench"
    local n = tonumber(opt.lines or "20")
    if wrk.method == "POST" then
-      wrk.body = body(n)
+      wrk.body = body(n, opt.fmt)
       wrk.headers["Content-Type"] = "text/plain"
    else
       wrk.body = nil
@@ -49,7 +55,7 @@ function init(args)
    s204, s429, sother = 0, 0, 0
    if opt.statuses == "1" then
       response = function(status, headers, b)
-         if status == 204 then s204 = s204 + 1
+         if status >= 200 and status < 300 then s204 = s204 + 1
          elseif status == 429 then s429 = s429 + 1
          else sother = sother + 1 end
       end
