@@ -32,25 +32,30 @@ rg_start_vm
 rg_on_exit 'kill -9 $RG_PID; wait $RG_PID'
 
 # the bodies: BODIES distinct requests (metric name per body) of ROWS samples
-for i in $(seq 1 "$BODIES"); do
-	"$RG_COUNT" -p prom-rw --encode "$ROWS" --series "$SERIES" --metric "rb_$i" >"$RG_TMP/b$i.bin" ||
-		rg_fail "rg-count --encode"
+# (fresh metric names per set: every run creates its series, as the first did)
+ROUNDS=${BENCH_ROUNDS:-3}
+for set in $(seq 0 "$ROUNDS"); do
+	for i in $(seq 1 "$BODIES"); do
+		"$RG_COUNT" -p prom-rw --encode "$ROWS" --series "$SERIES" --metric "rb_${set}_$i" \
+			>"$RG_TMP/b${set}_$i.bin" || rg_fail "rg-count --encode"
+	done
 done
-BYTES=$(cat "$RG_TMP"/b*.bin | wc -c)
-DECODED=$("$RG_COUNT" -p prom-rw <"$RG_TMP/b1.bin" | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["decoded_bytes"])')
+BYTES=$(cat "$RG_TMP"/b0_*.bin | wc -c)
+DECODED=$("$RG_COUNT" -p prom-rw <"$RG_TMP/b0_1.bin" | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["decoded_bytes"])')
 DECODED=$((DECODED * BODIES))
 TOTAL_ROWS=$((ROWS * BODIES))
 [ "$BYTES" -lt $((60 << 20)) ] || rg_fail "bodies ($BYTES bytes) must fit the 64 MiB ring"
 
-# send_all DB: every body once, one keep-alive connection; prints wall seconds
+# send_all DB SET: every body of a set once, one keep-alive connection;
+# prints wall seconds
 send_all() {
-	"$RG_PY" - "$RG_PORT" "$1" "$RG_TMP" "$BODIES" <<'PY'
+	"$RG_PY" - "$RG_PORT" "$1" "$RG_TMP" "$BODIES" "$2" <<'PY'
 import http.client, sys, time
-port, db, d, n = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+port, db, d, n, st = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5]
 c = http.client.HTTPConnection("127.0.0.1", port)
 t = time.monotonic()
 for i in range(1, n + 1):
-    body = open("%s/b%d.bin" % (d, i), "rb").read()
+    body = open("%s/b%s_%d.bin" % (d, st, i), "rb").read()
     c.request("POST", "/api/v1/write?db=" + db, body,
               {"Content-Encoding": "snappy", "Content-Type": "application/x-protobuf"})
     r = c.getresponse(); r.read()
@@ -64,7 +69,7 @@ vm_flush() { curl -sf "http://127.0.0.1:$RG_PORT/internal/force_flush" >/dev/nul
 # --- A1: the server alone (rowgated not running) -----------------------------
 vm_flush; sleep 1
 v0=$(rg_cpu_ticks "$VM_PID")
-wall_vm=$(send_all direct) || rg_fail "direct send failed"
+wall_vm=$(send_all direct 0) || rg_fail "direct send failed"
 vm_flush; sleep 2 # background merges of the fresh rows count too
 v1=$(rg_cpu_ticks "$VM_PID")
 vm_cpu=$(awk -v t=$((v1 - v0)) -v hz="$HZ" 'BEGIN { printf "%.2f", t / hz }')
@@ -73,26 +78,31 @@ log "A1 server alone: $BODIES requests, $TOTAL_ROWS rows, $BYTES bytes in ${wall
 # --- A2: through rowgate, rowgated stopped, then draining --------------------
 rg_start_rowgated
 rg_ctl limit set rb 1000000000000 >/dev/null || rg_fail "limit set"
-kill -STOP "$RG_PID"
 rg_on_exit "kill -CONT $RG_PID"
-v0=$(rg_cpu_ticks "$VM_PID")
-wall_rg=$(send_all rb) || rg_fail "send through rowgate failed"
-vm_flush; sleep 2
-v1=$(rg_cpu_ticks "$VM_PID")
-vm_cpu2=$(awk -v t=$((v1 - v0)) -v hz="$HZ" 'BEGIN { printf "%.2f", t / hz }')
-r0=$(rg_cpu_ticks "$RG_PID")
-t0=$(date +%s%N)
-kill -CONT "$RG_PID"
 pst() { rg_ctl --json stats rb | "$RG_PY" -c '
 import json,sys; p=json.load(sys.stdin)["databases"][0]["protocols"]["prom-rw"]
 print(p["admitted_requests"], p["reconciled_requests"], p["reconciled_rows"], p["undecodable_requests"], p["unreconciled_requests"])'; }
-while read -r a rc rrows ud ur < <(pst); [ $((rc + ud + ur)) -lt "$a" ]; do sleep 0.01; done
-t1=$(date +%s%N)
-r1=$(rg_cpu_ticks "$RG_PID")
-[ "$rrows" -eq "$TOTAL_ROWS" ] || rg_fail "reconciled $rrows rows, expected $TOTAL_ROWS (undecodable $ud, lost $ur)"
-rg_cpu=$(awk -v t=$((r1 - r0)) -v hz="$HZ" 'BEGIN { printf "%.3f", t / hz }')
-drain=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
-log "A2 rowgated: drained $a copies ($rrows rows) in ${drain}s wall, ${rg_cpu}s CPU (includes admin polling); VM CPU ${vm_cpu2}s"
+vm_t=0 rg_t=0 drain_ns=0
+for set in $(seq 1 "$ROUNDS"); do
+	kill -STOP "$RG_PID"
+	v0=$(rg_cpu_ticks "$VM_PID")
+	send_all rb "$set" >/dev/null || rg_fail "send through rowgate failed"
+	vm_flush; sleep 2
+	v1=$(rg_cpu_ticks "$VM_PID")
+	r0=$(rg_cpu_ticks "$RG_PID")
+	t0=$(date +%s%N)
+	kill -CONT "$RG_PID"
+	while read -r a rc rrows ud ur < <(pst); [ $((rc + ud + ur)) -lt "$a" ]; do sleep 0.01; done
+	t1=$(date +%s%N)
+	r1=$(rg_cpu_ticks "$RG_PID")
+	vm_t=$((vm_t + v1 - v0)) rg_t=$((rg_t + r1 - r0)) drain_ns=$((drain_ns + t1 - t0))
+	[ "$rrows" -eq $((TOTAL_ROWS * set)) ] || rg_fail "reconciled $rrows rows, expected $((TOTAL_ROWS * set)) (undecodable $ud, lost $ur)"
+done
+per() { awk -v t="$1" -v hz="$HZ" -v n="$ROUNDS" 'BEGIN { printf "%.3f", t / hz / n }'; }
+rg_cpu=$(per $rg_t)
+vm_cpu2=$(per $vm_t)
+drain=$(awk -v a="$drain_ns" -v n="$ROUNDS" 'BEGIN { printf "%.3f", a / 1e9 / n }')
+log "A2 rowgated: per round drained $BODIES copies ($TOTAL_ROWS rows) in ${drain}s wall, ${rg_cpu}s CPU (includes answering the admin polls); VM CPU ${vm_cpu2}s"
 
 # --- B: Prometheus remote-write load ------------------------------------------
 PROM_PORT=$(rg_free_port) || rg_fail "no free port"
@@ -137,15 +147,15 @@ rps() { awk -v r="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.2fM", r / 1e6 / s;
 cat <<EOF
 ## Reconciliation cost (bench/reconcile_bench.sh)
 
-$(uname -r), $(nproc) CPUs, victoria-metrics $(victoria-metrics -version 2>&1 | head -1 | sed 's/.*victoria-metrics-//'), $(prometheus --version 2>&1 | head -1)
+$(uname -r), $(nproc) CPUs, victoria-metrics $(dpkg-query -W -f="\${Version}" victoria-metrics 2>/dev/null), $(prometheus --version 2>&1 | head -1)
 
 ### A. Throughput: $BODIES remote-write requests, $TOTAL_ROWS samples, $BYTES bytes snappy ($DECODED decoded)
 
 | | CPU s | wire MB/s per core | decoded MB/s per core | rows/s per core |
 |---|---|---|---|---|
-| rowgated reconciling (ring drained after SIGCONT, ${drain}s wall) | $rg_cpu | $(mbs "$BYTES" "$rg_cpu") | $(mbs "$DECODED" "$rg_cpu") | $(rps "$TOTAL_ROWS" "$rg_cpu") |
+| rowgated reconciling (ring drained after SIGCONT, ${drain}s wall; mean of $ROUNDS rounds) | $rg_cpu | $(mbs "$BYTES" "$rg_cpu") | $(mbs "$DECODED" "$rg_cpu") | $(rps "$TOTAL_ROWS" "$rg_cpu") |
 | victoria-metrics ingesting the same requests, no rowgate | $vm_cpu | $(mbs "$BYTES" "$vm_cpu") | $(mbs "$DECODED" "$vm_cpu") | $(rps "$TOTAL_ROWS" "$vm_cpu") |
-| victoria-metrics, same requests through rowgate | $vm_cpu2 | $(mbs "$BYTES" "$vm_cpu2") | $(mbs "$DECODED" "$vm_cpu2") | $(rps "$TOTAL_ROWS" "$vm_cpu2") |
+| victoria-metrics, same volume through rowgate (mean of $ROUNDS rounds) | $vm_cpu2 | $(mbs "$BYTES" "$vm_cpu2") | $(mbs "$DECODED" "$vm_cpu2") | $(rps "$TOTAL_ROWS" "$vm_cpu2") |
 
 ### B. Prometheus remote-write load, ${secs}s
 

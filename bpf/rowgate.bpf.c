@@ -270,7 +270,8 @@ static __always_inline void rg_copied_request_end(struct __sk_buff *skb, struct 
 {
 	struct rg_proto_stats *ps = rg_proto_stats_get(c);
 	struct rg_body_end *rec;
-	__u64 est = rg_estimate_rows(c);
+	/* an unlimited database is not charged: nothing to correct there */
+	__u64 est = c->verdict == RG_REQ_PASS ? 0 : rg_estimate_rows(c);
 	bool admitted = c->verdict != RG_REQ_REJECT;
 
 	c->req_rows = est;
@@ -479,6 +480,12 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 				c->copy_body = 1;
 				rg_emit_start(skb, c);
 			}
+		} else if (route->protocol == RG_PROTO_PROM_RW) {
+			/* series may name databases of their own, limited even
+			 * when the request's database is not: rowgated charges
+			 * them after the fact */
+			c->copy_body = 1;
+			rg_emit_start(skb, c);
 		}
 	}
 	c->force_unenforced = 0;
@@ -1241,7 +1248,11 @@ int rg_reconcile(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 	if (cr->admitted) {
-		bv = bpf_map_lookup_elem(&RG_MAP_BUCKETS, &pk.db);
+		struct rg_limit *lim = bpf_map_lookup_elem(&RG_MAP_LIMITS, &pk.db);
+
+		/* a database without a (live) limit is never charged */
+		bv = lim && lim->limit_rows_per_s ? bpf_map_lookup_elem(&RG_MAP_BUCKETS, &pk.db) :
+						    NULL;
 		if (bv) {
 			bpf_spin_lock(&bv->lock);
 			if (exact > est)

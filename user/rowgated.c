@@ -846,8 +846,10 @@ static json_t *proto_stats_json(struct daemon *d, const struct rg_db_key *db)
 		struct rg_proto_stats ps;
 		json_t *o;
 
+		/* per-series databases get rows without requests of their own */
 		if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_PROTO_STATS), &k, &ps) ||
-		    (!ps.admitted_requests && !ps.rejected_requests))
+		    (!ps.admitted_requests && !ps.rejected_requests && !ps.admitted_rows &&
+		     !ps.rejected_rows && !ps.reconciled_rows))
 			continue;
 		o = json_object();
 		json_set_u64(o, "admitted_requests", ps.admitted_requests);

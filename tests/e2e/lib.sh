@@ -135,7 +135,7 @@ rg_start_rowgated() {
 		--bpffs "$RG_BPFFS" --admin-socket "$RG_SOCK" --state-file "$RG_STATE" \
 		--log-level info "$@" >>"$RG_TMP/rowgated.log" 2>&1 &
 	RG_PID=$!
-	rg_on_exit "kill -9 $RG_PID"
+	rg_on_exit "kill -9 $RG_PID; wait $RG_PID"
 	rg_wait_for 20 rg_ctl limit show || rg_fail "rowgated did not come up"
 }
 

@@ -40,7 +40,7 @@ meta_start_allocator() {
 	"$RG_META" --listen "127.0.0.1:$port" --token-file "$META_TOKEN_FILE" \
 		--log-level info "$@" >>"$RG_TMP/meta-$name.log" 2>&1 &
 	pid=$!
-	rg_on_exit "kill -9 $pid"
+	rg_on_exit "kill -9 $pid; wait $pid"
 	printf -v "META_PID_$name" '%s' "$pid"
 	printf -v "META_URL_$name" '%s' "http://127.0.0.1:$port"
 	rg_wait_for 10 curl -sf "http://127.0.0.1:$port/v1/health" ||
@@ -85,7 +85,7 @@ fe_start() {
 		--meta "$urls" --node-id "fe$i" --token-file "$META_TOKEN_FILE" \
 		--log-level info "$@" >>"$RG_TMP/rowgated$i.log" 2>&1 &
 	FE_PID[$i]=$!
-	rg_on_exit "kill -9 ${FE_PID[$i]}"
+	rg_on_exit "kill -9 ${FE_PID[$i]}; wait ${FE_PID[$i]}"
 	rg_wait_for 20 fe_ctl "$i" limit show || rg_fail "rowgated $i did not come up"
 }
 
