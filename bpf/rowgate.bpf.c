@@ -211,7 +211,9 @@ static long rg_emit_cb(__u64 idx, void *ctx)
 		rg_global_inc(body_ring_full);
 		return 1;
 	}
-	if (n == 0 || bpf_skb_load_bytes(e->skb, off, rec->data, n)) {
+	/* [1, RG_BODY_DATA_BYTES] in a form Linux 6.1's verifier can follow */
+	n = ((n - 1) & (RG_BODY_DATA_BYTES - 1)) + 1;
+	if (bpf_skb_load_bytes(e->skb, off, rec->data, n)) {
 		bpf_ringbuf_discard(rec, 0);
 		c->copy_lost = 1;
 		return 1;

@@ -138,7 +138,8 @@ struct rg_ratio {
  * START, DATA records in order, END; DATA carries raw body bytes as on the
  * wire (chunked framing included). */
 #define RG_BODY_RING_BYTES  (64 << 20)
-#define RG_BODY_DATA_BYTES  4000 /* payload of one DATA record */
+#define RG_BODY_DATA_BYTES  4096 /* payload of one DATA record (a power of two:
+				   * lengths are masked for the 6.1 verifier) */
 #define RG_CT_BYTES         64   /* Content-Type kept for rowgated */
 #define RG_CE_BYTES         16   /* Content-Encoding kept for rowgated */
 

@@ -2,7 +2,7 @@
 # Every BPF object rowgate builds (build/bpf/*.bpf.o) passes the verifier on
 # this kernel.  On failure bpf_load prints libbpf's verifier log.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 build=${BUILD:-build}
 shopt -s nullglob
 objs=("$build"/bpf/*.bpf.o)

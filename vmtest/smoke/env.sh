@@ -31,7 +31,8 @@ check "network namespace + bpffs remount" sh -c \
 	'ip netns add vmtest-env && ip netns exec vmtest-env ip link set lo up && ip netns del vmtest-env'
 check "veth pair (module autoload)"  sh -c \
 	'ip link add vmt0 type veth peer name vmt1 && ip link del vmt0'
-if grep -q python3 /vmtest/needs 2>/dev/null; then
-	check "python3 runs" python3 -c 'import json, socket, subprocess, http.client'
-fi
+# interpreters vmtest added because a selected test uses them
+while read -r interp; do
+	[ -n "$interp" ] && check "$interp runs" "$interp" -c 'import json, socket, subprocess, http.client'
+done </vmtest/needs
 [ "$fails" -eq 0 ]

@@ -2,7 +2,7 @@
 # vmtest's own BPF object (vmtest/smoke/selftest.bpf.c) loads on this kernel:
 # proves the VM, libbpf, BTF and CO-RE path before bpf/ has objects.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 build=${BUILD:-build}
 obj=$build/vmtest/smoke/selftest.bpf.o
 if [ ! -x "$build/vmtest/bpf_load" ] || [ ! -f "$obj" ]; then
