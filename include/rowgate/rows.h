@@ -69,11 +69,14 @@ RG_INLINE __u32 rg_swar_count(__u64 m)
 RG_INLINE __u32 rg_lp_count_word(struct rg_lp_state *s, __u64 x)
 {
 	__u64 nl = rg_swar_eq(x, '\n');
-	__u64 blank = rg_swar_eq(x, ' ') | rg_swar_eq(x, '\t') |
-		      rg_swar_eq(x, '\r');
-	__u64 hash = rg_swar_eq(x, '#');
-	__u64 start = (nl << 8) | ((__u64)s->at_line_start << 7);
-	__u64 rows;
+	__u64 blank, hash, start, rows;
+
+	/* most words sit inside a line: no row can start there */
+	if (!nl && !s->at_line_start)
+		return 0;
+	blank = rg_swar_eq(x, ' ') | rg_swar_eq(x, '\t') | rg_swar_eq(x, '\r');
+	hash = rg_swar_eq(x, '#');
+	start = (nl << 8) | ((__u64)s->at_line_start << 7);
 
 	/* propagate line starts through up to 7 blanks: fixed, branch-free */
 	start |= (start & blank) << 8;
