@@ -667,7 +667,9 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 				a = 8;
 			if (b > 8)
 				b = 8;
-			c->req_rows += rg_lp_count_word(&c->lp, rg_lp_mask_word(x, a, b));
+			if (a || b != 8) /* only the edge words need masking */
+				x = rg_lp_mask_word(x, a, b);
+			c->req_rows += rg_lp_count_word(&c->lp, x);
 		}
 	}
 	c->body_remaining -= k;
