@@ -17,7 +17,6 @@
 #define RG_RESPONSE_MAX   1024 /* largest response rowgate writes */
 #define RG_ADJUST_MAX     4095 /* bpf_skb_adjust_room moves < 4 KiB per call */
 #define RG_CHANGE_TAIL_MAX 16064 /* change_tail fails above this length */
-#define RG_ESTIMATE_BYTES_PER_ROW 64 /* rows of an unread body: a guess */
 
 enum rg_conn_mode {
 	RG_MODE_HTTP = 0,    /* parsing requests */

@@ -512,15 +512,16 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 	/* A client waiting for 100 Continue gets its answer now; its rows
 	 * are not read, so the count is an estimate from the length. */
 	if (c->verdict == RG_REQ_REJECT && h->expect_continue) {
+		/* the same estimate as for bodies rowgated counts */
+		c->body_bytes = h->content_length;
 		if (c->copy_body) {
 			/* no body will be read: the estimate stands */
-			c->body_bytes = h->content_length;
 			c->copy_lost = 1;
 			rg_copied_request_end(skb, c);
 			c->copy_body = 0;
 			w->body_open = 0;
 		}
-		c->req_rows = h->content_length / RG_ESTIMATE_BYTES_PER_ROW + 1;
+		c->req_rows = rg_estimate_rows(c) ?: 1;
 		c->reject_rows = c->req_rows;
 		rg_account_reject(&c->db, c->req_rows, &c->reject);
 		w->respond = RG_RESPOND_429_CLOSE;
