@@ -10,6 +10,7 @@
 
 #include <bpf/bpf.h>
 
+#include "clock.h"
 #include "rowgate/alloc.h" /* RG_NSEC_PER_MSEC */
 #include "rowgate/bucket.h"
 #include "log.h"
@@ -69,14 +70,6 @@ struct rg_meta_agent {
 	__u64 snapshot_gen;
 	__u64 applied_gen; /* main thread only */
 };
-
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * RG_NSEC_PER_SEC + (__u64)ts.tv_nsec;
-}
 
 static int cmp_db(const void *a, const void *b)
 {
@@ -393,7 +386,7 @@ static void heartbeat_once(struct rg_meta_agent *a)
 	struct rg_meta_hb_req req = {};
 	struct rg_meta_hb_reply reply = {};
 	char err[512] = "";
-	__u64 sent = mono_ns();
+	__u64 sent = rg_monotonic_ns();
 	bool was_failing;
 	int ret;
 
@@ -415,7 +408,7 @@ static void heartbeat_once(struct rg_meta_agent *a)
 		a->st.heartbeats_ok++;
 		a->st.failing = false;
 		a->st.fallback = false;
-		a->st.last_ok_ns = mono_ns();
+		a->st.last_ok_ns = rg_monotonic_ns();
 		a->st.learning_replies += reply.learning;
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -427,8 +420,8 @@ static void heartbeat_once(struct rg_meta_agent *a)
 				err);
 		else
 			pr_debug("meta: heartbeat failed: %s", err);
-		if (a->lease_expiry_ns && mono_ns() >= a->lease_expiry_ns)
-			fall_back(a, mono_ns());
+		if (a->lease_expiry_ns && rg_monotonic_ns() >= a->lease_expiry_ns)
+			fall_back(a, rg_monotonic_ns());
 	} else {
 		if (was_failing)
 			pr_warn("meta: heartbeats answered again");
@@ -447,11 +440,11 @@ static void *agent_main(void *arg)
 	__u64 next;
 
 	for (;;) {
-		next = mono_ns() + a->interval_ms * RG_NSEC_PER_MSEC;
+		next = rg_monotonic_ns() + a->interval_ms * RG_NSEC_PER_MSEC;
 		heartbeat_once(a);
 		pthread_mutex_lock(&a->lock);
 		while (!a->stop) {
-			__u64 now = mono_ns();
+			__u64 now = rg_monotonic_ns();
 
 			/* wake at the lease end too, when it comes first */
 			__u64 wake = next;
@@ -469,8 +462,8 @@ static void *agent_main(void *arg)
 			break;
 		}
 		pthread_mutex_unlock(&a->lock);
-		if (a->lease_expiry_ns && mono_ns() >= a->lease_expiry_ns && mono_ns() < next)
-			fall_back(a, mono_ns());
+		if (a->lease_expiry_ns && rg_monotonic_ns() >= a->lease_expiry_ns && rg_monotonic_ns() < next)
+			fall_back(a, rg_monotonic_ns());
 	}
 	return NULL;
 }
@@ -595,7 +588,7 @@ void rg_meta_agent_tick(struct rg_meta_agent *a, struct rg_limit_list *limits,
 
 json_t *rg_meta_agent_stats(struct rg_meta_agent *a)
 {
-	__u64 now = mono_ns();
+	__u64 now = rg_monotonic_ns();
 	json_t *o;
 
 	pthread_mutex_lock(&a->lock);

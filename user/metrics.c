@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <microhttpd.h>
 
+#include "clock.h"
 #include "rowgate/abi.h"
 #include "rowgate/bucket.h"
 #include "log.h"
@@ -97,14 +98,6 @@ static const struct {
 #undef G
 };
 
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * RG_NSEC_PER_SEC + (__u64)ts.tv_nsec;
-}
-
 /* Label values escape backslash, quote and newline. */
 static void put_db(struct text *t, const char *name)
 {
@@ -150,7 +143,7 @@ char *rg_metrics_render(const struct rg_metrics_maps *maps)
 			has_bucket = bpf_map_lookup_elem_flags(maps->buckets_fd, &key, &bv,
 							       BPF_F_LOCK) == 0;
 			if (has_bucket)
-				rg_bucket_refill(&bv.b, now_ns());
+				rg_bucket_refill(&bv.b, rg_monotonic_ns());
 			switch (db_series[i].src) {
 			case SRC_STAT:
 				v = *(__u64 *)((char *)&st + db_series[i].off);

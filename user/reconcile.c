@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "rowgate/abi.h"
 #include "rowgate/dbname.h"
 #include "decode/count.h"
@@ -39,14 +40,6 @@ struct rg_reconciler {
 	__u64 nlag;
 	__u64 last_sweep_ns;
 };
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
 
 static struct pending **slot(struct rg_reconciler *r, __u64 cookie, __u64 seq)
 {
@@ -170,7 +163,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 {
 	const struct rg_body_start *s = &p->start;
 	struct rg_row_counts counts;
-	__u64 lag = now_ns() - e->end_ns;
+	__u64 lag = rg_monotonic_ns() - e->end_ns;
 	char ct[RG_CT_BYTES + 1] = "", ce[RG_CE_BYTES + 1] = "";
 	long len = (long)p->len;
 	enum rg_payload_protocol proto = payload_of(s->protocol);
@@ -206,7 +199,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 			lag);
 	learn_ratio(r, s, e->body_bytes, counts.rows);
 	r->reconciled++;
-	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = now_ns() - e->end_ns;
+	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = rg_monotonic_ns() - e->end_ns;
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -232,7 +225,7 @@ static int on_record(void *ctx, void *data, size_t size)
 			return 0;
 		p->cookie = h->cookie;
 		p->seq = h->seq;
-		p->created_ns = now_ns();
+		p->created_ns = rg_monotonic_ns();
 		memcpy(&p->start, data, sizeof(p->start));
 		p->next = r->table[(h->cookie * 31 + h->seq) % RG_PENDING_BUCKETS];
 		r->table[(h->cookie * 31 + h->seq) % RG_PENDING_BUCKETS] = p;
@@ -290,7 +283,7 @@ static int on_record(void *ctx, void *data, size_t size)
 /* Drop copies whose end never came (connection reset mid-body). */
 static void sweep(struct rg_reconciler *r)
 {
-	__u64 now = now_ns();
+	__u64 now = rg_monotonic_ns();
 	size_t i;
 
 	if (now - r->last_sweep_ns < RG_PENDING_TTL_NS / 4)

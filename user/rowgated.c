@@ -24,6 +24,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "clock.h"
 #include "rowgate.skel.h"
 #include "rowgate/abi.h"
 #include "rowgate/bucket.h"
@@ -635,14 +636,6 @@ static int populate_ports_routes(struct daemon *d)
 	return 0;
 }
 
-static __u64 monotonic_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * RG_NSEC_PER_SEC + (__u64)ts.tv_nsec;
-}
-
 /* Put one limit into the maps.  A new database gets a full bucket and zeroed
  * counters; an existing bucket is kept, debt included (DESIGN §1). */
 static int apply_limit(struct daemon *d, const struct rg_db_key *db, __u64 limit)
@@ -652,7 +645,7 @@ static int apply_limit(struct daemon *d, const struct rg_db_key *db, __u64 limit
 	struct rg_db_stats st = {};
 
 	if (limit) {
-		rg_bucket_init(&bv.b, limit, monotonic_ns());
+		rg_bucket_init(&bv.b, limit, rg_monotonic_ns());
 		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS), db, &bv,
 					BPF_NOEXIST) &&
 		    errno != EEXIST)
@@ -893,7 +886,7 @@ static json_t *db_stats_json(struct daemon *d, const struct rg_db_key *db,
 	if (bpf_map_lookup_elem_flags(bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS), db, &bv,
 				      BPF_F_LOCK) == 0) {
 		/* the level now, as the kernel would see it */
-		rg_bucket_refill(&bv.b, monotonic_ns());
+		rg_bucket_refill(&bv.b, rg_monotonic_ns());
 		json_set_u64(o, "tokens", bv.b.tokens);
 		json_set_u64(o, "debt_rows", bv.b.debt_rows);
 	}

@@ -25,6 +25,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "../clock.h"
 #include "cluster.h"
 #include "etcd.h"
 #include "http_client.h"
@@ -80,14 +81,6 @@ struct request {
 	size_t len;
 	bool too_big;
 };
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
 
 static void usage(FILE *out)
 {
@@ -402,7 +395,7 @@ static enum MHD_Result do_heartbeat(struct meta *m, struct MHD_Connection *conn,
 		rg_meta_hb_req_free(&req);
 		return send_error(conn, MHD_HTTP_BAD_REQUEST, "bad heartbeat: %s", err);
 	}
-	ret = rg_cluster_heartbeat(&m->cl, &req, now_ns(), &reply, err, sizeof(err));
+	ret = rg_cluster_heartbeat(&m->cl, &req, rg_monotonic_ns(), &reply, err, sizeof(err));
 	pr_debug("heartbeat from %s: %zu database(s)", req.node_id, req.count);
 	rg_meta_hb_req_free(&req);
 	if (ret) {
@@ -529,7 +522,7 @@ static enum MHD_Result dispatch(struct meta *m, struct MHD_Connection *conn, con
 	char err[256] = "", location[600];
 	json_t *body = NULL;
 	enum MHD_Result ret;
-	__u64 now = now_ns();
+	__u64 now = rg_monotonic_ns();
 
 	if (rg_meta_route_path(url, &r, err, sizeof(err)))
 		return r.ep == RG_META_EP_NONE && !err[0] ?
@@ -664,7 +657,7 @@ static void become_leader(struct meta *m)
 		return;
 	}
 	pthread_mutex_lock(&m->lock);
-	now = now_ns();
+	now = rg_monotonic_ns();
 	if (m->use_etcd && rg_cluster_replace_limits(&m->cl, &limits))
 		pr_err("out of memory loading the limits");
 	rg_cluster_start_leading(&m->cl, now);
@@ -698,7 +691,7 @@ struct election {
 
 static void election_step(struct meta *m, struct election *el)
 {
-	__u64 ttl_ns = m->cfg.election_ttl_s * 1000000000ULL, now = now_ns();
+	__u64 ttl_ns = m->cfg.election_ttl_s * 1000000000ULL, now = rg_monotonic_ns();
 	char err[512], url[256];
 	bool leader, was;
 	int ret;
