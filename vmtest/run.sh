@@ -464,19 +464,27 @@ build_modules() { # -> MODCPIO
 # --- running --------------------------------------------------------------------
 
 KVM_OK=
-# /dev/kvm can exist and still fail (nested virtualization without the MSRs
-# qemu sets aborts at the first vCPU reset): boot the kernel for real once,
-# init missing, and see whether qemu survives.
+# /dev/kvm can exist and still fail: nested virtualization without the MSRs
+# qemu sets aborts at the first vCPU reset, and a "KVM internal error:
+# emulation failure" leaves qemu paused with the guest hung.  So boot the
+# kernel for real once, init missing: only a kernel that gets as far as its
+# panic (and reboots out of qemu, -no-reboot) proves KVM runs guests here.
 kvm_works() {
 	if [ -z "$KVM_OK" ]; then
 		KVM_OK=0
 		if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
 			local rc
-			rc=$( { timeout 20 qemu-system-x86_64 -nodefaults -no-user-config -display none \
+			: >"$WORK/kvm-probe.console"
+			rc=$( { timeout 30 qemu-system-x86_64 -nodefaults -no-user-config -display none \
 				-no-reboot -accel kvm -cpu host -m 256 -kernel "$VMLINUZ" \
-				-append "panic=-1 rdinit=/vmtest-kvm-probe" >"$WORK/kvm-probe.log" 2>&1
+				-serial "file:$WORK/kvm-probe.console" \
+				-append "console=ttyS0 panic=-1 rdinit=/vmtest-kvm-probe" \
+				>"$WORK/kvm-probe.log" 2>&1
 				echo $?; } 2>/dev/null)
-			if [ "$rc" = 0 ] || [ "$rc" = 124 ]; then KVM_OK=1; fi
+			if [ "$rc" = 0 ] && grep -q 'Kernel panic' "$WORK/kvm-probe.console" &&
+				! grep -q 'KVM internal error' "$WORK/kvm-probe.log"; then
+				KVM_OK=1
+			fi
 		fi
 		if [ "$KVM_OK" = 1 ]; then info "accelerator: KVM"; else info "accelerator: TCG (KVM unavailable)"; fi
 	fi
