@@ -10,11 +10,11 @@
 #include "rowgate/http.h"
 #include "rowgate/rows.h"
 #include "admit.h"
+#include "rowgate/response.h"
 
 #define RG_WINDOW_BYTES   256  /* bytes loaded from an skb per bpf_loop step */
 #define RG_RESERVE_BYTES  1024 /* charge withheld from a rejected body so the
 				* 429 carrier can grow to a full response */
-#define RG_RESPONSE_MAX   1024 /* largest response rowgate writes */
 #define RG_ADJUST_MAX     4095 /* bpf_skb_adjust_room moves < 4 KiB per call */
 #define RG_CHANGE_TAIL_MAX 16064 /* change_tail fails above this length */
 
@@ -79,6 +79,7 @@ struct rg_conn {
 	__u8 reject_estimated; /* reject_rows is a guess: the body was not read */
 	__u16 stash_len; /* head bytes held back (dropped, not yet passed) */
 	__u8 draining;   /* the accept-time drain runs the verdict */
+	__u8 db_len;     /* bytes of db.name */
 	__u32 uncharged; /* bytes received but not yet charged to TCP */
 	__u32 requests;
 	__u64 body_remaining;
@@ -95,8 +96,8 @@ struct rg_conn {
 	struct rg_chunked chunk;
 	struct rg_http_head head;
 	__u8 win[RG_WINDOW_BYTES + 8] __attribute__((aligned(8)));
-	char resp[RG_RESPONSE_MAX];
-	char body[RG_RESPONSE_MAX / 2];
+	struct rg_response resp_plan; /* the pending 429 or 400 */
+	struct rg_resp_buf resp;      /* its text */
 	__u8 stash[RG_HEAD_MAX_BYTES + RG_WINDOW_BYTES];
 };
 

@@ -82,37 +82,6 @@ struct {
 	__type(value, struct rg_conn);
 } conn_zero SEC(".maps");
 
-/* Response templates live in .rodata as named arrays (bpf_snprintf needs a
- * read-only format; anonymous literals would land in .rodata.str1.1). */
-const char fmt_429_head[] = "HTTP/1.1 429 Too Many Requests\r\n"
-			    "Content-Type: application/json\r\n"
-			    "X-Greptime-Err-Code: 6001\r\n"
-			    "X-Greptime-Err-Msg: RateLimited\r\n"
-			    "Retry-After: %llu%s\r\n"
-			    "Connection: %s\r\n"
-			    "Content-Length: %llu\r\n\r\n";
-const char fmt_429_body[] = "{\"code\":6001,\"error\":\"Ingestion rate limit exceeded "
-			    "for database '%s': rejected %s%llu rows, current quota "
-			    "%llu rows/s, configured limit %llu rows/s\","
-			    "\"execution_time_ms\":0}";
-const char fmt_429_body_short[] = "{\"code\":6001,\"error\":\"db '%s' rate limited: "
-				  "rejected %s%llu rows, quota %llu/s, limit %llu/s\","
-				  "\"execution_time_ms\":0}";
-const char fmt_400_head[] = "HTTP/1.1 400 Bad Request\r\n"
-			    "Content-Type: application/json\r\n"
-			    "X-Greptime-Err-Code: 1004%s\r\n"
-			    "Connection: %s\r\n"
-			    "Content-Length: %llu\r\n\r\n";
-const char fmt_400_body[] = "{\"code\":1004,\"error\":\"rowgate: %s\","
-			    "\"execution_time_ms\":0}";
-const char str_close[] = "close";
-const char str_keep_alive[] = "keep-alive";
-const char str_empty[] = "";
-const char str_space[] = " ";
-const char str_estimated[] = "an estimated ";
-const char str_malformed[] = "malformed request";
-const char str_framing[] = "ambiguous or invalid message framing";
-const char str_too_large[] = "request head too large";
 const char spaces[RG_WINDOW_BYTES] = { [0 ... RG_WINDOW_BYTES - 1] = ' ' };
 
 /* What a bpf_loop callback needs: the skb and its connection.  Kept apart
@@ -435,6 +404,7 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 	struct rg_http_head *h;
 	struct rg_route *route = NULL;
 	enum rg_admission adm;
+	int db_len;
 
 	if (!c)
 		return 0;
@@ -455,7 +425,8 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 		}
 	}
 	if (route && route->protocol > RG_PROTO_NONE && route->protocol < RG_PROTO_MAX &&
-	    rg_http_head_db_padded(h, route->flags, &c->db) >= 0) {
+	    (db_len = rg_http_head_db_padded(h, route->flags, &c->db)) >= 0) {
+		c->db_len = (__u8)db_len;
 		adm = rg_admit(&c->db, &c->reject);
 		if (adm == RG_ADMIT_YES) {
 			c->verdict = RG_REQ_ADMIT;
@@ -846,39 +817,6 @@ static long rg_pad_cb(__u64 idx, void *ctx)
 	return p->err ? 1 : 0;
 }
 
-/* Decimal digits of v; a global function, verified once. */
-__noinline int rg_digits(__u64 v)
-{
-	int d = 1;
-	int i;
-
-	for (i = 0; i < 19 && v >= 10; i++) {
-		v /= 10;
-		d++;
-	}
-	return d;
-}
-
-/*
- * Split room bytes into a Content-Length value and its own digits:
- * room = digits(cl) + cl with cl >= min_cl.  Only digits(room) and one less
- * can work; when neither does (at a power of ten) the caller adds one byte.
- */
-static __always_inline bool rg_fit_length(__u64 room, __u64 min_cl, __u64 *cl)
-{
-	__u64 d = rg_digits(room);
-
-	if (room > d && room - d >= min_cl && (__u64)rg_digits(room - d) == d) {
-		*cl = room - d;
-		return true;
-	}
-	if (d > 1 && room - d + 1 >= min_cl && (__u64)rg_digits(room - d + 1) == d - 1) {
-		*cl = room - d + 1;
-		return true;
-	}
-	return false;
-}
-
 /* Make the skb exactly len bytes long. */
 static __always_inline int rg_resize(struct __sk_buff *skb, __u32 len)
 {
@@ -893,128 +831,76 @@ static __always_inline int rg_resize(struct __sk_buff *skb, __u32 len)
 	return -1; /* a large skb cannot shrink from the tail */
 }
 
-/* Format the response head into c->resp; returns its length (no NUL). */
-static __always_inline long rg_format_head(struct rg_conn *c, __u8 respond, bool close,
-					   bool pad, __u64 content_length)
+/*
+ * Plan the pending response (response.h): sized to every byte received and
+ * not yet charged, the skb plus the ledger, since its length is what TCP
+ * charges (DESIGN §3).  A global function: the verifier checks the
+ * arithmetic once, and its results reach the caller as plain values.
+ */
+__noinline int rg_plan_response(struct rg_conn *c)
 {
-	__u64 args[4];
-	long n;
+	struct rg_response *r;
+	struct rg_walk *w;
 
-	if (respond == RG_RESPOND_400) {
-		args[0] = (__u64)(pad ? str_space : str_empty);
-		args[1] = (__u64)(close ? str_close : str_keep_alive);
-		args[2] = content_length;
-		n = bpf_snprintf(c->resp, sizeof(c->resp), fmt_400_head, args, 3 * sizeof(__u64));
-	} else {
-		args[0] = c->reject.retry_after_s;
-		args[1] = (__u64)(pad ? str_space : str_empty);
-		args[2] = (__u64)(close ? str_close : str_keep_alive);
-		args[3] = content_length;
-		n = bpf_snprintf(c->resp, sizeof(c->resp), fmt_429_head, args, 4 * sizeof(__u64));
-	}
-	if (n <= 1 || n > (long)sizeof(c->resp))
+	if (!c)
 		return -1;
-	return n - 1;
-}
-
-static __always_inline long rg_format_body(struct rg_conn *c, __u8 respond, int error,
-					   bool short_form)
-{
-	__u64 args[5];
-	long n;
-
-	if (respond == RG_RESPOND_400) {
-		args[0] = (__u64)(error == RG_HEAD_ERR_TOO_LARGE ? str_too_large :
-				  error == RG_HEAD_ERR_FRAMING  ? str_framing :
-								  str_malformed);
-		n = bpf_snprintf(c->body, sizeof(c->body), fmt_400_body, args, 1 * sizeof(__u64));
+	w = &c->w;
+	r = &c->resp_plan;
+	__builtin_memset(r, 0, sizeof(*r));
+	if (w->respond == RG_RESPOND_400) {
+		r->kind = RG_RESP_400;
+		r->error = w->error == RG_HEAD_ERR_TOO_LARGE ? RG_RESP_ERR_TOO_LARGE :
+			   w->error == RG_HEAD_ERR_FRAMING  ? RG_RESP_ERR_FRAMING :
+							      RG_RESP_ERR_MALFORMED;
+		r->close = 1;
 	} else {
-		args[0] = (__u64)c->db.name;
-		args[1] = (__u64)(c->reject_estimated ? str_estimated : str_empty);
-		args[2] = c->reject_rows;
-		args[3] = c->reject.quota_rows_per_s;
-		args[4] = c->reject.limit_rows_per_s;
-		n = bpf_snprintf(c->body, sizeof(c->body),
-				 short_form ? fmt_429_body_short : fmt_429_body, args, 5 * sizeof(__u64));
+		r->kind = RG_RESP_429;
+		r->retry_after_s = c->reject.retry_after_s;
+		r->rows = c->reject_rows;
+		r->quota_rows_per_s = c->reject.quota_rows_per_s;
+		r->limit_rows_per_s = c->reject.limit_rows_per_s;
+		r->db_len = c->db_len;
+		r->estimated = c->reject_estimated;
+		r->close = w->respond != RG_RESPOND_429;
 	}
-	if (n <= 1 || n > (long)sizeof(c->body))
-		return -1;
-	return n - 1;
+	return rg_response_plan(r, (__u64)w->len + c->uncharged);
 }
 
 /*
- * Turn the skb into the response and send it back out of the same socket.
- * Its length is what TCP charges, so it is sized to every byte received and
- * not yet charged (the skb plus the ledger), the JSON padded with spaces;
- * only when even the short form cannot fit does it grow, with
- * Connection: close (DESIGN §3).
+ * Turn the skb into the planned response and send it back out of the same
+ * socket: the text, then the JSON's space padding.  Only when even the
+ * short form cannot fit does it grow, with Connection: close.
  */
 static __always_inline int rg_respond(struct __sk_buff *skb, struct rg_conn *c)
 {
-	struct rg_walk *w = &c->w;
-	__u64 target = (__u64)w->len + c->uncharged;
-	bool close = w->respond != RG_RESPOND_429, pad;
-	long body_len, head_len, base;
-	__u64 cl = 0, total;
-	bool found = false;
+	struct rg_response *r = &c->resp_plan;
+	__u32 text, total;
 
-	body_len = rg_format_body(c, w->respond, w->error, false);
-	if (body_len < 0)
+	if (rg_plan_response(c))
 		return -1;
-	base = rg_format_head(c, w->respond, close, false, 0);
-	if (base < 0)
+	text = r->text_len;
+	total = r->total_len;
+	if (rg_response_write(&c->resp, r, &c->db) != text || text == 0 || text > total ||
+	    text >= RG_RESP_TEXT_MAX) {
+		/* writer and plan disagree (never expected) */
+		rg_global_inc(internal_errors);
 		return -1;
-	if (target < (__u64)(base + body_len) && w->respond != RG_RESPOND_400) {
-		body_len = rg_format_body(c, w->respond, w->error, true);
-		if (body_len < 0)
-			return -1;
 	}
-	/* Content-Length covers the JSON and its padding; its digits change
-	 * the head's length (one OWS byte breaks a tie at a power of ten). */
-	base = rg_format_head(c, w->respond, close, false, 0);
-	if (base < 0)
+	if (rg_resize(skb, total))
 		return -1;
-	base -= 1; /* the "0" */
-	pad = false;
-	if (target > (__u64)base) {
-		found = rg_fit_length(target - base, body_len, &cl);
-		if (!found && target > (__u64)base + 1) {
-			pad = true;
-			found = rg_fit_length(target - base - 1, body_len, &cl);
-		}
-	}
-	if (!found) {
-		close = true; /* does not fit: grow, and close */
-		pad = false;
-		cl = body_len;
-	}
-	head_len = rg_format_head(c, w->respond, close, pad, cl);
-	if (head_len < 0)
+	if (bpf_skb_store_bytes(skb, 0, c->resp.b, ((text - 1) & (RG_RESP_TEXT_MAX - 1)) + 1, 0))
 		return -1;
-	total = head_len + cl;
-	if (rg_resize(skb, (__u32)total))
-		return -1;
-	if (bpf_skb_store_bytes(skb, 0, c->resp,
-				((head_len - 1) & (RG_RESPONSE_MAX - 1)) + 1, 0))
-		return -1;
-	if (bpf_skb_store_bytes(skb, head_len & (RG_RESPONSE_MAX - 1), c->body,
-				((body_len - 1) & (RG_RESPONSE_MAX / 2 - 1)) + 1, 0))
-		return -1;
-	if (total > (__u64)(head_len + body_len)) {
-		struct rg_pad_ctx p = {
-			.skb = skb,
-			.from = (__u32)(head_len + body_len),
-			.len = (__u32)total,
-		};
+	if (total > text) {
+		struct rg_pad_ctx p = { .skb = skb, .from = text, .len = total };
 
 		bpf_loop((p.len - p.from + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_pad_cb,
 			 &p, 0);
 		if (p.err)
 			return -1;
 	}
-	if (close) {
+	if (r->close) {
 		c->mode = RG_MODE_CLOSING;
-		if (total > target)
+		if ((__u64)total > (__u64)c->w.len + c->uncharged)
 			rg_global_inc(responses_close);
 	}
 	c->uncharged = 0;

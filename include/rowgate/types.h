@@ -7,12 +7,17 @@
 #ifndef RG_INLINE
 #define RG_INLINE static __always_inline
 #endif
+/* A global BPF function, verified once apart from its callers: the return
+ * value of a branchy helper then reaches them as a plain value instead of
+ * multiplying their states.  Only one BPF object may include its header. */
+#define RG_GLOBAL __noinline
 #else
 #include <linux/types.h>
 #include <stdbool.h>
 #ifndef RG_INLINE
 #define RG_INLINE static inline __attribute__((always_inline))
 #endif
+#define RG_GLOBAL static inline
 #endif
 
 #define RG_U64_MAX ((__u64)~0ULL)
