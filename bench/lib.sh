@@ -118,6 +118,60 @@ bl_start_vm() {
 		bl_die "victoria-metrics did not come up"
 }
 
+# Start InfluxDB 1.x in a cgroup of its own instead (figure 5): the server
+# that rejects over-limit writes itself.  Its own limit is
+# max-series-per-database = 1, with one series seeded in db bench: every
+# write of other series is read, parsed and answered 400 ("partial write:
+# max-series-per-database limit exceeded") without being stored.  Sets
+# BL_PORT, BL_CGROUP and INFLUX_PID.
+bl_start_influxdb() {
+	local root d=$BL_TMP/influx
+	root=$(bl_cgroup2_root)
+	[ -n "$root" ] || bl_die "no cgroup v2 hierarchy mounted"
+	BL_CGROUP="$root/rowgate-bench-$BL_NAME-$$"
+	mkdir "$BL_CGROUP" || bl_die "cannot create cgroup $BL_CGROUP"
+	bl_on_exit "rmdir '$BL_CGROUP'"
+	BL_PORT=$(bl_free_port) || bl_die "no free port"
+	local rpc_port
+	rpc_port=$(bl_free_port) || bl_die "no free port"
+	mkdir -p "$d"
+	cat >"$d/influxdb.conf" <<INF
+reporting-disabled = true
+bind-address = "127.0.0.1:$rpc_port"
+[meta]
+  dir = "$d/meta"
+[data]
+  dir = "$d/data"
+  wal-dir = "$d/wal"
+  query-log-enabled = false
+  max-series-per-database = 1
+[monitor]
+  store-enabled = false
+[continuous_queries]
+  enabled = false
+[http]
+  bind-address = "127.0.0.1:$BL_PORT"
+  log-enabled = false
+[logging]
+  level = "error"
+INF
+	(
+		echo "$BASHPID" >"$BL_CGROUP/cgroup.procs"
+		exec influxd -config "$d/influxdb.conf"
+	) >"$BL_TMP/influxd.log" 2>&1 &
+	INFLUX_PID=$!
+	bl_on_exit "kill -9 $INFLUX_PID; wait $INFLUX_PID"
+	bl_wait_for 30 curl -sf "http://127.0.0.1:$BL_PORT/ping" || bl_die "influxd did not come up"
+	curl -sf -XPOST "http://127.0.0.1:$BL_PORT/query" --data-urlencode 'q=CREATE DATABASE bench' \
+		>/dev/null || bl_die "influxd: CREATE DATABASE failed"
+	curl -sf -XPOST "http://127.0.0.1:$BL_PORT/write?db=bench" --data-binary 'seed v=1' ||
+		bl_die "influxd: the seed write failed"
+	# its own limit now rejects every other series
+	[ "$(curl -s -o /dev/null -w '%{http_code}' -XPOST "http://127.0.0.1:$BL_PORT/write?db=bench" \
+		--data-binary 'cpu,host=h1 user=1')" = 400 ] ||
+		bl_die "influxd does not reject over its max-series-per-database"
+}
+
 bl_mount_bpffs() {
 	mkdir -p "$BL_BPFFS_MNT"
 	mount -t bpf bpf "$BL_BPFFS_MNT" || bl_die "cannot mount a bpf filesystem"
