@@ -628,21 +628,30 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 	if (c->body_remaining - 1 < k)
 		k = (__u32)(c->body_remaining - 1);
 	to = from + k;
-	if (c->count_rows) {
-		for (i = from / 8; i < RG_WINDOW_BYTES / 8 && i * 8 < to; i++) {
-			__u32 lo = i * 8;
-			__u32 a = from > lo ? from - lo : 0;
-			__u32 b = to - lo;
-			__u64 x = *(__u64 *)&c->win[lo & (RG_WINDOW_BYTES - 8)];
+	if (c->count_rows && k) {
+		/* indexed as words: clang 14 loads a byte array at a variable
+		 * index byte by byte, even where it is aligned */
+		const __u64 *words = (const __u64 *)c->win;
+		struct rg_lp_state lp = c->lp;
+		__u32 first = from / 8, last = (to - 1) / 8;
+		__u64 rows;
 
-			if (a > 8)
-				a = 8;
-			if (b > 8)
-				b = 8;
-			if (a || b != 8) /* only the edge words need masking */
-				x = rg_lp_mask_word(x, a, b);
-			c->req_rows += rg_lp_count_word(&c->lp, x);
+		if (first >= RG_WINDOW_BYTES / 8 || last >= RG_WINDOW_BYTES / 8)
+			return 0;
+		if (first == last) {
+			rows = rg_lp_count_word(&lp, rg_lp_mask_word(words[first], from - first * 8,
+								      to - first * 8));
+		} else {
+			/* only the edge words are masked */
+			rows = rg_lp_count_word(&lp, rg_lp_mask_word(words[first], from - first * 8,
+								      8));
+			for (i = first + 1; i < last && i < RG_WINDOW_BYTES / 8; i++)
+				rows += rg_lp_count_word(&lp, words[i]);
+			rows += rg_lp_count_word(&lp,
+						 rg_lp_mask_word(words[last], 0, to - last * 8));
 		}
+		c->lp = lp;
+		c->req_rows += rows;
 	}
 	c->body_remaining -= k;
 	c->body_bytes += k;
