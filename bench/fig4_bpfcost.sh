@@ -67,14 +67,15 @@ cat <<'EOF2'
 **What makes it worse.** Longer heads (each head byte is one callback
 step); requests split over several skbs (each call pays the cookie and
 state lookup again, a split head is stashed and prepended); a rejection
-formats its response with `bpf_snprintf` (up to four times while sizing
-it) and pads it with spaces to the size of the bytes it replaces, so a
-larger rejected request costs more to answer; the tiny reject closes the
-connection and runs the verdict twice per request (cause not
-investigated).
+pads its response with spaces to the size of the bytes it replaces
+(256-byte stores), so a larger rejected request costs more to answer;
+the tiny reject closes the connection, and the client's FIN runs the
+verdict a second time.  (The 429 is written from literal pieces and
+sized by arithmetic, `include/rowgate/response.h`: `bpf_snprintf`, which
+cost 2–3 µs a rejection in perf, is gone.)
 
 **Next improvement.** Word-at-a-time head parsing (see figure 1) for
-every outcome; for rejections, format once into a template with fixed
-width fields instead of re-running `bpf_snprintf` while sizing.
+every outcome: each head byte is still a global-function call inside
+`bpf_loop`, the largest part of what is left.
 
 EOF2

@@ -3,19 +3,19 @@
 # Runs every figure (bench/fig*.sh) and writes bench/RESULTS.md: the
 # machine, kernel, commit and command, then each figure as ratios.
 #
-#   bench/run.sh                 all figures (~6 min)
+#   bench/run.sh                 all figures (~8 min)
 #   bench/run.sh 1 3             figures 1 and 3 only
 #   BENCH_OUT=/tmp/r.md bench/run.sh
 #
 # Knobs (environment): BENCH_SECONDS (3, per measured run), BENCH_RUNS (5,
-# figure 1 rounds), FIG2_RUNS / FIG3_RUNS / FIG4_RUNS (3), BENCH_CONNS (16),
+# figure 1 rounds), FIG2_RUNS .. FIG6_RUNS (3), BENCH_CONNS (16),
 # BENCH_THREADS (1), FIG3_MIB (64), BENCH_RAW=DIR keeps every run's raw line.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${BENCH_OUT:-$ROOT/bench/RESULTS.md}
 [ "$(id -u)" -eq 0 ] || { echo "bench/run.sh: needs root (BPF, cgroups)" >&2; exit 1; }
 figs=("$@")
-[ ${#figs[@]} -gt 0 ] || figs=(1 2 3 4)
+[ ${#figs[@]} -gt 0 ] || figs=(1 2 3 4 5 6)
 
 tmp=$(mktemp -d /tmp/rowgate-bench-run.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -57,8 +57,8 @@ comes from this one run, each comparison interleaved within its figure.
 | OS, kernel | Debian $(cat /etc/debian_version 2>/dev/null), Linux $(uname -r) |
 | commit | $commit |
 | command | \`make bench\` (= \`bench/run.sh ${figs[*]}\`) |
-| tools | $(dpkg-query -W -f '${Package} ${Version}, ' wrk nginx-light haproxy victoria-metrics clang-14 bpftool 2>/dev/null | sed 's/, $//') |
-| knobs | BENCH_SECONDS=${BENCH_SECONDS:-3} BENCH_RUNS=${BENCH_RUNS:-5} FIG2_RUNS=${FIG2_RUNS:-3} FIG3_RUNS=${FIG3_RUNS:-3} FIG4_RUNS=${FIG4_RUNS:-3} BENCH_CONNS=${BENCH_CONNS:-16} BENCH_THREADS=${BENCH_THREADS:-1} |
+| tools | $(dpkg-query -W -f '${Package} ${Version}, ' wrk nginx-light haproxy victoria-metrics influxdb linux-perf clang-14 bpftool 2>/dev/null | sed 's/, $//') |
+| knobs | BENCH_SECONDS=${BENCH_SECONDS:-3} BENCH_RUNS=${BENCH_RUNS:-5} FIG2_RUNS=${FIG2_RUNS:-3} FIG3_RUNS=${FIG3_RUNS:-3} FIG4_RUNS=${FIG4_RUNS:-3} FIG5_RUNS=${FIG5_RUNS:-3} FIG6_RUNS=${FIG6_RUNS:-3} BENCH_CONNS=${BENCH_CONNS:-16} BENCH_THREADS=${BENCH_THREADS:-1} |
 
 Everything runs on loopback: wrk, the limiter, victoria-metrics and the
 kernel path share the same cores, so a figure is a cost on this machine,

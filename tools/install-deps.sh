@@ -14,7 +14,7 @@ pkgs=(
 	# vmtest: Debian's 6.1 kernel under qemu
 	qemu-system-x86 busybox-static cpio
 	# benchmarks: userspace rate-limit baselines and load generators
-	wrk nginx-light haproxy
+	wrk nginx-light haproxy linux-perf
 )
 if [ "$(id -u)" -ne 0 ]; then
 	echo "install-deps: run as root (apt-get install)" >&2
