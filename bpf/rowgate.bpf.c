@@ -575,6 +575,17 @@ static __always_inline bool rg_head_skip_word(struct rg_http_head *h, __u64 x)
 	return true;
 }
 
+/* Body bytes ahead that are plain data: the rest of a Content-Length body
+ * or of the current chunk's data (0 elsewhere). */
+static __always_inline __u64 rg_data_ahead(const struct rg_conn *c)
+{
+	if (c->phase == RG_PHASE_BODY_LENGTH)
+		return c->body_remaining;
+	if (c->phase == RG_PHASE_BODY_CHUNKED && c->chunk.state == RG_CS_DATA)
+		return c->chunk.remaining;
+	return 0;
+}
+
 #define RG_BYTES_PER_STEP 8 /* byte steps per bpf_loop iteration */
 
 /* Up to RG_BYTES_PER_STEP bytes of the window per iteration (the frames of
@@ -590,8 +601,7 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 		p = w->pos;
 		if (w->stop || p >= w->win_len || p >= RG_WINDOW_BYTES)
 			return 1;
-		if (w->yield_to_bulk && c->phase == RG_PHASE_BODY_LENGTH &&
-		    c->body_remaining > 8)
+		if (w->yield_to_bulk && rg_data_ahead(c) > 8)
 			return 1;
 		if (c->phase == RG_PHASE_HEAD && p + 8 <= w->win_len &&
 		    p <= RG_WINDOW_BYTES - 8 &&
@@ -608,25 +618,27 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 
 
 /*
- * The bulk of a Content-Length body in the loaded window, from w->pos: whole
- * words through the SWAR counter instead of per-byte steps.  The last body
- * byte is left to the byte path, which ends the request.
+ * The bulk of a Content-Length body or of a chunk's data in the loaded
+ * window, from w->pos: whole words through the SWAR counter instead of
+ * per-byte steps.  The last byte of the body (or chunk) is left to the
+ * byte path, which ends the request (or the chunk).
  */
 __noinline int rg_bulk_body(struct rg_conn *c)
 {
 	struct rg_walk *w;
 	__u32 from, to, i, k;
+	__u64 ahead;
 
 	if (!c)
 		return 0;
 	w = &c->w;
-	if (c->phase != RG_PHASE_BODY_LENGTH || c->body_remaining <= 1 ||
-	    w->pos >= w->win_len || w->win_len > RG_WINDOW_BYTES)
+	ahead = rg_data_ahead(c);
+	if (ahead <= 1 || w->pos >= w->win_len || w->win_len > RG_WINDOW_BYTES)
 		return 0;
 	from = w->pos;
 	k = w->win_len - from;
-	if (c->body_remaining - 1 < k)
-		k = (__u32)(c->body_remaining - 1);
+	if (ahead - 1 < k)
+		k = (__u32)(ahead - 1);
 	to = from + k;
 	if (c->count_rows && k) {
 		/* indexed as words: clang 14 loads a byte array at a variable
@@ -653,7 +665,10 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 		c->lp = lp;
 		c->req_rows += rows;
 	}
-	c->body_remaining -= k;
+	if (c->phase == RG_PHASE_BODY_LENGTH)
+		c->body_remaining -= k;
+	else
+		c->chunk.remaining -= k;
 	c->body_bytes += k;
 	w->pos = to;
 	return 0;
