@@ -100,6 +100,9 @@ struct rg_response {
 
 /* Head and JSON of any response fit this; a plan above it is refused. */
 #define RG_RESP_TEXT_MAX 512
+/* Content-Length with padding: one skb and the ledger stay far below this
+ * (it keeps total_len's u32 arithmetic exact); a plan above it is refused. */
+#define RG_RESP_PADDED_MAX (512u << 10)
 /* The writer's buffer: pieces are copied in whole words at offsets below
  * RG_RESP_TEXT_MAX, digits written at offsets masked to the buffer. */
 #define RG_RESP_BUF_BYTES 1024
@@ -237,8 +240,7 @@ RG_INLINE int rg_response_plan(struct rg_response *r, __u64 target)
 	r->close = close;
 	r->text_len = base + r->ows + rg_dec_digits(r->content_length) + body_len;
 	r->total_len = r->text_len - body_len + (__u32)r->content_length;
-	return r->text_len < RG_RESP_TEXT_MAX && r->content_length < RG_RESP_TEXT_MAX * 1024 ? 0 :
-											       -1;
+	return r->text_len < RG_RESP_TEXT_MAX && r->content_length < RG_RESP_PADDED_MAX ? 0 : -1;
 }
 
 /* ---- the writer ---- */
