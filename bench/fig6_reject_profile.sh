@@ -27,7 +27,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	wait "$perf_pid"
 	perf script -i "$BL_TMP/perf.data" -F comm,ip,sym 2>/dev/null |
 		"$BL_PY" "$BL_ROOT/bench/perf_split.py" victoria-metric |
-		awk -v run="$r" '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $2 } END { print "" }' \
+		awk '{ printf "%s%s=%s", (NR > 1 ? " " : ""), $1, $2 } END { print "" }' \
 			>>"$raw.split"
 done
 bl_rowgated_stop
