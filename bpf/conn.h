@@ -80,6 +80,10 @@ struct rg_conn {
 	__u16 stash_len; /* head bytes held back (dropped, not yet passed) */
 	__u8 draining;   /* the accept-time drain runs the verdict */
 	__u8 db_len;     /* bytes of db.name */
+	__u8 profile;    /* enum rg_profile of the port, set by sockops */
+	__u8 port_flags; /* RG_PORT_* */
+	__u8 last_post;  /* the previous request's method was "POST" */
+	__u8 pad0;
 	__u32 uncharged; /* bytes received but not yet charged to TCP */
 	__u32 requests;
 	__u64 body_remaining;

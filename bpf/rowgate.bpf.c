@@ -19,12 +19,12 @@ char LICENSE[] SEC("license") = "GPL";
 #define SO_RCVLOWAT  18
 #define RG_SPACE     ' '
 
-/* ports: guarded local TCP port (host order) -> 1 */
+/* ports: guarded local TCP port (host order) -> its server profile */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RG_MAX_PORTS);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct rg_port);
 } RG_MAP_PORTS SEC(".maps");
 
 /* routes: request path -> protocol of its body */
@@ -282,7 +282,7 @@ static __always_inline void rg_copied_request_end(struct __sk_buff *skb, struct 
 
 static __always_inline void rg_request_reset(struct rg_conn *c)
 {
-	rg_http_head_init(&c->head, c->requests == 0);
+	rg_http_head_init(&c->head, c->requests == 0, c->profile, c->last_post);
 	c->phase = RG_PHASE_HEAD;
 	c->verdict = RG_REQ_PASS;
 	c->count_rows = 0;
@@ -357,17 +357,37 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 
 	return 0;
 }
 
+/* A request rowgate cannot read as the server would: on a guarded port it
+ * is answered 400 and the connection closed; only a port the operator
+ * marked passes bytes that are not HTTP at all. */
 static __always_inline void rg_fail(struct rg_conn *c, struct rg_walk *w, int err)
 {
-	if (err == RG_HEAD_ERR_NOT_HTTP) {
+	w->stop = 1;
+	if (err == RG_HEAD_ERR_NOT_HTTP && (c->port_flags & RG_PORT_ALLOW_UNPARSED)) {
 		c->mode = RG_MODE_PASSTHROUGH;
 		rg_global_inc(non_http_conns);
-	} else {
-		w->error = err;
-		w->respond = RG_RESPOND_400;
-		rg_global_inc(bad_requests);
+		return;
 	}
-	w->stop = 1;
+	w->error = err;
+	w->respond = RG_RESPOND_400;
+	rg_global_inc(bad_requests);
+	switch (err) {
+	case RG_HEAD_ERR_NOT_HTTP:
+		rg_global_inc(failclosed_not_http);
+		break;
+	case RG_HEAD_ERR_FRAMING:
+		rg_global_inc(failclosed_framing);
+		break;
+	case RG_HEAD_ERR_TOO_LARGE:
+		rg_global_inc(failclosed_too_large);
+		break;
+	case RG_HEAD_ERR_UNMODELED:
+		rg_global_inc(failclosed_unmodeled);
+		break;
+	default:
+		rg_global_inc(failclosed_malformed);
+		break;
+	}
 }
 
 /* The path ends in "/_bulk" (an Elasticsearch bulk endpoint of any index). */
@@ -412,6 +432,7 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 	h = &c->head;
 	c->keep_alive = rg_http_keep_alive(h);
 	c->verdict = RG_REQ_PASS;
+	c->last_post = h->method_post;
 	if (h->is_post && h->path_len < RG_PATH_MAX) {
 		/* the head was zeroed: bytes past path_len are NULs */
 		__builtin_memcpy(c->route_key.path, h->path, RG_PATH_MAX);
@@ -424,6 +445,9 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 			route = bpf_map_lookup_elem(&RG_MAP_ROUTES, &c->route_key);
 		}
 	}
+	/* a route of another server's paths is not a write here */
+	if (route && route->profiles && !(route->profiles & RG_PROFILE_BIT(c->profile & 31)))
+		route = NULL;
 	if (route && route->protocol > RG_PROTO_NONE && route->protocol < RG_PROTO_MAX &&
 	    (db_len = rg_http_head_db_padded(h, route->flags, &c->db)) >= 0) {
 		c->db_len = (__u8)db_len;
@@ -1047,11 +1071,13 @@ int rg_sockops(struct bpf_sock_ops *skops)
 {
 	__u32 port = skops->local_port, zero = 0;
 	__u64 cookie;
-	struct rg_conn *tmpl;
+	struct rg_conn *tmpl, *c;
+	struct rg_port *pv;
 
 	switch (skops->op) {
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
-		if (!bpf_map_lookup_elem(&RG_MAP_PORTS, &port))
+		pv = bpf_map_lookup_elem(&RG_MAP_PORTS, &port);
+		if (!pv)
 			break;
 		cookie = bpf_get_socket_cookie(skops);
 		tmpl = bpf_map_lookup_elem(&conn_zero, &zero);
@@ -1061,7 +1087,12 @@ int rg_sockops(struct bpf_sock_ops *skops)
 			rg_global_inc(conns_untracked);
 			break;
 		}
-		if (bpf_sock_hash_update(skops, &RG_MAP_SOCKHASH, &cookie, BPF_NOEXIST)) {
+		c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+		if (c) {
+			c->profile = pv->profile;
+			c->port_flags = pv->flags;
+		}
+		if (!c || bpf_sock_hash_update(skops, &RG_MAP_SOCKHASH, &cookie, BPF_NOEXIST)) {
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
 			rg_global_inc(conns_untracked);
 			break;

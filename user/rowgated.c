@@ -56,7 +56,10 @@ struct route_opt {
 
 struct config {
 	__u32 ports[RG_MAX_PORTS];
+	struct rg_port port_cfg[RG_MAX_PORTS]; /* profile and flags of ports[i] */
 	int nports;
+	__u32 allow_unparsed[RG_MAX_PORTS]; /* --allow-unparsed, applied after parsing */
+	int nallow_unparsed;
 	const char *cgroup;
 	char cgroup_buf[PATH_MAX];
 	const char *bpffs;
@@ -95,28 +98,50 @@ static const char *const state_maps[] = {
 	RG_STR(RG_MAP_GLOBAL),
 };
 
-/* The write routes of GreptimeDB, InfluxDB 1.x/2.x, Prometheus-compatible
- * receivers, VictoriaMetrics and Loki; /v1/sql and the rest pass. */
+/* Server profiles, as --port PORT=PROFILE spells them, and the well-known
+ * port that picks each by default (docs/server-profiles.md). */
+static const struct {
+	const char *name;
+	__u32 port;
+} profile_names[RG_PROFILE_MAX] = {
+	[RG_PROFILE_GREPTIMEDB] = { "greptimedb", 4000 },
+	[RG_PROFILE_INFLUXDB] = { "influxdb", 8086 },
+	[RG_PROFILE_VICTORIAMETRICS] = { "victoriametrics", 8428 },
+	[RG_PROFILE_PROMETHEUS] = { "prometheus", 9090 },
+	[RG_PROFILE_LOKI] = { "loki", 3100 },
+};
+
+#define P_GT RG_PROFILE_BIT(RG_PROFILE_GREPTIMEDB)
+#define P_IN RG_PROFILE_BIT(RG_PROFILE_INFLUXDB)
+#define P_VM RG_PROFILE_BIT(RG_PROFILE_VICTORIAMETRICS)
+#define P_PR RG_PROFILE_BIT(RG_PROFILE_PROMETHEUS)
+#define P_LK RG_PROFILE_BIT(RG_PROFILE_LOKI)
+
+/* The write routes of each server profile; /v1/sql and the rest pass.  The
+ * greptimedb profile keeps the generic paths it always had. */
 static const struct route_opt default_routes[] = {
-	{ "/v1/influxdb/write", { RG_PROTO_LINE, 0 } },
-	{ "/v1/influxdb/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
-	{ "/v1/prometheus/write", { RG_PROTO_PROM_RW, 0 } },
-	{ "/v1/otlp/v1/metrics", { RG_PROTO_OTLP_METRICS, 0 } },
-	{ "/v1/otlp/v1/logs", { RG_PROTO_OTLP_LOGS, 0 } },
-	{ "/v1/otlp/v1/traces", { RG_PROTO_OTLP_TRACES, 0 } },
-	{ "/v1/loki/api/v1/push", { RG_PROTO_LOKI, 0 } },
-	{ "/v1/elasticsearch/_bulk", { RG_PROTO_ES_BULK, 0 } },
-	{ RG_ROUTE_BULK_WILDCARD, { RG_PROTO_ES_BULK, 0 } }, /* /v1/elasticsearch/{index}/_bulk */
-	{ "/v1/ingest", { RG_PROTO_NDJSON, 0 } },
-	{ "/v1/events/logs", { RG_PROTO_NDJSON, 0 } },
-	{ "/v1/opentsdb/api/put", { RG_PROTO_OPENTSDB, 0 } },
-	{ "/write", { RG_PROTO_LINE, 0 } },
-	{ "/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
-	{ "/api/v1/write", { RG_PROTO_PROM_RW, 0 } },
-	{ "/api/v1/push", { RG_PROTO_PROM_RW, 0 } },
-	{ "/influx/write", { RG_PROTO_LINE, 0 } },
-	{ "/influx/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
-	{ "/loki/api/v1/push", { RG_PROTO_LOKI, RG_ROUTE_TENANT } },
+	{ "/v1/influxdb/write", { RG_PROTO_LINE, 0, P_GT } },
+	{ "/v1/influxdb/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM, P_GT } },
+	{ "/v1/prometheus/write", { RG_PROTO_PROM_RW, 0, P_GT } },
+	{ "/v1/otlp/v1/metrics", { RG_PROTO_OTLP_METRICS, 0, P_GT } },
+	{ "/v1/otlp/v1/logs", { RG_PROTO_OTLP_LOGS, 0, P_GT } },
+	{ "/v1/otlp/v1/traces", { RG_PROTO_OTLP_TRACES, 0, P_GT } },
+	{ "/v1/loki/api/v1/push", { RG_PROTO_LOKI, 0, P_GT } },
+	{ "/v1/elasticsearch/_bulk", { RG_PROTO_ES_BULK, 0, P_GT } },
+	/* /v1/elasticsearch/{index}/_bulk */
+	{ RG_ROUTE_BULK_WILDCARD, { RG_PROTO_ES_BULK, 0, P_GT } },
+	{ "/v1/ingest", { RG_PROTO_NDJSON, 0, P_GT } },
+	{ "/v1/events/logs", { RG_PROTO_NDJSON, 0, P_GT } },
+	{ "/v1/opentsdb/api/put", { RG_PROTO_OPENTSDB, 0, P_GT } },
+	{ "/write", { RG_PROTO_LINE, 0, P_GT | P_IN | P_VM } },
+	{ "/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM, P_GT | P_VM } },
+	{ "/api/v1/write", { RG_PROTO_PROM_RW, 0, P_GT | P_VM | P_PR } },
+	{ "/api/v1/push", { RG_PROTO_PROM_RW, 0, P_GT } },
+	{ "/influx/write", { RG_PROTO_LINE, 0, P_GT | P_VM } },
+	{ "/influx/api/v2/write", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM, P_GT | P_VM } },
+	{ "/prometheus/api/v1/write", { RG_PROTO_PROM_RW, 0, P_VM } },
+	{ "/api/v1/prom/write", { RG_PROTO_PROM_RW, 0, P_IN } },
+	{ "/loki/api/v1/push", { RG_PROTO_LOKI, RG_ROUTE_TENANT, P_GT | P_LK } },
 };
 
 /* Route protocol names, as --route and the routes file spell them. */
@@ -124,18 +149,18 @@ static const struct {
 	const char *name;
 	struct rg_route route;
 } route_names[] = {
-	{ "influx", { RG_PROTO_LINE, 0 } },
-	{ "influx-v2", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
-	{ "prom-rw", { RG_PROTO_PROM_RW, 0 } },
-	{ "otlp-metrics", { RG_PROTO_OTLP_METRICS, 0 } },
-	{ "otlp-logs", { RG_PROTO_OTLP_LOGS, 0 } },
-	{ "otlp-traces", { RG_PROTO_OTLP_TRACES, 0 } },
-	{ "loki", { RG_PROTO_LOKI, 0 } },
-	{ "loki-tenant", { RG_PROTO_LOKI, RG_ROUTE_TENANT } },
-	{ "es-bulk", { RG_PROTO_ES_BULK, 0 } },
-	{ "ndjson", { RG_PROTO_NDJSON, 0 } },
-	{ "opentsdb", { RG_PROTO_OPENTSDB, 0 } },
-	{ "none", { RG_PROTO_NONE, 0 } },
+	{ "influx", { RG_PROTO_LINE, 0, 0 } },
+	{ "influx-v2", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM, 0 } },
+	{ "prom-rw", { RG_PROTO_PROM_RW, 0, 0 } },
+	{ "otlp-metrics", { RG_PROTO_OTLP_METRICS, 0, 0 } },
+	{ "otlp-logs", { RG_PROTO_OTLP_LOGS, 0, 0 } },
+	{ "otlp-traces", { RG_PROTO_OTLP_TRACES, 0, 0 } },
+	{ "loki", { RG_PROTO_LOKI, 0, 0 } },
+	{ "loki-tenant", { RG_PROTO_LOKI, RG_ROUTE_TENANT, 0 } },
+	{ "es-bulk", { RG_PROTO_ES_BULK, 0, 0 } },
+	{ "ndjson", { RG_PROTO_NDJSON, 0, 0 } },
+	{ "opentsdb", { RG_PROTO_OPENTSDB, 0, 0 } },
+	{ "none", { RG_PROTO_NONE, 0, 0 } },
 };
 
 static void usage(FILE *out)
@@ -148,7 +173,16 @@ static void usage(FILE *out)
 		"servers in a cgroup, and serves rowgatectl on an admin socket.\n"
 		"\n"
 		"Options:\n"
-		"  -p, --port N            ingest TCP port to guard, repeatable (default %d)\n"
+		"  -p, --port N[=PROFILE]  ingest TCP port to guard, repeatable (default %d),\n"
+		"                          and the server behind it, whose reading of a\n"
+		"                          request rowgate follows: greptimedb, influxdb\n"
+		"                          (1.x), victoriametrics, prometheus or loki;\n"
+		"                          default by port: 8086 influxdb, 8428\n"
+		"                          victoriametrics, 9090 prometheus, 3100 loki,\n"
+		"                          any other greptimedb\n"
+		"      --allow-unparsed N  on guarded port N let a connection whose first\n"
+		"                          bytes are not HTTP pass unenforced (counted);\n"
+		"                          repeatable; default: answer 400 and close\n"
 		"  -c, --cgroup PATH       cgroup v2 directory holding the ingest servers\n"
 		"                          (default: the cgroup2 root)\n"
 		"  -b, --bpffs DIR         pin directory on a bpf filesystem (default %s)\n"
@@ -187,6 +221,7 @@ static void usage(FILE *out)
 		"Examples:\n"
 		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/greptimedb.service\n"
 		"  rowgated --foreground --port 8428 --log-level info\n"
+		"  rowgated --port 8086=influxdb --port 9000=victoriametrics\n"
 		"  rowgatectl limit set logs 10000\n",
 		RG_DEFAULT_PORT, RG_DEFAULT_BPFFS, RG_ADMIN_DEFAULT_PATH, RG_STATE_DEFAULT_PATH,
 		RG_LOG_LEVELS);
@@ -203,6 +238,29 @@ static int parse_port(const char *s, __u32 *port)
 		return -EINVAL;
 	*port = (__u32)v;
 	return 0;
+}
+
+/* PORT[=PROFILE]; without a profile the port's well-known server. */
+static int parse_port_profile(const char *s, __u32 *port, struct rg_port *pc)
+{
+	const char *eq = strchr(s, '=');
+	char num[16];
+	int i;
+
+	if ((eq ? (size_t)(eq - s) : strlen(s)) >= sizeof(num))
+		return -EINVAL;
+	snprintf(num, sizeof(num), "%.*s", eq ? (int)(eq - s) : (int)strlen(s), s);
+	if (parse_port(num, port))
+		return -EINVAL;
+	memset(pc, 0, sizeof(*pc));
+	pc->profile = RG_PROFILE_GREPTIMEDB;
+	for (i = 0; i < RG_PROFILE_MAX; i++) {
+		if (eq ? !strcmp(eq + 1, profile_names[i].name) : *port == profile_names[i].port) {
+			pc->profile = (__u8)i;
+			return 0;
+		}
+	}
+	return eq ? -ENOENT : 0;
 }
 
 static int parse_route(const char *s, struct route_opt *r)
@@ -278,7 +336,7 @@ static int find_cgroup2_root(char *buf, size_t len)
 
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
-	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE };
+	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -289,6 +347,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "route", required_argument, NULL, 'r' },
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
+		{ "allow-unparsed", required_argument, NULL, OPT_ALLOW_UNPARSED },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
 		{ "udp", required_argument, NULL, 'u' },
 		{ "foreground", no_argument, NULL, OPT_FOREGROUND },
@@ -315,15 +374,38 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 				pr_err("at most %d ports can be guarded", RG_MAX_PORTS);
 				return -EINVAL;
 			}
-			if (parse_port(optarg, &cfg->ports[cfg->nports])) {
-				pr_err("--port '%s': expected a TCP port number 1-65535", optarg);
+			switch (parse_port_profile(optarg, &cfg->ports[cfg->nports],
+						   &cfg->port_cfg[cfg->nports])) {
+			case 0:
+				break;
+			case -ENOENT:
+				pr_err("--port '%s': unknown server profile; expected greptimedb, "
+				       "influxdb, victoriametrics, prometheus or loki", optarg);
+				return -EINVAL;
+			default:
+				pr_err("--port '%s': expected PORT[=PROFILE], PORT a TCP port "
+				       "number 1-65535", optarg);
 				return -EINVAL;
 			}
 			for (i = 0; i < cfg->nports; i++)
 				if (cfg->ports[i] == cfg->ports[cfg->nports])
 					break;
+			if (i < cfg->nports &&
+			    cfg->port_cfg[i].profile != cfg->port_cfg[cfg->nports].profile) {
+				pr_err("--port %u given with two server profiles", cfg->ports[i]);
+				return -EINVAL;
+			}
 			if (i == cfg->nports)
 				cfg->nports++;
+			break;
+		case OPT_ALLOW_UNPARSED:
+			if (cfg->nallow_unparsed == RG_MAX_PORTS ||
+			    parse_port(optarg, &cfg->allow_unparsed[cfg->nallow_unparsed])) {
+				pr_err("--allow-unparsed '%s': expected a guarded TCP port number",
+				       optarg);
+				return -EINVAL;
+			}
+			cfg->nallow_unparsed++;
 			break;
 		case 'c':
 			cfg->cgroup = optarg;
@@ -415,8 +497,22 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		pr_err("--xdp-iface and --udp PORT=DB go together");
 		return -EINVAL;
 	}
-	if (cfg->nports == 0)
-		cfg->ports[cfg->nports++] = RG_DEFAULT_PORT;
+	if (cfg->nports == 0) {
+		cfg->ports[0] = RG_DEFAULT_PORT;
+		cfg->port_cfg[0].profile = RG_PROFILE_GREPTIMEDB;
+		cfg->nports = 1;
+	}
+	for (int k = 0; k < cfg->nallow_unparsed; k++) {
+		for (i = 0; i < cfg->nports; i++)
+			if (cfg->ports[i] == cfg->allow_unparsed[k])
+				break;
+		if (i == cfg->nports) {
+			pr_err("--allow-unparsed %u: not a guarded port (add --port %u)",
+			       cfg->allow_unparsed[k], cfg->allow_unparsed[k]);
+			return -EINVAL;
+		}
+		cfg->port_cfg[i].flags |= RG_PORT_ALLOW_UNPARSED;
+	}
 	if (!cfg->cgroup) {
 		if (find_cgroup2_root(cfg->cgroup_buf, sizeof(cfg->cgroup_buf))) {
 			pr_err("no cgroup v2 hierarchy is mounted; mount one or pass --cgroup");
@@ -608,13 +704,12 @@ static int populate_ports_routes(struct daemon *d)
 {
 	int ports_fd = bpf_map__fd(d->skel->maps.RG_MAP_PORTS);
 	int routes_fd = bpf_map__fd(d->skel->maps.RG_MAP_ROUTES);
-	__u32 one = 1;
 	size_t i;
 	int j;
 
 	map_clear(ports_fd, sizeof(__u32));
 	for (j = 0; j < d->cfg->nports; j++)
-		if (bpf_map_update_elem(ports_fd, &d->cfg->ports[j], &one, BPF_ANY))
+		if (bpf_map_update_elem(ports_fd, &d->cfg->ports[j], &d->cfg->port_cfg[j], BPF_ANY))
 			return -errno;
 	map_clear(routes_fd, sizeof(struct rg_route_key));
 	for (i = 0; i < sizeof(default_routes) / sizeof(default_routes[0]); i++) {
@@ -936,6 +1031,11 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	json_set_u64(g, "responses_close", gs.responses_close);
 	json_set_u64(g, "internal_errors", gs.internal_errors);
 	json_set_u64(g, "body_ring_full", gs.body_ring_full);
+	json_set_u64(g, "failclosed_not_http", gs.failclosed_not_http);
+	json_set_u64(g, "failclosed_malformed", gs.failclosed_malformed);
+	json_set_u64(g, "failclosed_framing", gs.failclosed_framing);
+	json_set_u64(g, "failclosed_too_large", gs.failclosed_too_large);
+	json_set_u64(g, "failclosed_unmodeled", gs.failclosed_unmodeled);
 	rg_reconciler_stats_json(d->rec, g);
 	rg_xdp_stats_json(d->cfg->bpffs, db, reply); /* -ENOENT: no UDP path */
 	json_object_set_new(reply, "databases", arr);

@@ -99,9 +99,33 @@ struct rg_route_key {
 struct rg_route {
 	__u32 protocol; /* enum rg_protocol */
 	__u32 flags;    /* RG_ROUTE_* */
+	__u32 profiles; /* bit (1 << enum rg_profile) per server that runs it; 0: all */
 };
 
-/* ports: local TCP port (host order) -> 1 when guarded. */
+/* What a guarded port serves: its server decides which method and path run
+ * a write and which database it lands in (docs/server-profiles.md). */
+enum rg_profile {
+	RG_PROFILE_GREPTIMEDB = 0,
+	RG_PROFILE_INFLUXDB = 1,       /* InfluxDB 1.x */
+	RG_PROFILE_VICTORIAMETRICS = 2,
+	RG_PROFILE_PROMETHEUS = 3,     /* remote-write receiver */
+	RG_PROFILE_LOKI = 4,
+	RG_PROFILE_MAX,
+};
+
+#define RG_PROFILE_BIT(p) (1U << (p))
+
+/* Go's net/http and url.Query read the request (every profile but GreptimeDB). */
+#define rg_profile_is_go(p) ((p) != RG_PROFILE_GREPTIMEDB)
+
+#define RG_PORT_ALLOW_UNPARSED (1U << 0) /* bytes that are not HTTP pass (counted) */
+
+/* ports: local TCP port (host order) -> what it guards. */
+struct rg_port {
+	__u8 profile; /* enum rg_profile */
+	__u8 flags;   /* RG_PORT_* */
+	__u8 pad[2];
+};
 
 /* proto_stats: (database, protocol) -> counters of that protocol. */
 struct rg_proto_key {
@@ -209,6 +233,14 @@ struct rg_global_stats {
 	__u64 responses_close;      /* 429s that had to close the connection */
 	__u64 internal_errors;      /* helper failures: passed unenforced */
 	__u64 body_ring_full;       /* body copies lost: estimates stand */
+	/* fail-closed outcomes on guarded ports, by reason (each also in
+	 * bad_requests or non_http_conns) */
+	__u64 failclosed_not_http;  /* first bytes not HTTP, port not --allow-unparsed: 400 */
+	__u64 failclosed_malformed; /* request line or header syntax: 400 */
+	__u64 failclosed_framing;   /* ambiguous or invalid body framing: 400 */
+	__u64 failclosed_too_large; /* head over the limit: 400 */
+	__u64 failclosed_unmodeled; /* a construct rowgate does not read as the
+				     * server would (target form, db ambiguity): 400 */
 };
 
 /* The effective quota of DESIGN §1: the assignment, capped by the limit,

@@ -5,6 +5,12 @@
  * duplicate or malformed lengths, codings other than "chunked", obs-fold,
  * whitespace before a colon, bare LF line ends and oversized heads are errors
  * that the caller answers with 400 and a closed connection.
+ *
+ * The request target and the query are read as the port's server reads them
+ * (enum rg_profile; docs/server-profiles.md cites the sources): Go's net/http
+ * and net/url at go1.19 for InfluxDB 1.x, VictoriaMetrics, Prometheus and
+ * Loki, GreptimeDB's raw rules for GreptimeDB.  What rowgate does not model
+ * is an error (RG_HEAD_ERR_UNMODELED), never a guess.
  */
 #ifndef ROWGATE_HTTP_H
 #define ROWGATE_HTTP_H
@@ -27,7 +33,13 @@ enum rg_head_result {
 	RG_HEAD_ERR_MALFORMED = -2, /* request line or header syntax */
 	RG_HEAD_ERR_TOO_LARGE = -3, /* head over RG_HEAD_MAX_BYTES */
 	RG_HEAD_ERR_FRAMING = -4,   /* ambiguous or invalid body framing */
+	RG_HEAD_ERR_UNMODELED = -5, /* valid to the server, but read in a way
+				     * rowgate does not model: refused */
 };
+
+/* Go's server discards up to this many CR/LF bytes before a request that
+ * follows a POST (net/http conn.readRequest, Peek(4)). */
+#define RG_GO_LEADING_CRLF_MAX 4
 
 enum rg_head_state {
 	RG_HS_METHOD = 0,
@@ -48,6 +60,12 @@ enum rg_head_state {
 	RG_HS_LINE_LF,
 	RG_HS_END_LF,
 	RG_HS_DONE,
+	RG_HS_LEAD,       /* before the method: CR/LF a server may skip */
+	RG_HS_ABS_SCHEME, /* Go: scheme of an absolute-form target */
+	RG_HS_ABS_COLON,  /* Go: after "scheme:" */
+	RG_HS_ABS_SLASH,  /* Go: after "scheme:/" */
+	RG_HS_ABS_AUTH,   /* Go: host[:port] after "scheme://" */
+	RG_HS_ABS_PORT,   /* Go: digits after the host's ':' */
 };
 
 /* Header names rowgate acts on. */
@@ -68,7 +86,14 @@ enum rg_query_param {
 	RG_QP_NONE = 0,
 	RG_QP_DB,
 	RG_QP_BUCKET,
+	RG_QP_EXTRA_LABEL, /* VictoriaMetrics: extra_label=name=value */
 };
+
+#define RG_QNAME_BYTES 12 /* longest parameter name rowgate reads: extra_label */
+
+/* A query pair as Go's url.ParseQuery sees it. */
+#define RG_QF_SEMICOLON  (1U << 0) /* contains ';': dropped (go1.17+) */
+#define RG_QF_BAD_ESCAPE (1U << 1) /* a '%' not followed by two hex digits: dropped */
 
 /* A captured database value: raw bytes, as long as a key can hold. */
 struct rg_db_value {
@@ -81,9 +106,18 @@ struct rg_db_value {
 struct rg_http_head {
 	__u32 head_bytes;
 	__u8 state;
-	__u8 first_request; /* non-HTTP bytes pass instead of 400 */
+	__u8 first_request; /* the connection's first bytes: may be non-HTTP */
+	__u8 profile;       /* enum rg_profile of the port */
+	__u8 after_post;    /* the previous request's method was "POST" */
+	__u8 lead;          /* CR/LF skipped before the method */
 	__u8 method_len;
-	__u8 is_post;       /* POST or PUT: a write */
+	__u8 is_post;       /* the method runs the write routes of the profile */
+	__u8 method_post;   /* the method is exactly "POST" */
+	__u8 path_slash;    /* VictoriaMetrics: a '/' that a next '/' merges into */
+	__u8 qflags;        /* RG_QF_* of the current query pair */
+	__u8 qpct;          /* query: 1 after '%', 2 after '%' and a hex digit */
+	__u8 qhi;
+	__u8 extra_db;      /* bytes of "db=" matched by an extra_label value */
 	__u8 version_len;
 	__u8 http_minor;
 	__u8 abs_slashes;
@@ -91,7 +125,7 @@ struct rg_http_head {
 	__u16 path_len;     /* may exceed RG_PATH_MAX: no route matches */
 	__u8 qname_len;
 	__u8 qparam;        /* enum rg_query_param of the current value */
-	__u8 qname[8];
+	__u8 qname[RG_QNAME_BYTES]; /* decoded (Go profiles) */
 	__u8 header;        /* enum rg_header_id of the current line */
 	__u8 token_len;
 	__u8 name_len;
@@ -127,10 +161,16 @@ struct rg_http_head {
 	 (__u64)(e) << 32 | (__u64)(f) << 40 | (__u64)(g) << 48 |             \
 	 (__u64)(h) << 56)
 
-RG_INLINE void rg_http_head_init(struct rg_http_head *h, bool first_request)
+/* A head of a request on a port of this profile; after_post: the request
+ * before it on the connection used the method "POST". */
+RG_INLINE void rg_http_head_init(struct rg_http_head *h, bool first_request, __u8 profile,
+				 bool after_post)
 {
 	__builtin_memset(h, 0, sizeof(*h));
 	h->first_request = first_request;
+	h->profile = profile;
+	h->after_post = after_post;
+	h->state = RG_HS_LEAD;
 }
 
 RG_INLINE __u8 rg_lower(__u8 c)
@@ -301,6 +341,10 @@ RG_INLINE int rg_header_begin(struct rg_http_head *h)
 	case RG_HDR_TRANSFER_ENCODING:
 		if (h->has_content_length || h->has_transfer_encoding)
 			return RG_HEAD_ERR_FRAMING;
+		/* Go ignores it on HTTP/1.0 (transfer.go parseTransferEncoding),
+		 * other servers honour it: no single reading */
+		if (h->http_minor == 0)
+			return RG_HEAD_ERR_FRAMING;
 		h->has_transfer_encoding = 1;
 		break;
 	case RG_HDR_DB_NAME:
@@ -382,38 +426,132 @@ RG_INLINE int rg_header_value_byte(struct rg_http_head *h, __u8 c)
 	return RG_HEAD_MORE;
 }
 
-/* A query parameter name ended at '=': start capturing its value. */
+RG_INLINE bool rg_is_alpha(__u8 c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+RG_INLINE bool rg_is_digit(__u8 c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* A query parameter name ended (at '=', or at the pair's end on Go
+ * profiles, where "db" alone is db=""): which value is it? */
 RG_INLINE void rg_query_param_begin(struct rg_http_head *h)
 {
+	const __u8 *n = h->qname;
 	struct rg_db_value *v = 0;
 
 	h->qparam = RG_QP_NONE;
-	if (h->qname_len == 2 && h->qname[0] == 'd' && h->qname[1] == 'b') {
+	if (h->qname_len == 2 && n[0] == 'd' && n[1] == 'b') {
 		h->qparam = RG_QP_DB;
 		v = &h->db_query;
-	} else if (h->qname_len == 6 && h->qname[0] == 'b' &&
-		   h->qname[1] == 'u' && h->qname[2] == 'c' &&
-		   h->qname[3] == 'k' && h->qname[4] == 'e' &&
-		   h->qname[5] == 't') {
+	} else if (!rg_profile_is_go(h->profile) && h->qname_len == 6 && n[0] == 'b' &&
+		   n[1] == 'u' && n[2] == 'c' && n[3] == 'k' && n[4] == 'e' && n[5] == 't') {
 		h->qparam = RG_QP_BUCKET;
 		v = &h->bucket_query;
+	} else if (h->profile == RG_PROFILE_VICTORIAMETRICS && h->qname_len == 11 &&
+		   n[0] == 'e' && n[1] == 'x' && n[2] == 't' && n[3] == 'r' && n[4] == 'a' &&
+		   n[5] == '_' && n[6] == 'l' && n[7] == 'a' && n[8] == 'b' && n[9] == 'e' &&
+		   n[10] == 'l') {
+		h->qparam = RG_QP_EXTRA_LABEL;
+		h->extra_db = 0;
 	}
-	/* GreptimeDB takes the first pair; later ones change nothing */
+	/* the first pair wins (Go: the first valid one, Query().Get) */
 	if (v && v->done)
 		h->qparam = RG_QP_NONE;
 	else if (v)
 		v->present = 1;
 }
 
-RG_INLINE void rg_query_param_end(struct rg_http_head *h)
+/*
+ * A query pair ended (at '&' or at the end of the target).  Go profiles:
+ * url.ParseQuery drops a pair that contains ';' or a bad escape, so a db
+ * captured from it is forgotten; an extra_label that adds a second db label
+ * (VictoriaMetrics appends it to the row's labels) has no single database.
+ */
+RG_INLINE int rg_query_param_end(struct rg_http_head *h)
 {
-	if (h->qparam == RG_QP_DB)
+	int r = RG_HEAD_MORE;
+
+	if (rg_profile_is_go(h->profile)) {
+		if (h->state == RG_HS_QUERY_NAME && h->qname_len)
+			rg_query_param_begin(h);
+		if (h->qpct)
+			h->qflags |= RG_QF_BAD_ESCAPE;
+		if (h->qparam == RG_QP_DB) {
+			if (h->qflags)
+				__builtin_memset(&h->db_query, 0, sizeof(h->db_query));
+			else
+				h->db_query.done = 1;
+		} else if (h->qparam == RG_QP_EXTRA_LABEL && !h->qflags && h->extra_db == 3) {
+			r = RG_HEAD_ERR_UNMODELED;
+		}
+	} else if (h->qparam == RG_QP_DB) {
 		h->db_query.done = 1;
-	else if (h->qparam == RG_QP_BUCKET)
+	} else if (h->qparam == RG_QP_BUCKET) {
 		h->bucket_query.done = 1;
+	}
 	h->qparam = RG_QP_NONE;
 	h->qname_len = 0;
+	h->qflags = 0;
+	h->qpct = 0;
+	return r;
 }
+
+/* One decoded byte of the current query pair (Go profiles). */
+RG_INLINE void rg_query_put(struct rg_http_head *h, __u8 d)
+{
+	if (h->state == RG_HS_QUERY_NAME) {
+		if (h->qname_len < RG_QNAME_BYTES)
+			h->qname[h->qname_len] = d;
+		if (h->qname_len < 0xff)
+			h->qname_len++;
+		return;
+	}
+	if (h->qparam == RG_QP_DB) {
+		rg_db_value_put(&h->db_query, d);
+	} else if (h->qparam == RG_QP_EXTRA_LABEL && h->extra_db < 3) {
+		__u8 want = h->extra_db == 0 ? 'd' : h->extra_db == 1 ? 'b' : '=';
+
+		h->extra_db = d == want ? h->extra_db + 1 : 0xff;
+	}
+}
+
+/* One raw query byte inside a name or a needed value, as url.QueryUnescape
+ * decodes it: "+" is a space, %XX a byte, any other '%' spoils the pair. */
+RG_INLINE void rg_query_decode(struct rg_http_head *h, __u8 c)
+{
+	int v;
+
+	if (c == ';')
+		h->qflags |= RG_QF_SEMICOLON;
+	if (h->qpct) {
+		v = rg_hex_value(c);
+		if (v < 0) {
+			h->qflags |= RG_QF_BAD_ESCAPE;
+			h->qpct = 0;
+			return;
+		}
+		if (h->qpct == 1) {
+			h->qhi = (__u8)v;
+			h->qpct = 2;
+			return;
+		}
+		h->qpct = 0;
+		rg_query_put(h, (__u8)(h->qhi << 4 | v));
+		return;
+	}
+	if (c == '%') {
+		h->qpct = 1;
+		return;
+	}
+	rg_query_put(h, c == '+' ? ' ' : c);
+}
+
+/* A query byte on a Go profile (raw c, any query state). */
+RG_INLINE int rg_query_step_go(struct rg_http_head *h, __u8 c);
 
 RG_INLINE void rg_path_put(struct rg_http_head *h, __u8 c)
 {
@@ -423,6 +561,22 @@ RG_INLINE void rg_path_put(struct rg_http_head *h, __u8 c)
 		h->path_len++;
 }
 
+/* One decoded path byte: VictoriaMetrics routes on
+ * strings.Replace(path, "//", "/", -1), so each pair of slashes is one. */
+RG_INLINE void rg_path_char(struct rg_http_head *h, __u8 c)
+{
+	if (h->profile == RG_PROFILE_VICTORIAMETRICS && c == '/') {
+		if (h->path_slash) {
+			h->path_slash = 0;
+			return;
+		}
+		h->path_slash = 1;
+	} else {
+		h->path_slash = 0;
+	}
+	rg_path_put(h, c);
+}
+
 /* The request line's target ended (at SP): only the version follows. */
 RG_INLINE int rg_target_end(struct rg_http_head *h)
 {
@@ -430,6 +584,68 @@ RG_INLINE int rg_target_end(struct rg_http_head *h)
 		rg_path_put(h, '/');
 	h->state = RG_HS_VERSION;
 	return RG_HEAD_MORE;
+}
+
+RG_INLINE int rg_query_step_go(struct rg_http_head *h, __u8 c)
+{
+	int r;
+
+	if (c == ' ') {
+		r = rg_query_param_end(h);
+		return r ? r : rg_target_end(h);
+	}
+	if (c < 0x21 || c == 0x7f)
+		return RG_HEAD_ERR_MALFORMED;
+	if (c == '&') {
+		r = rg_query_param_end(h);
+		h->state = RG_HS_QUERY_NAME;
+		return r;
+	}
+	if (c == '=' && h->state == RG_HS_QUERY_NAME) {
+		/* ParseQuery cuts at the first '=', then unescapes each side */
+		if (h->qpct)
+			h->qflags |= RG_QF_BAD_ESCAPE;
+		h->qpct = 0;
+		rg_query_param_begin(h);
+		h->state = h->qparam ? RG_HS_QUERY_VALUE : RG_HS_QUERY_SKIP;
+		return RG_HEAD_MORE;
+	}
+	if (h->state != RG_HS_QUERY_SKIP)
+		rg_query_decode(h, c);
+	return RG_HEAD_MORE;
+}
+
+/* The method of a finished request line runs the profile's write routes:
+ * VictoriaMetrics dispatches on the path alone (vminsert RequestHandler),
+ * GreptimeDB's routes take POST (and PUT), the others POST only. */
+RG_INLINE bool rg_http_write_method(const struct rg_http_head *h)
+{
+	bool post = h->method == RG_W8('P', 'O', 'S', 'T', 0, 0, 0, 0);
+	bool put = h->method == RG_W8('P', 'U', 'T', 0, 0, 0, 0, 0);
+
+	if (h->profile == RG_PROFILE_VICTORIAMETRICS)
+		return true;
+	if (h->profile == RG_PROFILE_GREPTIMEDB)
+		return post || put;
+	return post;
+}
+
+/* Host and port of an absolute-form target ended at c (Go profiles). */
+RG_INLINE int rg_abs_authority_end(struct rg_http_head *h, __u8 c)
+{
+	if (c == '/') {
+		h->state = RG_HS_PATH;
+		rg_path_char(h, c);
+		return RG_HEAD_MORE;
+	}
+	if (c == '?') {
+		h->state = RG_HS_QUERY_NAME;
+		return RG_HEAD_MORE;
+	}
+	if (c == ' ')
+		return rg_target_end(h);
+	/* userinfo, IP literals, escapes: valid to url.Parse or not, unmodeled */
+	return RG_HEAD_ERR_UNMODELED;
 }
 
 /*
@@ -442,16 +658,29 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		return RG_HEAD_ERR_TOO_LARGE;
 
 	switch (h->state) {
+	case RG_HS_LEAD:
+		/* Go skips CR/LF in the 4 bytes after a POST request (for old
+		 * clients); anywhere else an empty request line is malformed */
+		if ((c == '\r' || c == '\n') && rg_profile_is_go(h->profile) && h->after_post &&
+		    h->lead < RG_GO_LEADING_CRLF_MAX) {
+			h->lead++;
+			return RG_HEAD_MORE;
+		}
+		h->state = RG_HS_METHOD;
+		/* fall through */
 	case RG_HS_METHOD:
-		if (c >= 'A' && c <= 'Z' && h->method_len < RG_METHOD_MAX_BYTES) {
+		/* any token is a method (Go validMethod, httparse) */
+		if (rg_is_tchar(c)) {
+			if (h->method_len >= RG_METHOD_MAX_BYTES)
+				return RG_HEAD_ERR_UNMODELED;
 			if (h->method_len < 8)
 				h->method |= (__u64)c << (h->method_len * 8);
 			h->method_len++;
 			return RG_HEAD_MORE;
 		}
 		if (c == ' ' && h->method_len > 0) {
-			h->is_post = h->method == RG_W8('P', 'O', 'S', 'T', 0, 0, 0, 0) ||
-				     h->method == RG_W8('P', 'U', 'T', 0, 0, 0, 0, 0);
+			h->method_post = h->method == RG_W8('P', 'O', 'S', 'T', 0, 0, 0, 0);
+			h->is_post = rg_http_write_method(h);
 			h->state = RG_HS_TARGET_START;
 			return RG_HEAD_MORE;
 		}
@@ -461,17 +690,24 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 	case RG_HS_TARGET_START:
 		if (c == '/') {
 			h->state = RG_HS_PATH;
-			rg_path_put(h, c);
+			rg_path_char(h, c);
 			return RG_HEAD_MORE;
 		}
 		if (c == ' ' || c < 0x21 || c == 0x7f)
 			return RG_HEAD_ERR_MALFORMED;
+		if (rg_profile_is_go(h->profile)) {
+			/* url.ParseRequestURI: a scheme, or no write ("*", opaque) */
+			if (!rg_is_alpha(c))
+				return RG_HEAD_ERR_UNMODELED;
+			h->state = RG_HS_ABS_SCHEME;
+			return RG_HEAD_MORE;
+		}
 		h->state = RG_HS_ABS_TARGET; /* scheme://authority/path or '*' */
 		return RG_HEAD_MORE;
 	case RG_HS_ABS_TARGET:
 		if (c == '/' && ++h->abs_slashes == 3) {
 			h->state = RG_HS_PATH;
-			rg_path_put(h, c);
+			rg_path_char(h, c);
 			return RG_HEAD_MORE;
 		}
 		if (c == '?') {
@@ -483,6 +719,42 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		if (c < 0x21 || c == 0x7f)
 			return RG_HEAD_ERR_MALFORMED;
 		return RG_HEAD_MORE;
+	case RG_HS_ABS_SCHEME:
+		if (c == ':') {
+			h->state = RG_HS_ABS_COLON;
+			return RG_HEAD_MORE;
+		}
+		if (rg_is_alpha(c) || rg_is_digit(c) || c == '+' || c == '-' || c == '.')
+			return RG_HEAD_MORE;
+		return RG_HEAD_ERR_UNMODELED;
+	case RG_HS_ABS_COLON:
+		if (c == '/') {
+			h->state = RG_HS_ABS_SLASH;
+			return RG_HEAD_MORE;
+		}
+		return RG_HEAD_ERR_UNMODELED; /* opaque: path "" */
+	case RG_HS_ABS_AUTH:
+		if (rg_is_alpha(c) || rg_is_digit(c) || c == '.' || c == '-' || c == '_' ||
+		    c == '~')
+			return RG_HEAD_MORE;
+		if (c == ':') {
+			h->state = RG_HS_ABS_PORT;
+			return RG_HEAD_MORE;
+		}
+		return rg_abs_authority_end(h, c);
+	case RG_HS_ABS_PORT:
+		if (rg_is_digit(c))
+			return RG_HEAD_MORE;
+		return rg_abs_authority_end(h, c);
+	case RG_HS_ABS_SLASH:
+		if (c == '/') {
+			h->state = RG_HS_ABS_AUTH;
+			return RG_HEAD_MORE;
+		}
+		/* "scheme:/path": that slash began the path */
+		h->state = RG_HS_PATH;
+		rg_path_char(h, '/');
+		/* fall through */
 	case RG_HS_PATH:
 		if (c == ' ')
 			return rg_target_end(h);
@@ -492,11 +764,13 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		}
 		if (c < 0x21 || c == 0x7f)
 			return RG_HEAD_ERR_MALFORMED;
-		if (c == '%') {
+		/* InfluxDB's router (bmizerany/pat) matches URL.EscapedPath(),
+		 * which is the target as sent whenever it holds an escape */
+		if (c == '%' && h->profile != RG_PROFILE_INFLUXDB) {
 			h->state = RG_HS_PATH_PCT1;
 			return RG_HEAD_MORE;
 		}
-		rg_path_put(h, c);
+		rg_path_char(h, c);
 		return RG_HEAD_MORE;
 	case RG_HS_PATH_PCT1:
 		if (rg_hex_value(c) < 0)
@@ -504,13 +778,22 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		h->pct_hi = (__u8)rg_hex_value(c);
 		h->state = RG_HS_PATH_PCT2;
 		return RG_HEAD_MORE;
-	case RG_HS_PATH_PCT2:
+	case RG_HS_PATH_PCT2: {
+		__u8 d;
+
 		if (rg_hex_value(c) < 0)
 			return RG_HEAD_ERR_MALFORMED;
-		rg_path_put(h, (__u8)(h->pct_hi << 4 | rg_hex_value(c)));
+		d = (__u8)(h->pct_hi << 4 | rg_hex_value(c));
+		/* a NUL would end the route key early */
+		if (d == 0)
+			return RG_HEAD_ERR_UNMODELED;
+		rg_path_char(h, d);
 		h->state = RG_HS_PATH;
 		return RG_HEAD_MORE;
+	}
 	case RG_HS_QUERY_NAME:
+		if (rg_profile_is_go(h->profile))
+			return rg_query_step_go(h, c);
 		if (c == ' ') {
 			rg_query_param_end(h);
 			return rg_target_end(h);
@@ -526,13 +809,15 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 			h->state = h->qparam ? RG_HS_QUERY_VALUE : RG_HS_QUERY_SKIP;
 			return RG_HEAD_MORE;
 		}
-		if (h->qname_len < sizeof(h->qname))
-			h->qname[h->qname_len & 7] = c;
+		if (h->qname_len < RG_QNAME_BYTES)
+			h->qname[h->qname_len] = c;
 		if (h->qname_len < 0xff)
 			h->qname_len++;
 		return RG_HEAD_MORE;
 	case RG_HS_QUERY_VALUE:
 	case RG_HS_QUERY_SKIP:
+		if (rg_profile_is_go(h->profile))
+			return rg_query_step_go(h, c);
 		if (c == ' ' || c == '&') {
 			rg_query_param_end(h);
 			if (c == ' ')
@@ -628,16 +913,20 @@ RG_INLINE bool rg_http_keep_alive(const struct rg_http_head *h)
 }
 
 /*
- * Which value names the database of a finished head, GreptimeDB's
+ * Which value names the database of a finished head.  GreptimeDB's
  * precedence: the X-Greptime-DB-Name header, then `db`, then `bucket` on
  * InfluxDB v2 routes, else none ("public"); an empty `db`/`bucket` counts as
- * absent.  Routes that say so take X-Scope-OrgID (Loki tenants) first.
+ * absent.  Go servers: Query().Get("db") alone, the first valid pair even
+ * when empty (none).  Routes that say so take X-Scope-OrgID (Loki tenants)
+ * first.
  */
 RG_INLINE const struct rg_db_value *rg_http_head_db_value(const struct rg_http_head *h,
 							  __u32 route_flags)
 {
 	if ((route_flags & RG_ROUTE_TENANT) && h->tenant.present && h->tenant.len)
 		return &h->tenant;
+	if (rg_profile_is_go(h->profile))
+		return h->db_query.done && h->db_query.len ? &h->db_query : 0;
 	if (h->db_header.present)
 		return &h->db_header;
 	if (h->db_query.present && h->db_query.len)
@@ -669,6 +958,16 @@ RG_INLINE int rg_http_head_db(const struct rg_http_head *h, __u32 route_flags,
 
 	if (!v)
 		return rg_db_key_public(key);
+	/* only GreptimeDB knows catalogs: "greptime-x" is x there alone */
+	if (rg_profile_is_go(h->profile)) {
+		__u32 i;
+
+		if (v->len >= RG_DB_NAME_MAX)
+			return -1;
+		for (i = 0; i < RG_DB_NAME_MAX; i++)
+			key->name[i] = i < v->len ? v->raw[i] : 0;
+		return (int)v->len;
+	}
 	return rg_db_key_from_raw(key, v->raw, v->len, sizeof(v->raw));
 }
 
@@ -680,6 +979,12 @@ RG_INLINE int rg_http_head_db_padded(const struct rg_http_head *h, __u32 route_f
 
 	if (!v)
 		return rg_db_key_public(key);
+	if (rg_profile_is_go(h->profile)) {
+		if (v->len >= RG_DB_NAME_MAX)
+			return -1;
+		__builtin_memcpy(key->name, v->raw, RG_DB_NAME_MAX);
+		return (int)v->len;
+	}
 	return rg_db_key_from_padded(key, v->raw, v->len);
 }
 

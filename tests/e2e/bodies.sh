@@ -2,6 +2,7 @@
 # (d) Large, chunked and Expect: 100-continue bodies from curl: admitted ones
 # reach the server byte-exact (every row stored with its value), rejected
 # ones are answered cleanly and leave nothing behind.
+RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_setup
 URL="http://127.0.0.1:$RG_PORT/write?db=bodies"

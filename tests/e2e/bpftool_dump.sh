@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # (e) The pinned maps read well with bpftool: per-database counters with
 # their field names, equal to what was sent; /metrics says the same.
+RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd bpftool
 METRICS_PORT=$(rg_free_port) || rg_fail "no free port"

@@ -2,6 +2,7 @@
 # (a) Every admitted write is stored and no rejected write is: the rows
 # victoria-metrics stores equal the rows rowgate admitted, exactly, under
 # concurrent load from several keep-alive clients.
+RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_setup
 rg_ctl limit set exact 400 >/dev/null || rg_fail "limit set"

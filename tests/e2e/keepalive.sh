@@ -2,6 +2,7 @@
 # (c) One keep-alive connection carrying admitted and rejected writes mixed:
 # responses arrive in order, the connection is reused throughout, and a
 # kernel 429 never overtakes a server response (pipelined requests).
+RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_setup
 rg_ctl limit set ka 20 >/dev/null || rg_fail "limit set"

@@ -2,6 +2,7 @@
 # (f) kill -9 of rowgated under load: no admitted request is lost or
 # corrupted, enforcement continues from the pins, and a restarted rowgated
 # adopts them (same maps, debt intact).
+RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd bpftool
 rg_setup

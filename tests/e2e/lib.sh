@@ -4,6 +4,7 @@
 # bpffs, admin socket and state file.  Everything a test creates is removed by
 # the EXIT trap, whether it passes or fails.
 #
+#   RG_PROFILE=victoriametrics  # how rowgate reads requests on the port
 #   source "$(dirname "$0")/lib.sh"
 #   rg_require_root; rg_require_cmd victoria-metrics
 #   rg_setup            # VM + rowgated; sets RG_PORT, RG_CTL, VM_PID, ...
@@ -128,10 +129,13 @@ rg_mount_bpffs() {
 }
 
 # Start rowgated in the foreground (background job) and wait for its socket;
-# arguments are added to its command line.
+# arguments are added to its command line.  RG_PROFILE: the server profile of
+# RG_PORT, which every test states (greptimedb reads requests as GreptimeDB
+# does, whatever server stores them).
 rg_start_rowgated() {
+	[ -n "${RG_PROFILE:-}" ] || rg_fail "the test does not state RG_PROFILE"
 	# RG_WRAP: a command prefix, e.g. nsenter into a test's network namespace
-	${RG_WRAP:-} "$RG_ROWGATED" --foreground --port "$RG_PORT" --cgroup "$RG_CGROUP" \
+	${RG_WRAP:-} "$RG_ROWGATED" --foreground --port "$RG_PORT=$RG_PROFILE" --cgroup "$RG_CGROUP" \
 		--bpffs "$RG_BPFFS" --admin-socket "$RG_SOCK" --state-file "$RG_STATE" \
 		--log-level info "$@" >>"$RG_TMP/rowgated.log" 2>&1 &
 	RG_PID=$!

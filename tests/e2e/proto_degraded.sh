@@ -8,6 +8,7 @@
 # After SIGCONT or a restart reconciliation resumes.  Malformed compressed
 # bodies are counted undecodable, passed or rejected exactly as admission
 # decided, their estimate stands, and nothing crashes.
+RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd bpftool zstd
 rg_setup

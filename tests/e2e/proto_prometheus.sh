@@ -16,6 +16,7 @@
 # batch is dropped by Prometheus, so nothing is stored twice and sample
 # timestamps stay close to admission time.  With true Prometheus would resend
 # and fall ever further behind its WAL while the stored rate stays the limit.
+RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd prometheus
 LIMIT=${PROM_LIMIT:-1000}

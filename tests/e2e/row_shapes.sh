@@ -5,6 +5,7 @@
 # line without a newline; Content-Length and chunked bodies, sent whole or
 # in random pieces.  The rows rowgate charges equal an independent count of
 # the same bodies by GreptimeDB's rule, request by request.
+RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_setup
 rg_ctl limit set shapes 1000000000000 >/dev/null || rg_fail "limit set"

@@ -6,6 +6,7 @@
 #   2. a request head split across three sends (admitted and rejected)
 #   3. a rejected request whose body spans hundreds of skbs
 #   4. a 429 for a request smaller than the response (Connection: close)
+RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_setup
 rg_ctl limit set acct 100 >/dev/null || rg_fail "limit set"

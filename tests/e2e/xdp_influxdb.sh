@@ -10,6 +10,7 @@
 #
 # rowgated runs in the server's network namespace (nsenter keeps the mounts,
 # so its cgroup and bpffs stay visible) with --xdp-iface and --udp.
+RG_PROFILE=influxdb # rowgate reads requests as InfluxDB 1.x does
 source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd influxd ip curl ss "$RG_PY"
