@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# rowgate reads a request as the guarded server does: every case's raw bytes
+# go through rowgate to a real victoria-metrics (profile victoriametrics) and
+# a real InfluxDB 1.x (profile influxdb) while database `t` is deep in debt,
+# and what the server stored per database must equal what rowgate charged,
+# unless rowgate itself refused the request (its 429 or 400) and the server
+# stored nothing.  Hand-written cases for each way a reading can differ
+# (method, path, absolute form, escapes, `;` pairs, duplicates, leading
+# CRLF, HTTP/1.0 framing, GreptimeDB's header on a Go server) and generated
+# combinations; server_view.py has the cases and the comparison.
+RG_PROFILE=victoriametrics # on RG_PORT; influxd's port is guarded as influxdb
+source "$(dirname "$0")/lib.sh"
+rg_require_root
+rg_require_cmd victoria-metrics influxd curl ss "$RG_PY"
+[ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
+rg_mount_bpffs
+rg_start_vm
+
+# InfluxDB 1.x on free loopback ports, in the cgroup rowgated guards
+IN_PORT=$(rg_free_port) || rg_fail "no free port"
+IN_RPC=$(rg_free_port) || rg_fail "no free port"
+mkdir -p "$RG_TMP/influx"
+cat >"$RG_TMP/influxdb.conf" <<CONF
+reporting-disabled = true
+bind-address = "127.0.0.1:$IN_RPC"
+[meta]
+  dir = "$RG_TMP/influx/meta"
+[data]
+  dir = "$RG_TMP/influx/data"
+  wal-dir = "$RG_TMP/influx/wal"
+  query-log-enabled = false
+[monitor]
+  store-enabled = false
+[continuous_queries]
+  enabled = false
+[http]
+  bind-address = "127.0.0.1:$IN_PORT"
+  log-enabled = false
+[logging]
+  level = "warn"
+CONF
+(
+	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
+	exec influxd -config "$RG_TMP/influxdb.conf"
+) >"$RG_TMP/influxd.log" 2>&1 &
+IN_PID=$!
+rg_on_exit "kill -9 $IN_PID; wait $IN_PID"
+rg_wait_for 30 curl -sf "http://127.0.0.1:$IN_PORT/ping" || rg_fail "influxd did not come up"
+
+rg_start_rowgated --port "$IN_PORT=influxdb"
+for db in t free; do
+	curl -sf -XPOST "http://127.0.0.1:$IN_PORT/query" --data-urlencode "q=CREATE DATABASE $db" \
+		>/dev/null || rg_fail "CREATE DATABASE $db"
+done
+rg_ctl limit set t 1 >/dev/null || rg_fail "limit set t"
+rg_ctl limit set free 1000000000000 >/dev/null || rg_fail "limit set free"
+rg_ctl limit set public 1000000000000 >/dev/null || rg_fail "limit set public"
+
+# one admitted batch of 20,000 rows leaves t ~20,000 s in debt
+"$RG_PY" -c 'import sys; sys.stdout.write("".join("seed_debt,k=%d v=1\n" % i for i in range(20000)))' \
+	>"$RG_TMP/seed.lp"
+code=$(curl -s -o /dev/null -w '%{http_code}' --data-binary @"$RG_TMP/seed.lp" \
+	"http://127.0.0.1:$RG_PORT/write?db=t")
+rg_check "the seed batch is admitted ($code)" [ "$code" = 204 ]
+debt=$(rg_stat t debt_rows)
+rg_check "t is in debt ($debt rows)" [ "$debt" -ge 19000 ]
+
+ok=0
+for server in vm influxdb; do
+	port=$RG_PORT
+	[ "$server" = influxdb ] && port=$IN_PORT
+	rg_log "---- $server ----"
+	if "$RG_PY" "$RG_ROOT/tests/e2e/server_view.py" --server "$server" --port "$port" \
+		--ctl "$RG_ROWGATECTL" --socket "$RG_SOCK" --generated "${RG_VIEW_GENERATED:-60}" \
+		>"$RG_TMP/view-$server.out" 2>&1; then
+		rg_log "$server: $(tail -n 1 "$RG_TMP/view-$server.out")"
+	else
+		cat "$RG_TMP/view-$server.out"
+		ok=1
+	fi
+done
+[ "$ok" -eq 0 ] || rg_fail "rowgate and the server read some requests differently"
+rg_ctl --json stats | "$RG_PY" -c 'import json,sys; g=json.load(sys.stdin)["global"]; print(" ".join("%s=%d" % (k, v) for k, v in sorted(g.items()) if k.startswith("failclosed")))' |
+	while read -r l; do rg_log "fail-closed counters: $l"; done
+rg_pass
