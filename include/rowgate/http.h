@@ -79,6 +79,7 @@ enum rg_header_id {
 	RG_HDR_TENANT,  /* X-Scope-OrgID: the db on routes that say so */
 	RG_HDR_CONTENT_TYPE,
 	RG_HDR_CONTENT_ENCODING,
+	RG_HDR_HOST,
 };
 
 /* Which query parameter a value belongs to. */
@@ -138,7 +139,8 @@ struct rg_http_head {
 	__u8 conn_keep_alive;
 	__u8 cl_digits;
 	__u8 cl_done;       /* OWS after the digits: only OWS may follow */
-	__u8 pad[2];
+	__u8 host_count;    /* Host header lines, counted to 2 */
+	__u8 pad;
 	__u64 method;       /* first 8 bytes of the method, little-endian */
 	__u64 name_words[RG_HDR_NAME_WORDS];
 	__u64 content_length;
@@ -222,6 +224,10 @@ RG_INLINE enum rg_header_id rg_header_lookup(const struct rg_http_head *h)
 	const __u64 *w = h->name_words;
 
 	switch (h->name_len) {
+	case 4:
+		if (w[0] == RG_W8('h', 'o', 's', 't', 0, 0, 0, 0))
+			return RG_HDR_HOST;
+		break;
 	case 6:
 		if (w[0] == RG_W8('e', 'x', 'p', 'e', 'c', 't', 0, 0))
 			return RG_HDR_EXPECT;
@@ -358,6 +364,10 @@ RG_INLINE int rg_header_begin(struct rg_http_head *h)
 			h->header = RG_HDR_OTHER;
 		else
 			h->tenant.present = 1;
+		break;
+	case RG_HDR_HOST:
+		if (h->host_count < 2)
+			h->host_count++;
 		break;
 	}
 	return RG_HEAD_MORE;
@@ -896,6 +906,11 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		return rg_header_value_byte(h, c);
 	case RG_HS_END_LF:
 		if (c != '\n')
+			return RG_HEAD_ERR_MALFORMED;
+		/* Go refuses these before any handler (server.go readRequest):
+		 * no write, so no charge */
+		if (rg_profile_is_go(h->profile) &&
+		    (h->host_count > 1 || (h->http_minor == 1 && h->host_count == 0)))
 			return RG_HEAD_ERR_MALFORMED;
 		h->state = RG_HS_DONE;
 		/* a body without framing has length 0 (RFC 9112 §6.3 rule 7) */

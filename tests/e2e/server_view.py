@@ -32,9 +32,9 @@ def body(cid, n=ROWS):
     return b"".join(b"sv_%s,k=%d v=1\n" % (cid.encode(), i) for i in range(n))
 
 
-def req(method, target, cid, headers=(), version=b"HTTP/1.1", lead=b""):
+def req(method, target, cid, headers=(), version=b"HTTP/1.1", lead=b"", host=b"Host: h\r\n"):
     b = body(cid)
-    head = lead + method + b" " + target + b" " + version + b"\r\nHost: h\r\n"
+    head = lead + method + b" " + target + b" " + version + b"\r\n" + host
     head += b"Content-Length: %d\r\n" % len(b)
     for h in headers:
         head += h + b"\r\n"
@@ -84,6 +84,12 @@ def hand_cases():
     add("influx-prefix", lambda i: req(b"POST", b"/influx//write?db=t", i))
     add("extra-label-db", lambda i: req(b"POST", b"/write?db=free&extra_label=db=t", i))
     add("http10", lambda i: req(b"POST", b"/write?db=t", i, version=b"HTTP/1.0"))
+    # Go refuses these before any handler: nothing may be charged
+    add("no-host", lambda i: req(b"POST", b"/write?db=free", i, host=b""))
+    add("two-hosts", lambda i: req(b"POST", b"/write?db=free", i,
+                                   host=b"Host: a\r\nHost: b\r\n"))
+    add("http10-no-host", lambda i: req(b"POST", b"/write?db=free", i, host=b"",
+                                        version=b"HTTP/1.0"))
     add("http10-te", lambda i: (b"POST /write?db=free HTTP/1.0\r\nHost: h\r\n"
                                 b"Transfer-Encoding: chunked\r\n\r\n"
                                 b"%x\r\n" % len(body(i)) + body(i) + b"\r\n0\r\n\r\n"))

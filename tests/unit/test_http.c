@@ -286,43 +286,43 @@ static const char *db_as(__u8 p, const char *head)
  * bucket, no catalog prefix. */
 static void test_go_query(void)
 {
-	EXPECT_DB_AS(VM, "POST /write?db=a HTTP/1.1\r\n\r\n", "a");
-	EXPECT_DB_AS(VM, "POST /write?db=my%20db HTTP/1.1\r\n\r\n", "my db");
-	EXPECT_DB_AS(VM, "POST /write?db=my+db HTTP/1.1\r\n\r\n", "my db");
-	EXPECT_DB_AS(VM, "POST /write?d%62=x HTTP/1.1\r\n\r\n", "x");
-	EXPECT_DB_AS(VM, "POST /write?db=a;b&db=c HTTP/1.1\r\n\r\n", "c");
-	EXPECT_DB_AS(VM, "POST /write?db;x=a&db=c HTTP/1.1\r\n\r\n", "c");
-	EXPECT_DB_AS(VM, "POST /write?db=a%zz&db=c HTTP/1.1\r\n\r\n", "c");
-	EXPECT_DB_AS(VM, "POST /write?db=a%2&db=c HTTP/1.1\r\n\r\n", "c");
-	EXPECT_DB_AS(VM, "POST /write?db=a% HTTP/1.1\r\n\r\n", "public");
-	EXPECT_DB_AS(VM, "POST /write?d%=a&db=c HTTP/1.1\r\n\r\n", "c");
-	EXPECT_DB_AS(VM, "POST /write?db=a&db=c HTTP/1.1\r\n\r\n", "a");
-	EXPECT_DB_AS(VM, "POST /write?db=&db=c HTTP/1.1\r\n\r\n", "public");
-	EXPECT_DB_AS(VM, "POST /write?db&db=c HTTP/1.1\r\n\r\n", "public");
-	EXPECT_DB_AS(VM, "POST /write?&&db=c& HTTP/1.1\r\n\r\n", "c");
-	EXPECT_DB_AS(VM, "POST /write?db=a=b HTTP/1.1\r\n\r\n", "a=b");
-	EXPECT_DB_AS(VM, "POST /write?db=%3B HTTP/1.1\r\n\r\n", ";");
-	EXPECT_DB_AS(VM, "POST /write?db=greptime-x HTTP/1.1\r\n\r\n", "greptime-x");
-	EXPECT_DB_AS(VM, "POST /write?db=q HTTP/1.1\r\nX-Greptime-DB-Name: h\r\n\r\n", "q");
-	EXPECT_DB_AS(VM, "POST /write HTTP/1.1\r\nX-Greptime-DB-Name: h\r\n\r\n", "public");
-	EXPECT_DB_AS(VM, "POST /api/v2/write?bucket=b HTTP/1.1\r\n\r\n", "public");
-	EXPECT_DB_AS(IN, "POST /write?db=a%26b HTTP/1.1\r\n\r\n", "a&b");
-	EXPECT_DB_AS(IN, "POST /write?extra_label=db%3Dx&db=a HTTP/1.1\r\n\r\n", "a");
+	EXPECT_DB_AS(VM, "POST /write?db=a HTTP/1.1\r\nHost: h\r\n\r\n", "a");
+	EXPECT_DB_AS(VM, "POST /write?db=my%20db HTTP/1.1\r\nHost: h\r\n\r\n", "my db");
+	EXPECT_DB_AS(VM, "POST /write?db=my+db HTTP/1.1\r\nHost: h\r\n\r\n", "my db");
+	EXPECT_DB_AS(VM, "POST /write?d%62=x HTTP/1.1\r\nHost: h\r\n\r\n", "x");
+	EXPECT_DB_AS(VM, "POST /write?db=a;b&db=c HTTP/1.1\r\nHost: h\r\n\r\n", "c");
+	EXPECT_DB_AS(VM, "POST /write?db;x=a&db=c HTTP/1.1\r\nHost: h\r\n\r\n", "c");
+	EXPECT_DB_AS(VM, "POST /write?db=a%zz&db=c HTTP/1.1\r\nHost: h\r\n\r\n", "c");
+	EXPECT_DB_AS(VM, "POST /write?db=a%2&db=c HTTP/1.1\r\nHost: h\r\n\r\n", "c");
+	EXPECT_DB_AS(VM, "POST /write?db=a% HTTP/1.1\r\nHost: h\r\n\r\n", "public");
+	EXPECT_DB_AS(VM, "POST /write?d%=a&db=c HTTP/1.1\r\nHost: h\r\n\r\n", "c");
+	EXPECT_DB_AS(VM, "POST /write?db=a&db=c HTTP/1.1\r\nHost: h\r\n\r\n", "a");
+	EXPECT_DB_AS(VM, "POST /write?db=&db=c HTTP/1.1\r\nHost: h\r\n\r\n", "public");
+	EXPECT_DB_AS(VM, "POST /write?db&db=c HTTP/1.1\r\nHost: h\r\n\r\n", "public");
+	EXPECT_DB_AS(VM, "POST /write?&&db=c& HTTP/1.1\r\nHost: h\r\n\r\n", "c");
+	EXPECT_DB_AS(VM, "POST /write?db=a=b HTTP/1.1\r\nHost: h\r\n\r\n", "a=b");
+	EXPECT_DB_AS(VM, "POST /write?db=%3B HTTP/1.1\r\nHost: h\r\n\r\n", ";");
+	EXPECT_DB_AS(VM, "POST /write?db=greptime-x HTTP/1.1\r\nHost: h\r\n\r\n", "greptime-x");
+	EXPECT_DB_AS(VM, "POST /write?db=q HTTP/1.1\r\nHost: h\r\nX-Greptime-DB-Name: h\r\n\r\n", "q");
+	EXPECT_DB_AS(VM, "POST /write HTTP/1.1\r\nHost: h\r\nX-Greptime-DB-Name: h\r\n\r\n", "public");
+	EXPECT_DB_AS(VM, "POST /api/v2/write?bucket=b HTTP/1.1\r\nHost: h\r\n\r\n", "public");
+	EXPECT_DB_AS(IN, "POST /write?db=a%26b HTTP/1.1\r\nHost: h\r\n\r\n", "a&b");
+	EXPECT_DB_AS(IN, "POST /write?extra_label=db%3Dx&db=a HTTP/1.1\r\nHost: h\r\n\r\n", "a");
 	/* a second db label through extra_label: no single database */
-	EXPECT_DB_AS(VM, "POST /write?db=a&extra_label=db=x HTTP/1.1\r\n\r\n", "<unmodeled>");
-	EXPECT_DB_AS(VM, "POST /write?extra_label=d%62%3Dx HTTP/1.1\r\n\r\n", "<unmodeled>");
-	EXPECT_DB_AS(VM, "POST /write?db=a&extra_label=dbx=x HTTP/1.1\r\n\r\n", "a");
-	EXPECT_DB_AS(VM, "POST /write?db=a&extra_label=db=x;y HTTP/1.1\r\n\r\n", "a");
+	EXPECT_DB_AS(VM, "POST /write?db=a&extra_label=db=x HTTP/1.1\r\nHost: h\r\n\r\n", "<unmodeled>");
+	EXPECT_DB_AS(VM, "POST /write?extra_label=d%62%3Dx HTTP/1.1\r\nHost: h\r\n\r\n", "<unmodeled>");
+	EXPECT_DB_AS(VM, "POST /write?db=a&extra_label=dbx=x HTTP/1.1\r\nHost: h\r\n\r\n", "a");
+	EXPECT_DB_AS(VM, "POST /write?db=a&extra_label=db=x;y HTTP/1.1\r\nHost: h\r\n\r\n", "a");
 	{
 		char head[256], name[80];
 
 		memset(name, 'n', 63);
 		name[63] = 0;
-		snprintf(head, sizeof(head), "POST /write?db=%s HTTP/1.1\r\n\r\n", name);
+		snprintf(head, sizeof(head), "POST /write?db=%s HTTP/1.1\r\nHost: h\r\n\r\n", name);
 		EXPECT_DB_AS(VM, head, name);
-		snprintf(head, sizeof(head), "POST /write?db=%sX HTTP/1.1\r\n\r\n", name);
+		snprintf(head, sizeof(head), "POST /write?db=%sX HTTP/1.1\r\nHost: h\r\n\r\n", name);
 		EXPECT_DB_AS(VM, head, "<too long>");
-		snprintf(head, sizeof(head), "POST /write?db=greptime-%s HTTP/1.1\r\n\r\n", name);
+		snprintf(head, sizeof(head), "POST /write?db=greptime-%s HTTP/1.1\r\nHost: h\r\n\r\n", name);
 		EXPECT_DB_AS(VM, head, "<too long>");
 	}
 }
@@ -331,72 +331,84 @@ static void test_go_query(void)
  * server's routing. */
 static void test_go_request_line(void)
 {
-	EXPECT_PATH_AS(VM, "POST //write HTTP/1.1\r\n\r\n", "/write");
-	EXPECT_PATH_AS(VM, "POST ///write HTTP/1.1\r\n\r\n", "//write");
-	EXPECT_PATH_AS(VM, "POST ////write HTTP/1.1\r\n\r\n", "//write");
-	EXPECT_PATH_AS(VM, "POST /%2Fwrite HTTP/1.1\r\n\r\n", "/write");
-	EXPECT_PATH_AS(VM, "POST /influx//write HTTP/1.1\r\n\r\n", "/influx/write");
-	EXPECT_PATH_AS(IN, "POST //write HTTP/1.1\r\n\r\n", "//write");
-	EXPECT_PATH_AS(IN, "POST /%77rite HTTP/1.1\r\n\r\n", "/%77rite");
-	EXPECT_PATH_AS(IN, "POST /%2Fwrite HTTP/1.1\r\n\r\n", "/%2Fwrite");
-	EXPECT_PATH_AS(VM, "POST http://h:8428/write?db=a HTTP/1.1\r\n\r\n", "/write");
-	EXPECT_PATH_AS(VM, "POST HTTP://h//write HTTP/1.1\r\n\r\n", "/write");
-	EXPECT_PATH_AS(VM, "POST foo+bar://h/write HTTP/1.1\r\n\r\n", "/write");
-	EXPECT_PATH_AS(VM, "POST http:///write HTTP/1.1\r\n\r\n", "/write");
-	EXPECT_PATH_AS(VM, "POST http:/write HTTP/1.1\r\n\r\n", "/write");
-	EXPECT_PATH_AS(IN, "POST http://h/write?db=a HTTP/1.1\r\n\r\n", "/write");
-	EXPECT_DB_AS(VM, "POST http://h/write?db=a HTTP/1.1\r\n\r\n", "a");
-	EXPECT_DB_AS(VM, "POST http://h?db=a HTTP/1.1\r\n\r\n", "a");
-	CHECK(parse_as(VM, false, "POST http://u@h/write HTTP/1.1\r\n\r\n") ==
+	EXPECT_PATH_AS(VM, "POST //write HTTP/1.1\r\nHost: h\r\n\r\n", "/write");
+	EXPECT_PATH_AS(VM, "POST ///write HTTP/1.1\r\nHost: h\r\n\r\n", "//write");
+	EXPECT_PATH_AS(VM, "POST ////write HTTP/1.1\r\nHost: h\r\n\r\n", "//write");
+	EXPECT_PATH_AS(VM, "POST /%2Fwrite HTTP/1.1\r\nHost: h\r\n\r\n", "/write");
+	EXPECT_PATH_AS(VM, "POST /influx//write HTTP/1.1\r\nHost: h\r\n\r\n", "/influx/write");
+	EXPECT_PATH_AS(IN, "POST //write HTTP/1.1\r\nHost: h\r\n\r\n", "//write");
+	EXPECT_PATH_AS(IN, "POST /%77rite HTTP/1.1\r\nHost: h\r\n\r\n", "/%77rite");
+	EXPECT_PATH_AS(IN, "POST /%2Fwrite HTTP/1.1\r\nHost: h\r\n\r\n", "/%2Fwrite");
+	EXPECT_PATH_AS(VM, "POST http://h:8428/write?db=a HTTP/1.1\r\nHost: h\r\n\r\n", "/write");
+	EXPECT_PATH_AS(VM, "POST HTTP://h//write HTTP/1.1\r\nHost: h\r\n\r\n", "/write");
+	EXPECT_PATH_AS(VM, "POST foo+bar://h/write HTTP/1.1\r\nHost: h\r\n\r\n", "/write");
+	EXPECT_PATH_AS(VM, "POST http:///write HTTP/1.1\r\nHost: h\r\n\r\n", "/write");
+	EXPECT_PATH_AS(VM, "POST http:/write HTTP/1.1\r\nHost: h\r\n\r\n", "/write");
+	EXPECT_PATH_AS(IN, "POST http://h/write?db=a HTTP/1.1\r\nHost: h\r\n\r\n", "/write");
+	EXPECT_DB_AS(VM, "POST http://h/write?db=a HTTP/1.1\r\nHost: h\r\n\r\n", "a");
+	EXPECT_DB_AS(VM, "POST http://h?db=a HTTP/1.1\r\nHost: h\r\n\r\n", "a");
+	CHECK(parse_as(VM, false, "POST http://u@h/write HTTP/1.1\r\nHost: h\r\n\r\n") ==
 		      RG_HEAD_ERR_UNMODELED, "userinfo is not modelled");
-	CHECK(parse_as(VM, false, "POST http://h:x/write HTTP/1.1\r\n\r\n") ==
+	CHECK(parse_as(VM, false, "POST http://h:x/write HTTP/1.1\r\nHost: h\r\n\r\n") ==
 		      RG_HEAD_ERR_UNMODELED, "a port that is not a number");
-	CHECK(parse_as(VM, false, "POST http:write HTTP/1.1\r\n\r\n") == RG_HEAD_ERR_UNMODELED,
+	CHECK(parse_as(VM, false, "POST http:write HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_ERR_UNMODELED,
 	      "opaque target");
-	CHECK(parse_as(VM, false, "OPTIONS * HTTP/1.1\r\n\r\n") == RG_HEAD_ERR_UNMODELED,
+	CHECK(parse_as(VM, false, "OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_ERR_UNMODELED,
 	      "asterisk-form");
-	CHECK(parse_as(VM, false, "POST write HTTP/1.1\r\n\r\n") == RG_HEAD_ERR_UNMODELED,
+	CHECK(parse_as(VM, false, "POST write HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_ERR_UNMODELED,
 	      "no scheme, no slash");
-	CHECK(parse_as(VM, false, "POST /wr%00ite HTTP/1.1\r\n\r\n") == RG_HEAD_ERR_UNMODELED,
+	CHECK(parse_as(VM, false, "POST /wr%00ite HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_ERR_UNMODELED,
 	      "a NUL in the path");
-	CHECK(parse_as(VM, false, "POST /wr%zzite HTTP/1.1\r\n\r\n") == RG_HEAD_ERR_MALFORMED,
+	CHECK(parse_as(VM, false, "POST /wr%zzite HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_ERR_MALFORMED,
 	      "a bad escape in the path: Go's 400 too");
 
 	/* any token is a method; VictoriaMetrics writes for every one */
-	CHECK(parse_as(VM, false, "post /write HTTP/1.1\r\n\r\n") == RG_HEAD_DONE && h.is_post &&
+	CHECK(parse_as(VM, false, "post /write HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_DONE && h.is_post &&
 		      !h.method_post, "lowercase method writes on victoriametrics");
-	CHECK(parse_as(VM, false, "GET /write HTTP/1.1\r\n\r\n") == RG_HEAD_DONE && h.is_post,
+	CHECK(parse_as(VM, false, "GET /write HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_DONE && h.is_post,
 	      "GET writes on victoriametrics");
-	CHECK(parse_as(VM, false, "X-Y!~ /write HTTP/1.1\r\n\r\n") == RG_HEAD_DONE && h.is_post,
+	CHECK(parse_as(VM, false, "X-Y!~ /write HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_DONE && h.is_post,
 	      "token method");
-	CHECK(parse_as(IN, false, "post /write HTTP/1.1\r\n\r\n") == RG_HEAD_DONE && !h.is_post,
+	CHECK(parse_as(IN, false, "post /write HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_DONE && !h.is_post,
 	      "lowercase post is not POST on influxdb");
-	CHECK(parse_as(IN, false, "PUT /write HTTP/1.1\r\n\r\n") == RG_HEAD_DONE && !h.is_post,
+	CHECK(parse_as(IN, false, "PUT /write HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_DONE && !h.is_post,
 	      "influxdb writes on POST only");
-	CHECK(parse_as(IN, false, "POST /write HTTP/1.1\r\n\r\n") == RG_HEAD_DONE && h.is_post &&
+	CHECK(parse_as(IN, false, "POST /write HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_DONE && h.is_post &&
 		      h.method_post, "POST on influxdb");
-	CHECK(parse_as(RG_PROFILE_GREPTIMEDB, false, "PUT /write HTTP/1.1\r\n\r\n") ==
+	CHECK(parse_as(RG_PROFILE_GREPTIMEDB, false, "PUT /write HTTP/1.1\r\nHost: h\r\n\r\n") ==
 		      RG_HEAD_DONE && h.is_post, "greptimedb keeps PUT");
-	CHECK(parse_as(VM, false, "ABCDEFGHIJKLMNOPQ /write HTTP/1.1\r\n\r\n") ==
+	CHECK(parse_as(VM, false, "ABCDEFGHIJKLMNOPQ /write HTTP/1.1\r\nHost: h\r\n\r\n") ==
 		      RG_HEAD_ERR_UNMODELED, "methods over 16 bytes are not modelled");
 	CHECK(parse_as(VM, false, "POST /write HTTP/1.2\r\n\r\n") == RG_HEAD_ERR_MALFORMED,
 	      "only HTTP/1.0 and 1.1");
 
 	/* leading CR/LF: Go skips up to four after a POST, none otherwise */
-	CHECK(parse_as(VM, true, "\r\nPOST /write HTTP/1.1\r\n\r\n") == RG_HEAD_DONE &&
+	CHECK(parse_as(VM, true, "\r\nPOST /write HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_DONE &&
 		      h.is_post, "CRLF after a POST");
-	CHECK(parse_as(VM, true, "\n\n\r\nPOST /write HTTP/1.1\r\n\r\n") == RG_HEAD_DONE,
+	CHECK(parse_as(VM, true, "\n\n\r\nPOST /write HTTP/1.1\r\nHost: h\r\n\r\n") == RG_HEAD_DONE,
 	      "four CR/LF after a POST");
-	CHECK(parse_as(VM, true, "\r\n\r\n\r\nPOST /write HTTP/1.1\r\n\r\n") ==
+	CHECK(parse_as(VM, true, "\r\n\r\n\r\nPOST /write HTTP/1.1\r\nHost: h\r\n\r\n") ==
 		      RG_HEAD_ERR_MALFORMED, "a fifth is an empty request line");
-	CHECK(parse_as(VM, false, "\r\nPOST /write HTTP/1.1\r\n\r\n") < 0,
+	CHECK(parse_as(VM, false, "\r\nPOST /write HTTP/1.1\r\nHost: h\r\n\r\n") < 0,
 	      "CRLF first on a connection");
 	profile = VM;
-	CHECK(parse("\r\nPOST /write HTTP/1.1\r\n\r\n", 0, 0) == RG_HEAD_ERR_MALFORMED,
+	CHECK(parse("\r\nPOST /write HTTP/1.1\r\nHost: h\r\n\r\n", 0, 0) == RG_HEAD_ERR_MALFORMED,
 	      "CRLF after a GET");
 	profile = RG_PROFILE_GREPTIMEDB;
-	CHECK(parse_as(RG_PROFILE_GREPTIMEDB, true, "\r\nPOST /write HTTP/1.1\r\n\r\n") < 0,
+	CHECK(parse_as(RG_PROFILE_GREPTIMEDB, true, "\r\nPOST /write HTTP/1.1\r\nHost: h\r\n\r\n") < 0,
 	      "greptimedb: no leading lines");
+
+	/* Host: Go answers 400 without one on HTTP/1.1, and with two */
+	CHECK(parse_as(VM, false, "POST /write HTTP/1.1\r\nHost: a\r\n\r\n") == RG_HEAD_DONE,
+	      "one Host");
+	CHECK(parse_as(VM, false, "POST /write HTTP/1.1\r\nX: 1\r\n\r\n") ==
+		      RG_HEAD_ERR_MALFORMED, "no Host on HTTP/1.1");
+	CHECK(parse_as(VM, false, "POST /write HTTP/1.0\r\n\r\n") == RG_HEAD_DONE,
+	      "no Host on HTTP/1.0");
+	CHECK(parse_as(IN, false, "POST /write HTTP/1.0\r\nhost: a\r\nHOST: b\r\n\r\n") ==
+		      RG_HEAD_ERR_MALFORMED, "two Host lines");
+	CHECK(parse_as(RG_PROFILE_GREPTIMEDB, false, "POST /write HTTP/1.1\r\nHost: h\r\n\r\n") ==
+		      RG_HEAD_DONE, "greptimedb: no Host rule");
 
 	/* HTTP/1.0 with Transfer-Encoding: Go ignores it, others do not */
 	CHECK(parse_as(VM, false, "POST /write HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n") ==
