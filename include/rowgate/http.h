@@ -1017,6 +1017,7 @@ enum rg_chunk_state {
 	RG_CS_TRAILER_LF,
 	RG_CS_END_LF,
 	RG_CS_DONE,
+	RG_CS_SIZE_WS,     /* blanks after the size: only CR may follow */
 };
 
 enum rg_chunk_result {
@@ -1055,10 +1056,24 @@ RG_INLINE int rg_chunked_step(struct rg_chunked *s, __u8 c)
 		}
 		if (s->digits == 0)
 			return RG_CHUNK_ERR;
-		if (c == ';' || c == ' ' || c == '\t') {
+		if (c == ';') {
 			s->state = RG_CS_EXT;
 			return RG_CHUNK_FRAMING;
 		}
+		/* Go trims trailing blanks and then wants hex digits alone
+		 * (internal/chunked.go readChunkLine), hyper allows blanks
+		 * before ';': only blanks then CRLF reads the same in both */
+		if (c == ' ' || c == '\t') {
+			s->state = RG_CS_SIZE_WS;
+			return RG_CHUNK_FRAMING;
+		}
+		if (c != '\r')
+			return RG_CHUNK_ERR;
+		s->state = RG_CS_SIZE_LF;
+		return RG_CHUNK_FRAMING;
+	case RG_CS_SIZE_WS:
+		if (c == ' ' || c == '\t')
+			return RG_CHUNK_FRAMING;
 		if (c != '\r')
 			return RG_CHUNK_ERR;
 		s->state = RG_CS_SIZE_LF;

@@ -93,6 +93,12 @@ def hand_cases():
     add("http10-te", lambda i: (b"POST /write?db=free HTTP/1.0\r\nHost: h\r\n"
                                 b"Transfer-Encoding: chunked\r\n\r\n"
                                 b"%x\r\n" % len(body(i)) + body(i) + b"\r\n0\r\n\r\n"))
+    # chunk-size lines Go refuses (blanks before ';', text after the size)
+    for name, sep in (("chunk-blank-ext", b" ;x"), ("chunk-size-junk", b" junk")):
+        add(name, (lambda sep: lambda i: (
+            b"POST /write?db=free HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
+            b"Connection: close\r\n\r\n%x" % len(body(i)) + sep + b"\r\n" + body(i) +
+            b"\r\n0\r\n\r\n"))(sep))
     add("lead-crlf-first", lambda i: req(b"POST", b"/write?db=t", i, lead=b"\r\n"))
     # after a POST on the same connection Go skips up to four CR/LF
     add("lead-crlf-after-post",

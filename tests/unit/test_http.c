@@ -188,6 +188,12 @@ static void test_chunked(void)
 	CHECK(chunked("5\r\nhelloX\r\n", &data, &used) == RG_CHUNK_ERR, "data longer than size");
 	CHECK(chunked("1000000000000000\r\n", &data, &used) == RG_CHUNK_ERR, "size overflow");
 	CHECK(chunked("5\nhello", &data, &used) == RG_CHUNK_ERR, "bare LF");
+	CHECK(chunked("5 \t\r\nhello\r\n0\r\n\r\n", &data, &used) == RG_CHUNK_DONE &&
+		      data == 5, "blanks after the size");
+	CHECK(chunked("5 ;x\r\nhello\r\n0\r\n\r\n", &data, &used) == RG_CHUNK_ERR,
+	      "blanks before ';': Go refuses, hyper accepts");
+	CHECK(chunked("5 junk\r\nhello\r\n0\r\n\r\n", &data, &used) == RG_CHUNK_ERR,
+	      "text after the size without ';'");
 }
 
 static void test_captured_headers(void)
