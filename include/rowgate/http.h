@@ -420,6 +420,11 @@ RG_INLINE int rg_header_value_byte(struct rg_http_head *h, __u8 c)
 	case RG_HDR_DB_NAME: {
 		struct rg_db_value *v = h->header == RG_HDR_TENANT ? &h->tenant : &h->db_header;
 
+		/* GreptimeDB reads the header with HeaderValue::to_str(), which
+		 * fails on bytes past ASCII and falls back to the query */
+		if (c >= 0x80 && h->header == RG_HDR_DB_NAME && !rg_profile_is_go(h->profile))
+			return RG_HEAD_ERR_UNMODELED;
+
 		/* trailing OWS is not part of the value; inner whitespace makes
 		 * a name no database can have: mark it too long to match */
 		if (ows) {
@@ -626,18 +631,13 @@ RG_INLINE int rg_query_step_go(struct rg_http_head *h, __u8 c)
 }
 
 /* The method of a finished request line runs the profile's write routes:
- * VictoriaMetrics dispatches on the path alone (vminsert RequestHandler),
- * GreptimeDB's routes take POST (and PUT), the others POST only. */
+ * VictoriaMetrics dispatches on the path alone (vminsert RequestHandler);
+ * the others route writes on "POST" only (case-sensitive). */
 RG_INLINE bool rg_http_write_method(const struct rg_http_head *h)
 {
-	bool post = h->method == RG_W8('P', 'O', 'S', 'T', 0, 0, 0, 0);
-	bool put = h->method == RG_W8('P', 'U', 'T', 0, 0, 0, 0, 0);
-
 	if (h->profile == RG_PROFILE_VICTORIAMETRICS)
 		return true;
-	if (h->profile == RG_PROFILE_GREPTIMEDB)
-		return post || put;
-	return post;
+	return h->method == RG_W8('P', 'O', 'S', 'T', 0, 0, 0, 0);
 }
 
 /* Host and port of an absolute-form target ended at c (Go profiles). */
@@ -775,8 +775,11 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		if (c < 0x21 || c == 0x7f)
 			return RG_HEAD_ERR_MALFORMED;
 		/* InfluxDB's router (bmizerany/pat) matches URL.EscapedPath(),
-		 * which is the target as sent whenever it holds an escape */
-		if (c == '%' && h->profile != RG_PROFILE_INFLUXDB) {
+		 * which is the target as sent whenever it holds an escape, and
+		 * GreptimeDB's (axum) the raw URI path: only the other Go
+		 * servers route on the decoded path */
+		if (c == '%' && h->profile != RG_PROFILE_INFLUXDB &&
+		    h->profile != RG_PROFILE_GREPTIMEDB) {
 			h->state = RG_HS_PATH_PCT1;
 			return RG_HEAD_MORE;
 		}
