@@ -448,6 +448,11 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 	/* a route of another server's paths is not a write here */
 	if (route && route->profiles && !(route->profiles & RG_PROFILE_BIT(c->profile & 31)))
 		route = NULL;
+	/* a write of this server whose rows rowgate cannot count: refused */
+	if (route && (route->flags & RG_ROUTE_REFUSE)) {
+		rg_fail(c, w, RG_HEAD_ERR_UNMODELED);
+		return 0;
+	}
 	if (route && route->protocol > RG_PROTO_NONE && route->protocol < RG_PROTO_MAX &&
 	    (db_len = rg_http_head_db_padded(h, route->flags, &c->db)) >= 0) {
 		c->db_len = (__u8)db_len;

@@ -142,6 +142,17 @@ static const struct route_opt default_routes[] = {
 	{ "/prometheus/api/v1/write", { RG_PROTO_PROM_RW, 0, P_VM } },
 	{ "/api/v1/prom/write", { RG_PROTO_PROM_RW, 0, P_IN } },
 	{ "/loki/api/v1/push", { RG_PROTO_LOKI, RG_ROUTE_TENANT, P_GT | P_LK } },
+	/* victoria-metrics writes rowgate does not count (vminsert
+	 * RequestHandler): refused rather than passed unlimited */
+	{ "/api/v1/import", { RG_PROTO_NONE, RG_ROUTE_REFUSE, P_VM } },
+	{ "/prometheus/api/v1/import", { RG_PROTO_NONE, RG_ROUTE_REFUSE, P_VM } },
+	{ "/api/v1/import/csv", { RG_PROTO_NONE, RG_ROUTE_REFUSE, P_VM } },
+	{ "/prometheus/api/v1/import/csv", { RG_PROTO_NONE, RG_ROUTE_REFUSE, P_VM } },
+	{ "/api/v1/import/prometheus", { RG_PROTO_NONE, RG_ROUTE_REFUSE, P_VM } },
+	{ "/prometheus/api/v1/import/prometheus", { RG_PROTO_NONE, RG_ROUTE_REFUSE, P_VM } },
+	{ "/api/v1/import/native", { RG_PROTO_NONE, RG_ROUTE_REFUSE, P_VM } },
+	{ "/prometheus/api/v1/import/native", { RG_PROTO_NONE, RG_ROUTE_REFUSE, P_VM } },
+	{ "/datadog/api/v1/series", { RG_PROTO_NONE, RG_ROUTE_REFUSE, P_VM } },
 };
 
 /* Route protocol names, as --route and the routes file spell them. */
@@ -160,6 +171,7 @@ static const struct {
 	{ "es-bulk", { RG_PROTO_ES_BULK, 0, 0 } },
 	{ "ndjson", { RG_PROTO_NDJSON, 0, 0 } },
 	{ "opentsdb", { RG_PROTO_OPENTSDB, 0, 0 } },
+	{ "refuse", { RG_PROTO_NONE, RG_ROUTE_REFUSE, 0 } },
 	{ "none", { RG_PROTO_NONE, 0, 0 } },
 };
 
@@ -192,10 +204,12 @@ static void usage(FILE *out)
 		"                          protocol: influx (line protocol, db from db=),\n"
 		"                          influx-v2 (also bucket=), prom-rw, otlp-metrics,\n"
 		"                          otlp-logs, otlp-traces, loki, loki-tenant (db from\n"
-		"                          X-Scope-OrgID), es-bulk, ndjson, opentsdb, or none\n"
-		"                          (pass untouched); repeatable; on top of defaults\n"
-		"                          for GreptimeDB, InfluxDB, Prometheus receivers,\n"
-		"                          VictoriaMetrics and Loki\n"
+		"                          X-Scope-OrgID), es-bulk, ndjson, opentsdb, refuse\n"
+		"                          (a write rowgate cannot count: answer 400), or\n"
+		"                          none (pass untouched); repeatable; on top of the\n"
+		"                          defaults of each server profile (on\n"
+		"                          victoriametrics its import and datadog writes\n"
+		"                          are refused)\n"
 		"      --routes-file PATH  one 'PATH PROTO' per line ('#' comments), as --route\n"
 		"  -m, --metrics IP:PORT   serve Prometheus /metrics there (default off)\n"
 		"      --xdp-iface IFACE   enforce UDP line protocol in XDP on IFACE (native\n"
@@ -422,8 +436,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		case 'r':
 			if (cfg->nroutes == RG_MAX_ROUTES ||
 			    parse_route(optarg, &cfg->routes[cfg->nroutes])) {
-				pr_err("--route '%s': expected /PATH=influx|influx-v2|none "
-				       "(path shorter than %d bytes)",
+				pr_err("--route '%s': expected /PATH=PROTO, PROTO one that "
+				       "rowgated --help lists (path shorter than %d bytes)",
 				       optarg, RG_PATH_MAX);
 				return -EINVAL;
 			}
@@ -723,7 +737,8 @@ static int populate_ports_routes(struct daemon *d)
 		struct rg_route_key key = {};
 
 		memcpy(key.path, d->cfg->routes[j].path, sizeof(key.path));
-		if (d->cfg->routes[j].route.protocol == RG_PROTO_NONE)
+		if (d->cfg->routes[j].route.protocol == RG_PROTO_NONE &&
+		    !d->cfg->routes[j].route.flags)
 			bpf_map_delete_elem(routes_fd, &key);
 		else if (bpf_map_update_elem(routes_fd, &key, &d->cfg->routes[j].route, BPF_ANY))
 			return -errno;

@@ -88,6 +88,8 @@ enum rg_protocol {
 
 #define RG_ROUTE_BUCKET_PARAM (1U << 0) /* InfluxDB v2 path: `bucket` names the db */
 #define RG_ROUTE_TENANT       (1U << 1) /* X-Scope-OrgID names the db (Loki) */
+#define RG_ROUTE_REFUSE       (1U << 2) /* the server writes there, rowgate
+					 * cannot count it: answered 400 */
 
 /* routes: exact request path (no query) -> protocol.  A path ending in
  * "/_bulk" that has no route of its own takes the route of this key. */

@@ -595,8 +595,18 @@ RG_INLINE void rg_path_char(struct rg_http_head *h, __u8 c)
 /* The request line's target ended (at SP): only the version follows. */
 RG_INLINE int rg_target_end(struct rg_http_head *h)
 {
+	const char *p = h->path;
+
 	if (h->path_len == 0)
 		rg_path_put(h, '/');
+	/* VictoriaMetrics trims one trailing '/' from /datadog/ paths */
+	if (h->profile == RG_PROFILE_VICTORIAMETRICS && h->path_len >= 9 &&
+	    h->path_len <= RG_PATH_MAX && p[0] == '/' && p[1] == 'd' && p[2] == 'a' &&
+	    p[3] == 't' && p[4] == 'a' && p[5] == 'd' && p[6] == 'o' && p[7] == 'g' &&
+	    p[8] == '/' && p[(h->path_len - 1) & (RG_PATH_MAX - 1)] == '/') {
+		h->path[(h->path_len - 1) & (RG_PATH_MAX - 1)] = 0;
+		h->path_len--;
+	}
 	h->state = RG_HS_VERSION;
 	return RG_HEAD_MORE;
 }

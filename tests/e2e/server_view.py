@@ -41,6 +41,11 @@ def req(method, target, cid, headers=(), version=b"HTTP/1.1", lead=b"", host=b"H
     return head + b"Connection: close\r\n\r\n" + b
 
 
+def raw_post(target, payload, ctype=b"text/plain"):
+    return (b"POST " + target + b" HTTP/1.1\r\nHost: h\r\nContent-Type: " + ctype +
+            b"\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % len(payload) + payload)
+
+
 def hand_cases():
     """(name, bytes-producing function of the case id, [keep-alive prefix])."""
     c = []
@@ -99,6 +104,16 @@ def hand_cases():
             b"POST /write?db=free HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
             b"Connection: close\r\n\r\n%x" % len(body(i)) + sep + b"\r\n" + body(i) +
             b"\r\n0\r\n\r\n"))(sep))
+    # victoria-metrics writes rowgate cannot count: a db label in the body
+    # lands in t; they must be refused, not passed unlimited
+    add("import-prometheus", lambda i: raw_post(
+        b"/api/v1/import/prometheus", b"".join(
+            b'sv_%s_v{db="t",k="%d"} 1\n' % (i.encode(), k) for k in range(ROWS))))
+    add("datadog-slash", lambda i: raw_post(
+        b"/datadog/api/v1/series/", json.dumps({"series": [
+            {"metric": "sv_%s_v" % i, "points": [[int(time.time()), 1]],
+             "tags": ["db:t", "k:%d" % k]} for k in range(ROWS)]}).encode(),
+        ctype=b"application/json"))
     add("lead-crlf-first", lambda i: req(b"POST", b"/write?db=t", i, lead=b"\r\n"))
     # after a POST on the same connection Go skips up to four CR/LF
     add("lead-crlf-after-post",

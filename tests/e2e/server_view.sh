@@ -73,6 +73,7 @@ for server in vm influxdb; do
 	if "$RG_PY" "$RG_ROOT/tests/e2e/server_view.py" --server "$server" --port "$port" \
 		--ctl "$RG_ROWGATECTL" --socket "$RG_SOCK" --generated "${RG_VIEW_GENERATED:-60}" \
 		>"$RG_TMP/view-$server.out" 2>&1; then
+		cat "$RG_TMP/view-$server.out"
 		rg_log "$server: $(tail -n 1 "$RG_TMP/view-$server.out")"
 	else
 		cat "$RG_TMP/view-$server.out"

@@ -348,6 +348,12 @@ static void test_go_request_line(void)
 	EXPECT_PATH_AS(VM, "POST /%2Fwrite HTTP/1.1\r\nHost: h\r\n\r\n", "/write");
 	EXPECT_PATH_AS(VM, "POST /influx//write HTTP/1.1\r\nHost: h\r\n\r\n", "/influx/write");
 	EXPECT_PATH_AS(IN, "POST //write HTTP/1.1\r\nHost: h\r\n\r\n", "//write");
+	EXPECT_PATH_AS(VM, "POST /datadog/api/v1/series/ HTTP/1.1\r\nHost: h\r\n\r\n",
+		       "/datadog/api/v1/series");
+	EXPECT_PATH_AS(VM, "POST //datadog//api/v1/series// HTTP/1.1\r\nHost: h\r\n\r\n",
+		       "/datadog/api/v1/series");
+	EXPECT_PATH_AS(VM, "POST /datadog/ HTTP/1.1\r\nHost: h\r\n\r\n", "/datadog");
+	EXPECT_PATH_AS(IN, "POST /datadog/x/ HTTP/1.1\r\nHost: h\r\n\r\n", "/datadog/x/");
 	EXPECT_PATH_AS(IN, "POST /%77rite HTTP/1.1\r\nHost: h\r\n\r\n", "/%77rite");
 	EXPECT_PATH_AS(IN, "POST /%2Fwrite HTTP/1.1\r\nHost: h\r\n\r\n", "/%2Fwrite");
 	EXPECT_PATH_AS(VM, "POST http://h:8428/write?db=a HTTP/1.1\r\nHost: h\r\n\r\n", "/write");
