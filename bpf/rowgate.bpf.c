@@ -432,7 +432,6 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 	h = &c->head;
 	c->keep_alive = rg_http_keep_alive(h);
 	c->verdict = RG_REQ_PASS;
-	c->last_post = h->method_post;
 	if (h->is_post && h->path_len < RG_PATH_MAX) {
 		/* the head was zeroed: bytes past path_len are NULs */
 		__builtin_memcpy(c->route_key.path, h->path, RG_PATH_MAX);
@@ -494,6 +493,9 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 	if (c->verdict == RG_REQ_REJECT) {
 		c->awaiting = 0;
 		c->stash_len = 0; /* never passed: already in uncharged */
+	} else {
+		/* the server's last method: it never sees a rejected one */
+		c->last_post = h->method_post;
 	}
 
 	if (c->copy_body) {

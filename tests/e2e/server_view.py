@@ -124,6 +124,12 @@ def hand_cases():
         lambda i: req(b"POST", b"/write?db=t", i, lead=b"\n\r\n\r"),
         prefix=lambda i: b"POST /write?db=free HTTP/1.1\r\nHost: h\r\n"
                          b"Content-Length: 0\r\n\r\n")
+    # a POST rowgate refused never reached the server: its last method is GET
+    add("lead-crlf-after-rejected-post",
+        lambda i: req(b"POST", b"/write?db=free", i, lead=b"\r\n"),
+        prefix=lambda i: [b"GET /health HTTP/1.1\r\nHost: h\r\n\r\n",
+                          b"POST /write?db=t HTTP/1.1\r\nHost: h\r\n"
+                          b"Content-Length: 400\r\n\r\n" + b"sv_pre v=1\n" * 36 + b"\n" * 4])
     add("lead-crlf-after-get",
         lambda i: req(b"POST", b"/write?db=t", i, lead=b"\r\n"),
         prefix=lambda i: b"GET /health HTTP/1.1\r\nHost: h\r\n\r\n")
@@ -188,8 +194,8 @@ def send_case(port, data, prefix):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
-        if prefix:
-            s.sendall(prefix)
+        for p in ([prefix] if isinstance(prefix, bytes) else prefix or []):
+            s.sendall(p)
             read_answer(s)
         s.sendall(data)
         return read_answer(s)
