@@ -119,22 +119,17 @@ static const struct route_opt default_routes[] = {
 	{ "/loki/api/v1/push", { RG_PROTO_LOKI, RG_ROUTE_TENANT } },
 };
 
-/* Route protocol names, as --route and the routes file spell them. */
+/* Route protocol names, as --route and the routes file spell them: every
+ * protocol by its name, and the variants that also set a route flag. */
 static const struct {
 	const char *name;
 	struct rg_route route;
 } route_names[] = {
-	{ "influx", { RG_PROTO_LINE, 0 } },
+#define RG_X_(id, ID, name, k) { name, { RG_PROTO_##ID, 0 } },
+	RG_PROTOCOLS(RG_X_)
+#undef RG_X_
 	{ "influx-v2", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
-	{ "prom-rw", { RG_PROTO_PROM_RW, 0 } },
-	{ "otlp-metrics", { RG_PROTO_OTLP_METRICS, 0 } },
-	{ "otlp-logs", { RG_PROTO_OTLP_LOGS, 0 } },
-	{ "otlp-traces", { RG_PROTO_OTLP_TRACES, 0 } },
-	{ "loki", { RG_PROTO_LOKI, 0 } },
 	{ "loki-tenant", { RG_PROTO_LOKI, RG_ROUTE_TENANT } },
-	{ "es-bulk", { RG_PROTO_ES_BULK, 0 } },
-	{ "ndjson", { RG_PROTO_NDJSON, 0 } },
-	{ "opentsdb", { RG_PROTO_OPENTSDB, 0 } },
 	{ "none", { RG_PROTO_NONE, 0 } },
 };
 
@@ -821,14 +816,6 @@ static int json_set_u64(json_t *obj, const char *key, __u64 v)
 	return json_object_set_new(obj, key, rg_json_u64(v));
 }
 
-static const char *const protocol_names[RG_PROTO_MAX] = {
-	[RG_PROTO_LINE] = "influx",	     [RG_PROTO_PROM_RW] = "prom-rw",
-	[RG_PROTO_OTLP_METRICS] = "otlp-metrics", [RG_PROTO_OTLP_LOGS] = "otlp-logs",
-	[RG_PROTO_OTLP_TRACES] = "otlp-traces", [RG_PROTO_LOKI] = "loki",
-	[RG_PROTO_ES_BULK] = "es-bulk",	     [RG_PROTO_NDJSON] = "ndjson",
-	[RG_PROTO_OPENTSDB] = "opentsdb",
-};
-
 /* Counters per protocol that saw traffic: estimated vs reconciled rows. */
 static json_t *proto_stats_json(struct daemon *d, const struct rg_db_key *db)
 {
@@ -858,7 +845,7 @@ static json_t *proto_stats_json(struct daemon *d, const struct rg_db_key *db)
 		json_set_u64(o, "body_bytes", ps.body_bytes);
 		json_set_u64(o, "lag_avg_us",
 			     ps.reconciled_requests ? ps.lag_ns_total / ps.reconciled_requests / 1000 : 0);
-		json_object_set_new(all, protocol_names[p], o);
+		json_object_set_new(all, rg_protocol_name(p), o);
 	}
 	return all;
 }

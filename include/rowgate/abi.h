@@ -7,6 +7,7 @@
 
 #include "types.h"
 #include "bucket.h"
+#include "protocols.h"
 #ifndef __bpf__
 #include <linux/bpf.h> /* struct bpf_spin_lock */
 #endif
@@ -67,24 +68,7 @@ struct rg_db_stats {
 	__u64 limit_rows_per_s;
 };
 
-/* Protocols a route can name; how the rows of its body are counted. */
-enum rg_protocol {
-	RG_PROTO_NONE = 0,
-	RG_PROTO_LINE = 1,         /* InfluxDB line protocol: counted in the kernel */
-	/* counted by rowgated from a copy of the body (compressed, binary, JSON) */
-	RG_PROTO_PROM_RW = 2,      /* Prometheus remote write: one row per sample */
-	RG_PROTO_OTLP_METRICS = 3, /* GreptimeDB's data point rules */
-	RG_PROTO_OTLP_LOGS = 4,    /* one row per log record */
-	RG_PROTO_OTLP_TRACES = 5,  /* one row per span */
-	RG_PROTO_LOKI = 6,         /* protobuf or JSON: one row per entry */
-	RG_PROTO_ES_BULK = 7,      /* one row per index/create document */
-	RG_PROTO_NDJSON = 8,       /* /v1/ingest: one row per object or line */
-	RG_PROTO_OPENTSDB = 9,     /* one row per data point */
-	RG_PROTO_MAX,
-};
-
-/* Whether the kernel counts a protocol's rows itself. */
-#define rg_protocol_in_kernel(p) ((p) == RG_PROTO_LINE)
+/* enum rg_protocol and its names: protocols.h. */
 
 #define RG_ROUTE_BUCKET_PARAM (1U << 0) /* InfluxDB v2 path: `bucket` names the db */
 #define RG_ROUTE_TENANT       (1U << 1) /* X-Scope-OrgID names the db (Loki) */
