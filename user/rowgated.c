@@ -96,9 +96,6 @@ static const char *const state_maps[] = {
 	RG_STR(RG_MAP_GLOBAL),
 };
 
-/* Maps that belong to one load: never pinned (templates). */
-static const char *const one_load_maps[] = { "conn_zero", NULL };
-
 /* The write routes of GreptimeDB, InfluxDB 1.x/2.x, Prometheus-compatible
  * receivers, VictoriaMetrics and Loki; /v1/sql and the rest pass. */
 static const struct route_opt default_routes[] = {
@@ -841,14 +838,15 @@ static int load(struct daemon *d)
 {
 	int err;
 
-	d->skel = rowgate__open();
+	/* maps declared LIBBPF_PIN_BY_NAME are pinned there, or adopted */
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = d->cfg->bpffs);
+
+	d->skel = rowgate__open_opts(&opts);
 	if (!d->skel) {
 		pr_err("cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
-	err = rg_pin_maps(d->skel->obj, d->cfg->bpffs, one_load_maps);
-	if (!err)
-		err = rowgate__load(d->skel);
+	err = rowgate__load(d->skel);
 	if (err) {
 		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
 		       err == -EINVAL ? " (pinned maps from an incompatible rowgated? "

@@ -289,16 +289,19 @@ int rg_xdp_start_mode(const char *bpffs_dir, const char *ifname, enum rg_xdp_mod
 		pr_err("cannot use interface %s: %s", ifname, xdp_errno(err));
 		goto fail;
 	}
-	x->skel = xdp__open();
+	{
+		/* maps declared LIBBPF_PIN_BY_NAME are pinned there, or adopted */
+		LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = x->bpffs);
+
+		x->skel = xdp__open_opts(&opts);
+	}
 	if (!x->skel) {
 		err = -errno;
 		pr_err("cannot open the XDP object: %s", strerror(errno));
 		goto fail;
 	}
 	warn_unshared(x);
-	err = rg_pin_maps(x->skel->obj, x->bpffs, NULL);
-	if (!err)
-		err = xdp__load(x->skel);
+	err = xdp__load(x->skel);
 	if (err) {
 		pr_err("cannot load the XDP program: %s%s", strerror(-err),
 		       err == -EINVAL ? " (pinned maps from an incompatible rowgate? "

@@ -77,31 +77,6 @@ int rg_bpffs_lock(const char *dir)
 	return fd;
 }
 
-static bool listed(const char *const *names, const char *name)
-{
-	for (; names && *names; names++)
-		if (!strcmp(*names, name))
-			return true;
-	return false;
-}
-
-int rg_pin_maps(struct bpf_object *obj, const char *dir, const char *const *skip)
-{
-	struct bpf_map *map;
-	char path[PATH_MAX];
-
-	bpf_object__for_each_map(map, obj) {
-		const char *name = bpf_map__name(map);
-
-		if (bpf_map__is_internal(map) || listed(skip, name))
-			continue;
-		rg_pin_path(path, sizeof(path), dir, name);
-		if (bpf_map__set_pin_path(map, path))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
 int rg_pin_open(const char *dir, const char *name)
 {
 	char path[PATH_MAX];

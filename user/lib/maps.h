@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The one userspace owner of rowgate's pins and map contents: the bpffs
- * directory (prepared, locked), pin paths, pinning an object's maps,
- * clearing and unpinning; writing a database's limit and reading a
+ * directory (prepared, locked; the objects pin their maps there by name
+ * through libbpf's pin_root_path), pin paths, clearing and unpinning; writing a database's limit and reading a
  * consistent snapshot of a database.  Functions take map fds, not a daemon;
  * they return 0 or a negative errno, and log (log.h) only where they say so.
  */
@@ -30,11 +30,6 @@ int rg_bpffs_prepare(const char *dir);
 /* Lock dir so one loader at a time uses it: the locked fd, or a negative
  * errno (-EBUSY: another loader holds it).  Logs why it failed. */
 int rg_bpffs_lock(const char *dir);
-
-/* Pin every map of obj under dir by its name (what a restart adopts),
- * except internal maps (.rodata, .bss) and the names in skip (NULL-ended,
- * may be NULL): maps that belong to one load. */
-int rg_pin_maps(struct bpf_object *obj, const char *dir, const char *const *skip);
 
 /* The object pinned as dir/name: an fd, or a negative errno. */
 int rg_pin_open(const char *dir, const char *name);
