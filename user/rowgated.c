@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "rowgate.skel.h"
+#include "rowgate_version.h"
 #include "rowgate/abi.h"
 #include "rowgate/bucket.h"
 #include "admin.h"
@@ -39,7 +40,6 @@
 #include "meta_agent.h"
 #include "state.h"
 
-#define RG_VERSION          "0.1.0"
 #define RG_DEFAULT_PORT     4000
 #define RG_DEFAULT_BPFFS    "/sys/fs/bpf/rowgate"
 #define RG_POLL_INTERVAL_MS 1000
