@@ -848,10 +848,7 @@ static int load(struct daemon *d)
 	}
 	err = rowgate__load(d->skel);
 	if (err) {
-		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
-		       err == -EINVAL ? " (pinned maps from an incompatible rowgated? "
-					"run 'rowgated --cleanup' with the same --bpffs)" :
-					" (run with --log-level debug for the verifier log)");
+		pr_err("cannot load the BPF programs: %s%s", strerror(-err), rg_load_hint(err));
 		return err;
 	}
 	return 0;

@@ -303,10 +303,7 @@ int rg_xdp_start_mode(const char *bpffs_dir, const char *ifname, enum rg_xdp_mod
 	warn_unshared(x);
 	err = xdp__load(x->skel);
 	if (err) {
-		pr_err("cannot load the XDP program: %s%s", strerror(-err),
-		       err == -EINVAL ? " (pinned maps from an incompatible rowgate? "
-					"run 'rowgated --cleanup' with the same --bpffs)" :
-					" (run with --log-level debug for the verifier log)");
+		pr_err("cannot load the XDP program: %s%s", strerror(-err), rg_load_hint(err));
 		goto fail;
 	}
 	err = write_mappings(x, maps, n);

@@ -77,6 +77,13 @@ int rg_bpffs_lock(const char *dir)
 	return fd;
 }
 
+const char *rg_load_hint(int err)
+{
+	return err == -EINVAL ? " (pinned maps from an incompatible rowgated? run 'rowgated "
+				"--cleanup' with the same --bpffs)" :
+				" (run with --log-level debug for the verifier log)";
+}
+
 int rg_pin_open(const char *dir, const char *name)
 {
 	char path[PATH_MAX];

@@ -31,6 +31,10 @@ int rg_bpffs_prepare(const char *dir);
  * errno (-EBUSY: another loader holds it).  Logs why it failed. */
 int rg_bpffs_lock(const char *dir);
 
+/* What to do about a failed object load, as a parenthesised hint: EINVAL
+ * mostly means a pinned map of another layout. */
+const char *rg_load_hint(int err);
+
 /* The object pinned as dir/name: an fd, or a negative errno. */
 int rg_pin_open(const char *dir, const char *name);
 
