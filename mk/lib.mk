@@ -8,3 +8,7 @@ RG_LIB_HDRS := user/lib/maps.h user/lib/counters.h
 
 RG_D_SRCS += $(RG_LIB_SRCS)
 $(BUILD)/rowgated: $(RG_LIB_HDRS)
+
+UNIT_EXTRA_test_tables := user/lib/counters.c user/state.c user/limits.c $(DECODE_LIB_SRCS)
+UNIT_LIBS_test_tables  := -ljansson $(DECODE_LIB_LIBS)
+$(BUILD)/tests/unit/test_tables: $(RG_LIB_HDRS) user/decode/count.h
