@@ -15,6 +15,9 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
+/* enum rg_lp_comment_rule of the guarded server, set by rowgated before load */
+const volatile __u8 rg_lp_comment_rule = RG_LP_COMMENT_AFTER_BLANKS;
+
 #define SOL_SOCKET   1
 #define SO_RCVLOWAT  18
 #define RG_SPACE     ' '
@@ -290,7 +293,7 @@ static __always_inline void rg_request_reset(struct rg_conn *c)
 	c->copy_lost = 0;
 	c->body_bytes = 0;
 	c->req_rows = 0;
-	rg_lp_init(&c->lp);
+	rg_lp_init_rule(&c->lp, rg_lp_comment_rule);
 }
 
 /*
@@ -651,16 +654,14 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 		if (first >= RG_WINDOW_BYTES / 8 || last >= RG_WINDOW_BYTES / 8)
 			return 0;
 		if (first == last) {
-			rows = rg_lp_count_word(&lp, rg_lp_mask_word(words[first], from - first * 8,
-								      to - first * 8));
+			rows = rg_lp_count_span(&lp, words[first], from - first * 8,
+						to - first * 8);
 		} else {
 			/* only the edge words are masked */
-			rows = rg_lp_count_word(&lp, rg_lp_mask_word(words[first], from - first * 8,
-								      8));
+			rows = rg_lp_count_span(&lp, words[first], from - first * 8, 8);
 			for (i = first + 1; i < last && i < RG_WINDOW_BYTES / 8; i++)
 				rows += rg_lp_count_word(&lp, words[i]);
-			rows += rg_lp_count_word(&lp,
-						 rg_lp_mask_word(words[last], 0, to - last * 8));
+			rows += rg_lp_count_span(&lp, words[last], 0, to - last * 8);
 		}
 		c->lp = lp;
 		c->req_rows += rows;

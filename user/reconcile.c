@@ -344,6 +344,11 @@ void rg_reconciler_free(struct rg_reconciler *r)
 	free(r);
 }
 
+void rg_reconciler_set_limits(struct rg_reconciler *r, const struct rg_count_limits *lim)
+{
+	r->limits = *lim;
+}
+
 int rg_reconciler_fd(const struct rg_reconciler *r)
 {
 	return ring_buffer__epoll_fd(r->rb);

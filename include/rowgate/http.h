@@ -359,8 +359,9 @@ RG_INLINE int rg_header_value_byte(struct rg_http_head *h, __u8 c)
 			h->content_type[h->ct_len++ & (RG_CT_BYTES - 1)] = rg_lower(c);
 		return RG_HEAD_MORE;
 	case RG_HDR_CONTENT_ENCODING:
+		/* as sent: servers differ on case (victoria-metrics: "gzip" only) */
 		if (h->ce_len < RG_CE_BYTES - 1)
-			h->content_encoding[h->ce_len++ & (RG_CE_BYTES - 1)] = rg_lower(c);
+			h->content_encoding[h->ce_len++ & (RG_CE_BYTES - 1)] = (char)c;
 		return RG_HEAD_MORE;
 	case RG_HDR_TENANT:
 	case RG_HDR_DB_NAME: {
