@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "rowgate/abi.h"
 #include "rowgate/dbname.h"
+#include "rowgate/http.h"
 #include "decode/count.h"
 #include "log.h"
 #include "reconcile.h"
@@ -74,41 +75,24 @@ static enum rg_payload_protocol payload_of(__u32 protocol)
 
 long rg_dechunk(unsigned char *buf, size_t len)
 {
-	size_t in = 0, out = 0;
+	struct rg_chunked st;
+	size_t in, out = 0;
 
-	for (;;) {
-		unsigned long long size = 0;
-		int digits = 0;
-
-		while (in < len) {
-			unsigned char c = buf[in];
-			int v = c >= '0' && c <= '9' ? c - '0' :
-				(c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
-
-			if (v < 0)
-				break;
-			if (++digits > 15)
-				return -1;
-			size = size << 4 | (unsigned)v;
-			in++;
+	/* the kernel's parser: a body rowgated reads is the body it framed */
+	rg_chunked_init(&st);
+	for (in = 0; in < len; in++) {
+		switch (rg_chunked_step(&st, buf[in])) {
+		case RG_CHUNK_DATA:
+			buf[out++] = buf[in];
+			break;
+		case RG_CHUNK_DONE:
+			return (long)out;
+		case RG_CHUNK_ERR:
+			return -1;
 		}
-		if (!digits)
-			return -1;
-		while (in < len && buf[in] != '\n') /* extensions */
-			in++;
-		if (in++ >= len)
-			return -1;
-		if (size == 0)
-			return (long)out; /* trailers follow: not body data */
-		if (size > len - in)
-			return -1;
-		memmove(buf + out, buf + in, size);
-		out += size;
-		in += size;
-		if (in + 2 > len || buf[in] != '\r' || buf[in + 1] != '\n')
-			return -1;
-		in += 2;
 	}
+	/* the copy may stop in the trailers: the data is complete */
+	return st.last_chunk ? (long)out : -1;
 }
 
 static void correct(struct rg_reconciler *r, const struct rg_body_start *s, const char *db,
