@@ -12,6 +12,7 @@
 
 #include "admit.h"
 #include "conn.h"
+#include "rowgate/estimate.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -143,18 +144,17 @@ static __always_inline struct rg_proto_stats *rg_proto_stats_get(struct rg_conn 
 	return bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, rg_proto_key_of(c));
 }
 
-/* Rows a body of this size is charged before rowgated has counted it. */
+/* Rows a body of this size is charged before rowgated has counted it
+ * (rowgate/estimate.h: the learned ratio, capped per protocol and coding). */
 static __always_inline __u64 rg_estimate_rows(struct rg_conn *c)
 {
-	__u64 per_row_x16 = RG_DEFAULT_BYTES_PER_ROW * 16;
 	struct rg_ratio *r;
 
 	if (!c->body_bytes)
 		return 0;
 	r = bpf_map_lookup_elem(&RG_MAP_RATIOS, rg_proto_key_of(c));
-	if (r && r->bytes_per_row_x16)
-		per_row_x16 = r->bytes_per_row_x16;
-	return (c->body_bytes * 16 + per_row_x16 - 1) / per_row_x16;
+	return rg_est_rows(c->body_bytes, r ? r->bytes_per_row_x16 : 0, c->protocol,
+			   c->head.ce_len != 0);
 }
 
 struct rg_emit_ctx {
@@ -1161,7 +1161,9 @@ int rg_reconcile(struct xdp_md *ctx)
 	if (cr->undecodable) {
 		if (ps)
 			__sync_fetch_and_add(&ps->undecodable_requests, 1);
-		return XDP_PASS;
+		/* rowgated charges the worst case the server could store */
+		if (exact <= est)
+			return XDP_PASS;
 	}
 	if (cr->admitted) {
 		struct rg_limit *lim = bpf_map_lookup_elem(&RG_MAP_LIMITS, &pk.db);
@@ -1188,7 +1190,7 @@ int rg_reconcile(struct xdp_md *ctx)
 		if (ps)
 			__sync_fetch_and_add(&ps->rejected_rows, exact - est);
 	}
-	if (ps) {
+	if (ps && !cr->undecodable) {
 		__sync_fetch_and_add(&ps->reconciled_requests, 1);
 		__sync_fetch_and_add(&ps->reconciled_rows, exact);
 		__sync_fetch_and_add(&ps->lag_ns_total, cr->lag_ns);

@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "rowgate/abi.h"
 #include "rowgate/dbname.h"
+#include "rowgate/estimate.h"
 #include "rowgate/http.h"
 #include "decode/count.h"
 #include "log.h"
@@ -126,7 +127,7 @@ static void learn_ratio(struct rg_reconciler *r, const struct rg_body_start *s,
 {
 	struct rg_proto_key k = { 0 };
 	struct rg_ratio old = { 0 }, v;
-	__u64 sample;
+	__u64 sample, ceil = rg_est_ceiling_x16(s->protocol, s->content_encoding[0] != 0);
 
 	if (!rows || !body_bytes)
 		return;
@@ -140,13 +141,24 @@ static void learn_ratio(struct rg_reconciler *r, const struct rg_body_start *s,
 		v.bytes_per_row_x16 = (old.bytes_per_row_x16 * 3 + sample) / 4;
 	else
 		v.bytes_per_row_x16 = sample;
+	/* the kernel caps it too; kept capped so one outlier moves it at once */
+	if (v.bytes_per_row_x16 > ceil)
+		v.bytes_per_row_x16 = ceil;
 	bpf_map_update_elem(r->ratios_fd, &k, &v, BPF_ANY);
+}
+
+/* The worst case of a body rowgated could not count. */
+static __u64 worst_rows(__u64 estimate, __u64 decoded_bytes)
+{
+	__u64 w = decoded_bytes / RG_WORST_BYTES_PER_ROW;
+
+	return w > estimate ? w : estimate;
 }
 
 static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e)
 {
 	const struct rg_body_start *s = &p->start;
-	struct rg_row_counts counts;
+	struct rg_row_counts counts = { 0 };
 	__u64 lag = rg_monotonic_ns() - e->end_ns;
 	char ct[RG_CT_BYTES + 1] = "", ce[RG_CE_BYTES + 1] = "";
 	long len = (long)p->len;
@@ -157,8 +169,11 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 	memcpy(ce, s->content_encoding, RG_CE_BYTES);
 	if (!e->complete || p->overflow) {
 		r->incomplete++;
-		correct(r, s, s->db.name, false, e->estimated_rows, e->estimated_rows, e->admitted,
-			true, lag);
+		/* a copy over the pending cap: its bytes at the smallest row */
+		correct(r, s, s->db.name, false, e->estimated_rows,
+			p->overflow ? worst_rows(e->estimated_rows, e->body_bytes) :
+				      e->estimated_rows,
+			e->admitted, true, lag);
 		return;
 	}
 	if (s->chunked)
@@ -170,8 +185,15 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 		r->undecodable++;
 		pr_info("body of a %s request to %s not counted: %s", rg_payload_protocol_name(proto),
 			s->db.name, len < 0 ? "bad chunked framing" : counts.err_msg);
-		correct(r, s, s->db.name, false, e->estimated_rows, e->estimated_rows, e->admitted,
-			true, lag);
+		/* what the server could store: the bytes decoded before the
+		 * failure (or the cap) at the smallest row, never less than the
+		 * estimate; a coding rowgated lacks may be read raw */
+		correct(r, s, s->db.name, false, e->estimated_rows,
+			worst_rows(e->estimated_rows,
+				   len < 0 ? e->body_bytes :
+				   counts.err == RG_COUNT_E_ENCODING ? (__u64)len :
+								       counts.decoded_bytes),
+			e->admitted, true, lag);
 		return;
 	}
 	/* the request's own database takes the rows without a label of

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 #include "rowgate/rows.h"
+#include "rowgate/estimate.h"
 #include "check.h"
 #include "vm_influx_ref.h"
 
@@ -230,8 +231,46 @@ static void test_vm_samples(void)
 	}
 }
 
+/* Estimates: capped per protocol and coding, exact ceiling, no overflow. */
+static void test_estimate(void)
+{
+	uint64_t sizes[] = { 0, 1, 2, 15, 16, 17, 2209, 1ULL << 40, 1ULL << 59,
+			     (1ULL << 63) - 1, ~0ULL };
+	uint64_t learned[] = { 0, 1, 7, 16, 31, 32, 33, 512, 1ULL << 40, ~0ULL };
+	uint32_t protos[] = { RG_PROTO_LINE, RG_PROTO_PROM_RW, RG_PROTO_OTLP_METRICS,
+			      RG_PROTO_LOKI, RG_PROTO_ES_BULK, RG_PROTO_NDJSON,
+			      RG_PROTO_OPENTSDB };
+	size_t i, j, k;
+
+	/* a new database: the prior; gzip line protocol of 500 rows in
+	 * 2,209 bytes is estimated at 1,105 rows, not the 70 of 32 bytes/row */
+	CHECK_EQ_U64(rg_est_rows(2209, 0, RG_PROTO_LINE, true), 1105, "gzip prior");
+	/* a poisoned ratio (a client taught it 1,000 bytes per row) is capped */
+	CHECK_EQ_U64(rg_est_rows(2209, 1000 * 16, RG_PROTO_LINE, true), 1105, "poisoned");
+	/* a denser learned ratio is used: more rows, never fewer */
+	CHECK_EQ_U64(rg_est_rows(2209, 8, RG_PROTO_LINE, true), 4418, "denser ratio");
+	CHECK_EQ_U64(rg_est_rows(3200, 0, RG_PROTO_ES_BULK, false), 200, "es bulk prior");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (j = 0; j < sizeof(learned) / sizeof(learned[0]); j++)
+			for (k = 0; k < sizeof(protos) / sizeof(protos[0]); k++) {
+				bool coded = (i + j) % 2;
+				uint64_t p = rg_est_bytes_per_row_x16(learned[j], protos[k], coded);
+				unsigned __int128 want =
+					((unsigned __int128)sizes[i] * 16 + p - 1) / p;
+				uint64_t got = rg_est_rows(sizes[i], learned[j], protos[k], coded);
+
+				CHECK(p <= rg_est_ceiling_x16(protos[k], coded) && p > 0,
+				      "ratio %" PRIu64 " capped", p);
+				if (want < ~0ULL >> 1)
+					CHECK_EQ_U64(got, (uint64_t)want, "estimate = ceil(bytes*16/p)");
+				else
+					CHECK_EQ_U64(got, ~0ULL >> 1, "estimate saturates");
+			}
+}
+
 int main(void)
 {
+	test_estimate();
 	test_rules();
 	test_rules_at_start();
 	test_random();

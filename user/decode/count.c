@@ -348,9 +348,10 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 			rg_lp_init_rule(&ls.st, lim->lp_comment_rule);
 			err = rg_decompress(codecs[i], data, dlen, cap, &ls.sink,
 					    out->err_msg, sizeof(out->err_msg));
+			/* kept on failure: the worst case is counted from it */
+			out->decoded_bytes = ls.sink.total;
 			if (err)
 				goto out;
-			out->decoded_bytes = ls.sink.total;
 			rg_counts_add_db(out, NULL, 0, ls.rows);
 			goto out;
 		}
@@ -358,8 +359,10 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 		rg_buf_sink_init(&stage[cur], (size_t)cap);
 		err = rg_decompress(codecs[i], data, dlen, cap, &stage[cur].sink,
 				    out->err_msg, sizeof(out->err_msg));
-		if (err)
+		if (err) {
+			out->decoded_bytes = stage[cur].sink.total;
 			goto out;
+		}
 		data = stage[cur].buf;
 		dlen = stage[cur].len;
 		cur ^= 1;
