@@ -16,8 +16,11 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* enum rg_lp_comment_rule of the guarded server, set by rowgated before load */
+/* The guarded server's line-protocol rules, set by rowgated before load:
+ * enum rg_lp_comment_rule, and enum rg_rows_mode (RG_ROWS_VM_SAMPLES: one
+ * row per field, which rowgated counts, so even plain bodies are copied). */
 const volatile __u8 rg_lp_comment_rule = RG_LP_COMMENT_AFTER_BLANKS;
+const volatile __u8 rg_lp_rows_mode = RG_ROWS_LINES;
 
 #define SOL_SOCKET   1
 #define SO_RCVLOWAT  18
@@ -450,7 +453,8 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 		c->protocol = (__u8)route->protocol;
 		if (c->verdict != RG_REQ_PASS) {
 			/* compressed text is counted by rowgated like binary */
-			if (rg_protocol_in_kernel(route->protocol) && rg_identity_encoding(h)) {
+			if (rg_protocol_in_kernel(route->protocol) && rg_identity_encoding(h) &&
+			    rg_lp_rows_mode == RG_ROWS_LINES) {
 				c->count_rows = 1;
 			} else {
 				c->copy_body = 1;

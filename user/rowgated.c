@@ -1030,6 +1030,7 @@ static int load(struct daemon *d)
 		return -errno;
 	}
 	d->skel->rodata->rg_lp_comment_rule = d->cfg->count_limits.lp_comment_rule;
+	d->skel->rodata->rg_lp_rows_mode = d->cfg->count_limits.lp_rows_mode;
 	err = set_pin_paths(d->skel, d->cfg->bpffs);
 	if (!err)
 		err = rowgate__load(d->skel);

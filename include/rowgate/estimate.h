@@ -29,7 +29,10 @@
 #define RG_EST_NDJSON_BPR_X16  (2 * 16)  /* "1\n" is a row of /v1/ingest */
 #define RG_EST_ES_BULK_BPR_X16 (16 * 16) /* {"index":{}}\n{}\n */
 #define RG_EST_TSDB_BPR_X16    (32 * 16) /* {"metric":"m","timestamp":1,...} */
-#define RG_EST_LINE_BPR_X16    (4 * 16)  /* ",f=1": a victoria-metrics field */
+#define RG_EST_LINE_BPR_X16    (4 * 16)  /* plain line protocol counted by
+					  * rowgated (victoria-metrics rules):
+					  * a field takes at least "f=1" and a
+					  * separator, so this is an upper bound */
 
 /* Smallest decoded bytes of one stored row (the worst case of a body
  * rowgated could not count: decoded bytes / this). */

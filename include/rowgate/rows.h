@@ -33,6 +33,12 @@ enum rg_lp_comment_rule {
 	RG_LP_COMMENT_AT_START = 1,     /* victoria-metrics: "# x" only */
 };
 
+/* How rows of line protocol are counted for a server. */
+enum rg_rows_mode {
+	RG_ROWS_LINES = 0,     /* one row per line: GreptimeDB, InfluxDB 1.x */
+	RG_ROWS_VM_SAMPLES,    /* one per field, rg_lp_vm_samples: victoria-metrics */
+};
+
 /* Streaming state: at_line_start = 1 while no significant byte was seen,
  * at_byte0 = 1 before the line's first byte. */
 struct rg_lp_state {
@@ -342,12 +348,6 @@ static inline __u64 rg_lp_vm_samples(const __u8 *p, __u64 n)
 	}
 	return samples;
 }
-
-/* How rows of line protocol are counted for a server. */
-enum rg_rows_mode {
-	RG_ROWS_LINES = 0,     /* one row per line: GreptimeDB, InfluxDB 1.x */
-	RG_ROWS_VM_SAMPLES,    /* one per field, rg_lp_vm_samples: victoria-metrics */
-};
 
 /* The row mode and comment rule of a server profile name ("greptimedb",
  * "influxdb", "victoriametrics", "prometheus", "loki"); -1 if unknown.

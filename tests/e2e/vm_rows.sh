@@ -2,9 +2,11 @@
 # Issue 11, which rows: with `--count-rules victoriametrics` rowgate charges
 # each database exactly the samples victoria-metrics (1.79) stores, request
 # by request, for line protocol and remote write:
-#   - uncompressed line protocol counted in the kernel: '#' is a comment only
-#     in a line's first byte (" #f=1" is stored, as metric "#f"), blank and
-#     CRLF lines store nothing;
+#   - uncompressed line protocol (copied and counted by rowgated under these
+#     rules, the kernel charging at most one row per 4 bytes until then):
+#     '#' is a comment only in a line's first byte (" #f=1" is stored, as
+#     metric "#f"), blank and CRLF lines store nothing, a line of three
+#     fields stores three samples;
 #   - gzip line protocol, reconciled: one sample per field, none for a line
 #     victoria-metrics rejects (no field, bad integer, trailing space), none
 #     for a NaN field;
@@ -50,12 +52,13 @@ same() {
 	rg_check "$3: charged $charged == stored $stored" [ "$charged" -eq "$stored" ]
 }
 
-# kernel-counted: single-field lines (the kernel counts lines, not fields)
-printf 'm1 f=1\n #f=1\n# comment\n\n   \n\t\r\nm2,t=a g=2\r\n#h=3\n  #k=4' >"$RG_TMP/raw.lp"
+printf 'm1 f=1\n #f=1\n# comment\n\n   \n\t\r\nm2,t=a g=2\r\n#h=3\n  #k=4\nm3 a=1,b=2,c=3' >"$RG_TMP/raw.lp"
 rg_check "uncompressed line protocol admitted" [ "$(post "$RG_TMP/raw.lp" "$BASE/write?db=lpraw")" = 204 ]
 same lpraw '{db="lpraw"}' "uncompressed, comments only in the first byte"
-rg_check "four samples stored (m1_f, #f, m2_g, #k: $(rg_stat lpraw admitted_rows))" \
-	[ "$(rg_stat lpraw admitted_rows)" -eq 4 ]
+rg_check "seven samples stored (m1_f, #f, m2_g, #k, m3_a..c: $(rg_stat lpraw admitted_rows))" \
+	[ "$(rg_stat lpraw admitted_rows)" -eq 7 ]
+est=$(rg_ctl --json stats lpraw | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["databases"][0]["protocols"]["influx"]["estimated_rows"])')
+rg_check "the kernel's estimate (one row per 4 bytes: $est) was not below the 7 samples" [ "$est" -ge 7 ]
 
 # reconciled: fields, rejected lines, NaN, quoted strings, escapes
 cat >"$RG_TMP/fields.lp" <<'LP'
