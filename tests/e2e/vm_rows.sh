@@ -11,7 +11,8 @@
 #     victoria-metrics rejects (no field, bad integer, trailing space), none
 #     for a NaN field;
 #   - line protocol under a coding victoria-metrics does not undo ("GZIP",
-#     zstd): it reads the bytes as they are, so does rowgate;
+#     zstd, a second header line after "identity"): it reads the bytes as
+#     they are, so does rowgate;
 #   - remote write: NaN samples are not stored, staleness markers are.
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd gzip zstd
@@ -83,6 +84,17 @@ printf 'up1 f=1,g=2\nup2 f=3\n' >"$RG_TMP/upper.lp"
 rg_check "'Content-Encoding: GZIP' on a plain body admitted" \
 	[ "$(post "$RG_TMP/upper.lp" "$BASE/write?db=lpupper" -H 'Content-Encoding: GZIP')" = 204 ]
 same lpupper '{db="lpupper"}' "GZIP (not gzip): the plain body's 3 fields"
+# two header lines: Go servers read the first one only
+rg_ctl limit set lpdup $BIG >/dev/null
+rg_check "two Content-Encoding lines (identity, then gzip) on a plain body admitted" \
+	[ "$(post "$RG_TMP/upper.lp" "$BASE/write?db=lpdup" -H 'Content-Encoding: identity' \
+		-H 'Content-Encoding: gzip')" = 204 ]
+same lpdup '{db="lpdup"}' "identity then gzip: the plain body's 3 fields"
+rg_ctl limit set lpdup2 $BIG >/dev/null
+rg_check "two Content-Encoding lines (gzip, then identity) on a gzip body admitted" \
+	[ "$(post "$RG_TMP/fields.gz" "$BASE/write?db=lpdup2" -H 'Content-Encoding: gzip' \
+		-H 'Content-Encoding: identity')" = 204 ]
+same lpdup2 '{db="lpdup2"}' "gzip then identity: decoded, 9 samples"
 zstd -q -c "$RG_TMP/fields.lp" >"$RG_TMP/fields.zst"
 post "$RG_TMP/fields.zst" "$BASE/write?db=lpzstd" -H 'Content-Encoding: zstd' >/dev/null
 same lpzstd '{db="lpzstd"}' "zstd: read as raw line protocol"

@@ -182,6 +182,22 @@ static int lp_sink_write(struct rg_sink *s, const uint8_t *p, size_t n)
 	return RG_COUNT_OK;
 }
 
+/* Go's Header.Get("Content-Encoding") == want: the first header line
+ * (repeated lines are joined by '\n'), surrounding blanks trimmed. */
+static bool ce_first_is(const char *ce, const char *want)
+{
+	size_t n;
+
+	if (!ce)
+		return false;
+	while (*ce == ' ' || *ce == '\t')
+		ce++;
+	n = strcspn(ce, "\n");
+	while (n && (ce[n - 1] == ' ' || ce[n - 1] == '\t'))
+		n--;
+	return n == strlen(want) && !memcmp(ce, want, n);
+}
+
 /* Content-Encoding list -> codecs in the order they were applied. */
 static int parse_codings(const char *ce, enum rg_codec *codecs, int *n,
 			 struct rg_row_counts *out)
@@ -193,12 +209,13 @@ static int parse_codings(const char *ce, enum rg_codec *codecs, int *n,
 		const char *start, *end;
 		enum rg_codec c;
 
-		while (*p == ' ' || *p == '\t' || *p == ',')
+		/* '\n' joins repeated header lines (rowgate/http.h) */
+		while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\n')
 			p++;
 		if (!*p)
 			break;
 		start = p;
-		while (*p && *p != ',')
+		while (*p && *p != ',' && *p != '\n')
 			p++;
 		end = p;
 		while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
@@ -332,7 +349,7 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 			memmove(codecs, codecs + 1, sizeof(codecs[0]) * (size_t)ncodecs);
 		}
 	} else if (p == RG_PAYLOAD_LINE && lim->lp_gzip_only) {
-		if (content_encoding && !strcmp(content_encoding, "gzip"))
+		if (ce_first_is(content_encoding, "gzip"))
 			codecs[ncodecs++] = RG_CODEC_GZIP;
 	} else {
 		err = parse_codings(content_encoding, codecs, &ncodecs, out);
