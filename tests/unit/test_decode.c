@@ -1455,6 +1455,14 @@ static void test_vm_rules(void)
 			      c.rows == 2, "snappy whatever the header");
 		free(sz);
 	}
+	/* InfluxDB 1.x: lines, and the same "gzip"-only rule */
+	{
+		struct rg_count_limits ix;
+
+		CHECK(rg_count_limits_for_profile(&ix, "influxdb") == 0, "influxdb profile");
+		CHECK(rg_count_payload(RG_PAYLOAD_LINE, "GZIP", NULL, plain, strlen(plain), &ix,
+				       &c) == 0 && c.rows == 3, "influxdb: GZIP read raw");
+	}
 	/* GreptimeDB's rules: repeated lines form one list */
 	CHECK(count(RG_PAYLOAD_LINE, "identity\nidentity", NULL, plain, strlen(plain), NULL) == 3,
 	      "identity list over two lines");

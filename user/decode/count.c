@@ -94,6 +94,12 @@ int rg_count_limits_for_profile(struct rg_count_limits *lim, const char *profile
 		return -EINVAL;
 	lim->lp_rows_mode = (uint8_t)mode;
 	lim->lp_comment_rule = (uint8_t)rule;
+	if (!strcasecmp(profile, "influxdb")) {
+		/* services/httpd serveWrite: Header.Get("Content-Encoding") ==
+		 * "gzip"; servePromWrite: snappy.Decode, no header read */
+		lim->lp_gzip_only = true;
+		lim->prom_snappy_only = true;
+	}
 	if (!strcasecmp(profile, "victoriametrics")) {
 		/* lib/storage Storage.add; prompb has no histograms in 1.79 */
 		lim->prom_drop_nan = true;
