@@ -7,9 +7,8 @@
  * the ceiling of the protocol and coding, which is also the prior of a
  * database with no ratio yet: a new database, a changed compression ratio or
  * a client that first teaches the ratio bulky rows cannot make a body look
- * like fewer rows than the ceiling allows.  The ceilings sit at or below the
- * densest bodies real clients send (gzip line protocol ~4.4 bytes/row,
- * Prometheus' snappy remote write ~8), so a normal body is estimated at or
+ * like fewer rows than the ceiling allows.  The ceilings sit below the
+ * densest bodies real clients send, so a normal body is estimated at or
  * above its rows and a concurrent wave is stopped by the bucket after about
  * one second of quota; a more compressible body is still under-estimated
  * until reconciled (DEFLATE reaches ~0.01 bytes/row), and rowgated then
@@ -21,13 +20,18 @@
 #include "types.h"
 #include "abi.h"
 
-/* Ceilings (and priors), bytes per row x16 (the ratios map's unit). */
-#define RG_EST_CODED_BPR_X16   (2 * 16)  /* any Content-Encoding; remote write
-					  * and Loki protobuf (snappy) */
-#define RG_EST_PB_BPR_X16      (2 * 16)  /* OTLP protobuf: an empty data
-					  * point is 2 bytes */
-#define RG_EST_NDJSON_BPR_X16  (2 * 16)  /* "1\n" is a row of /v1/ingest */
-#define RG_EST_ES_BULK_BPR_X16 (16 * 16) /* {"index":{}}\n{}\n */
+/* Ceilings (and priors), bytes per row x16 (the ratios map's unit), each
+ * at about a third of the densest bodies real clients send: an admitted
+ * write is over-charged a few times for the reconciliation lag (~0.2 ms),
+ * which costs a client at its limit little; one compressed further than
+ * the ceiling is under-charged for that lag. */
+#define RG_EST_CODED_BPR_X16   (2 * 16)  /* a Content-Encoding over text:
+					  * gzip line protocol is 4.4-7 */
+#define RG_EST_SNAPPY_BPR_X16  (8 * 16)  /* remote write and Loki protobuf
+					  * (snappy): Prometheus sends ~25 */
+#define RG_EST_PB_BPR_X16      (16 * 16) /* OTLP protobuf: 50-100 */
+#define RG_EST_JSON_BPR_X16    (16 * 16) /* NDJSON, ES bulk
+					  * ({"index":{}}\n{}\n) */
 #define RG_EST_TSDB_BPR_X16    (32 * 16) /* {"metric":"m","timestamp":1,...} */
 #define RG_EST_LINE_BPR_X16    (4 * 16)  /* plain line protocol counted by
 					  * rowgated (victoria-metrics rules):
@@ -41,17 +45,18 @@
 /* The ceiling of a protocol (enum rg_protocol) with or without a coding. */
 RG_INLINE __u64 rg_est_ceiling_x16(__u32 protocol, bool coded)
 {
-	if (coded || protocol == RG_PROTO_PROM_RW || protocol == RG_PROTO_LOKI)
+	if (protocol == RG_PROTO_PROM_RW || protocol == RG_PROTO_LOKI)
+		return RG_EST_SNAPPY_BPR_X16;
+	if (coded)
 		return RG_EST_CODED_BPR_X16;
 	switch (protocol) {
 	case RG_PROTO_LINE:
 		return RG_EST_LINE_BPR_X16;
 	case RG_PROTO_ES_BULK:
-		return RG_EST_ES_BULK_BPR_X16;
+	case RG_PROTO_NDJSON:
+		return RG_EST_JSON_BPR_X16;
 	case RG_PROTO_OPENTSDB:
 		return RG_EST_TSDB_BPR_X16;
-	case RG_PROTO_NDJSON:
-		return RG_EST_NDJSON_BPR_X16;
 	default:
 		return RG_EST_PB_BPR_X16;
 	}
