@@ -12,8 +12,15 @@
 
 #include "admit.h"
 #include "conn.h"
+#include "rowgate/estimate.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/* The guarded server's line-protocol rules, set by rowgated before load:
+ * enum rg_lp_comment_rule, and enum rg_rows_mode (RG_ROWS_VM_SAMPLES: one
+ * row per field, which rowgated counts, so even plain bodies are copied). */
+const volatile __u8 rg_lp_comment_rule = RG_LP_COMMENT_AFTER_BLANKS;
+const volatile __u8 rg_lp_rows_mode = RG_ROWS_LINES;
 
 #define SOL_SOCKET   1
 #define SO_RCVLOWAT  18
@@ -148,18 +155,17 @@ static __always_inline struct rg_proto_stats *rg_proto_stats_get(struct rg_conn 
 	return bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, rg_proto_key_of(c));
 }
 
-/* Rows a body of this size is charged before rowgated has counted it. */
+/* Rows a body of this size is charged before rowgated has counted it
+ * (rowgate/estimate.h: the learned ratio, capped per protocol and coding). */
 static __always_inline __u64 rg_estimate_rows(struct rg_conn *c)
 {
-	__u64 per_row_x16 = RG_DEFAULT_BYTES_PER_ROW * 16;
 	struct rg_ratio *r;
 
 	if (!c->body_bytes)
 		return 0;
 	r = bpf_map_lookup_elem(&RG_MAP_RATIOS, rg_proto_key_of(c));
-	if (r && r->bytes_per_row_x16)
-		per_row_x16 = r->bytes_per_row_x16;
-	return (c->body_bytes * 16 + per_row_x16 - 1) / per_row_x16;
+	return rg_est_rows(c->body_bytes, r ? r->bytes_per_row_x16 : 0, c->protocol,
+			   c->head.ce_len != 0);
 }
 
 struct rg_emit_ctx {
@@ -298,7 +304,7 @@ static __always_inline void rg_request_reset(struct rg_conn *c)
 	c->copy_lost = 0;
 	c->body_bytes = 0;
 	c->req_rows = 0;
-	rg_lp_init(&c->lp);
+	rg_lp_init_rule(&c->lp, rg_lp_comment_rule);
 }
 
 /*
@@ -455,7 +461,8 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 		c->protocol = (__u8)route->protocol;
 		if (c->verdict != RG_REQ_PASS) {
 			/* compressed text is counted by rowgated like binary */
-			if (rg_protocol_in_kernel(route->protocol) && rg_identity_encoding(h)) {
+			if (rg_protocol_in_kernel(route->protocol) && rg_identity_encoding(h) &&
+			    rg_lp_rows_mode == RG_ROWS_LINES) {
 				c->count_rows = 1;
 			} else {
 				c->copy_body = 1;
@@ -659,16 +666,14 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 		if (first >= RG_WINDOW_BYTES / 8 || last >= RG_WINDOW_BYTES / 8)
 			return 0;
 		if (first == last) {
-			rows = rg_lp_count_word(&lp, rg_lp_mask_word(words[first], from - first * 8,
-								      to - first * 8));
+			rows = rg_lp_count_span(&lp, words[first], from - first * 8,
+						to - first * 8);
 		} else {
 			/* only the edge words are masked */
-			rows = rg_lp_count_word(&lp, rg_lp_mask_word(words[first], from - first * 8,
-								      8));
+			rows = rg_lp_count_span(&lp, words[first], from - first * 8, 8);
 			for (i = first + 1; i < last && i < RG_WINDOW_BYTES / 8; i++)
 				rows += rg_lp_count_word(&lp, words[i]);
-			rows += rg_lp_count_word(&lp,
-						 rg_lp_mask_word(words[last], 0, to - last * 8));
+			rows += rg_lp_count_span(&lp, words[last], 0, to - last * 8);
 		}
 		c->lp = lp;
 		c->req_rows += rows;
@@ -1168,7 +1173,9 @@ int rg_reconcile(struct xdp_md *ctx)
 	if (cr->undecodable) {
 		if (ps)
 			__sync_fetch_and_add(&ps->undecodable_requests, 1);
-		return XDP_PASS;
+		/* rowgated charges the worst case the server could store */
+		if (exact <= est)
+			return XDP_PASS;
 	}
 	if (cr->admitted) {
 		struct rg_limit *lim = bpf_map_lookup_elem(&RG_MAP_LIMITS, &pk.db);
@@ -1195,7 +1202,7 @@ int rg_reconcile(struct xdp_md *ctx)
 		if (ps)
 			__sync_fetch_and_add(&ps->rejected_rows, exact - est);
 	}
-	if (ps) {
+	if (ps && !cr->undecodable) {
 		__sync_fetch_and_add(&ps->reconciled_requests, 1);
 		__sync_fetch_and_add(&ps->reconciled_rows, exact);
 		__sync_fetch_and_add(&ps->lag_ns_total, cr->lag_ns);

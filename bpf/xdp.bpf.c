@@ -287,8 +287,7 @@ static __always_inline __u64 rg_count_rows(struct xdp_md *ctx, __u32 off, __u32 
 	p = data + o;
 	if ((void *)(p + 1) > data_end)
 		return c.rows;
-	return c.rows + rg_lp_count_word(&c.lp, rg_lp_mask_word(*p, RG_LP_WORD_BYTES - tail,
-								 RG_LP_WORD_BYTES));
+	return c.rows + rg_lp_count_span(&c.lp, *p, RG_LP_WORD_BYTES - tail, RG_LP_WORD_BYTES);
 }
 
 #define rg_xdp_inc(st, field)            \

@@ -34,6 +34,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "reconcile.h"
+#include "decode/count.h"
 #include "xdp.h"
 #include "lib/counters.h"
 #include "lib/maps.h"
@@ -76,6 +77,7 @@ struct config {
 	const char *token_file;
 	struct route_opt routes[RG_MAX_ROUTES];
 	int nroutes;
+	struct rg_count_limits count_limits; /* --count-rules */
 };
 
 struct daemon {
@@ -159,6 +161,10 @@ static void usage(FILE *out)
 		"                          for GreptimeDB, InfluxDB, Prometheus receivers,\n"
 		"                          VictoriaMetrics and Loki\n"
 		"      --routes-file PATH  one 'PATH PROTO' per line ('#' comments), as --route\n"
+		"      --count-rules SERVER  count rows as this server stores them: greptimedb\n"
+		"                          (default), influxdb, victoriametrics (one row per\n"
+		"                          line-protocol field, NaN samples not stored, '#'\n"
+		"                          comments only in a line's first byte), prometheus, loki\n"
 		"  -m, --metrics IP:PORT   serve Prometheus /metrics there (default off)\n"
 		"      --xdp-iface IFACE   enforce UDP line protocol in XDP on IFACE (native\n"
 		"                          mode where the driver has it, else generic)\n"
@@ -274,7 +280,7 @@ static int find_cgroup2_root(char *buf, size_t len)
 
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
-	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE };
+	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_COUNT_RULES };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -286,6 +292,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
+		{ "count-rules", required_argument, NULL, OPT_COUNT_RULES },
 		{ "udp", required_argument, NULL, 'u' },
 		{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 		{ "keep", no_argument, NULL, OPT_KEEP },
@@ -301,6 +308,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	enum rg_log_level level;
 	int opt, i;
 
+	rg_count_limits_default(&cfg->count_limits);
 	cfg->bpffs = RG_DEFAULT_BPFFS;
 	cfg->admin_socket = RG_ADMIN_DEFAULT_PATH;
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
@@ -362,6 +370,13 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		}
 		case OPT_XDP_IFACE:
 			cfg->xdp_iface = optarg;
+			break;
+		case OPT_COUNT_RULES:
+			if (rg_count_limits_for_profile(&cfg->count_limits, optarg)) {
+				pr_err("--count-rules '%s': expected greptimedb, influxdb, "
+				       "victoriametrics, prometheus or loki", optarg);
+				return -EINVAL;
+			}
 			break;
 		case OPT_ROUTES_FILE:
 			if (load_routes_file(optarg, cfg))
@@ -846,6 +861,8 @@ static int load(struct daemon *d)
 		pr_err("cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
+	d->skel->rodata->rg_lp_comment_rule = d->cfg->count_limits.lp_comment_rule;
+	d->skel->rodata->rg_lp_rows_mode = d->cfg->count_limits.lp_rows_mode;
 	err = rowgate__load(d->skel);
 	if (err) {
 		pr_err("cannot load the BPF programs: %s%s", strerror(-err), rg_load_hint(err));
@@ -990,6 +1007,7 @@ int main(int argc, char **argv)
 
 		if (rg_reconciler_new(&rf, &d.rec))
 			goto out;
+		rg_reconciler_set_limits(d.rec, &cfg.count_limits);
 	}
 	if (attach_all(&d))
 		goto detach;

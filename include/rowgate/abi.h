@@ -95,8 +95,7 @@ struct rg_ratio {
 	__u64 bytes_per_row_x16;
 };
 
-/* Estimate defaults until rowgated has learned a ratio (bytes per row). */
-#define RG_DEFAULT_BYTES_PER_ROW 32
+/* Estimates before rowgated has counted a body: rowgate/estimate.h. */
 
 /* bodies: ring buffer of body copies for rowgated to count.  A request is
  * START, DATA records in order, END; DATA carries raw body bytes as on the

@@ -5,8 +5,11 @@
  * no BPF, no global state; thread-safe.
  *
  * What one row is follows GreptimeDB (shared/reference/GREPTIMEDB.md):
- *   line       one line (rowgate/rows.h rg_lp_count, the kernel's counter)
- *   prom-rw    one Sample.  A series' labels `__schema__` (wins) or else the
+ *   line       one line (rowgate/rows.h rg_lp_count, the kernel's counter);
+ *              victoria-metrics: one sample per stored field
+ *              (rg_lp_vm_samples), and only an exact "gzip" coding undone
+ *   prom-rw    one Sample (victoria-metrics: not a NaN one, but the
+ *              staleness marker).  A series' labels `__schema__` (wins) or else the
  *              first of `x_greptime_database` / `__database__` move its rows
  *              to that database (rows are reported PER DATABASE).  Native
  *              histograms (TimeSeries field 4) store no row: GreptimeDB 1.x
@@ -89,10 +92,26 @@ struct rg_count_limits {
 	uint64_t max_decoded_bytes;          /* 0 = RG_COUNT_DEFAULT_MAX_DECODED_BYTES */
 	bool prom_native_histograms_refused; /* see prom-rw above */
 	bool otlp_summary_legacy;            /* GreptimeDB legacy OTLP mode */
+	/* the guarded server's own reading (rg_count_limits_for_profile) */
+	bool prom_drop_nan;      /* prom-rw: NaN samples other than the staleness
+				  * marker are not stored (victoria-metrics) */
+	uint8_t lp_rows_mode;    /* enum rg_rows_mode: lines or VM samples */
+	uint8_t lp_comment_rule; /* enum rg_lp_comment_rule */
+	bool prom_snappy_only;   /* prom-rw: snappy block whatever the
+				  * Content-Encoding (victoria-metrics) */
+	bool lp_gzip_only;       /* line protocol: only "Content-Encoding: gzip",
+				  * exactly, is decoded; any other coding is
+				  * read as raw line protocol (victoria-metrics) */
 };
 
-/* rg_count_limits with the defaults (what rg_count_payload uses for NULL). */
+/* rg_count_limits with the defaults (what rg_count_payload uses for NULL):
+ * GreptimeDB's rules. */
 void rg_count_limits_default(struct rg_count_limits *lim);
+
+/* The defaults, then the rules of a server profile ("greptimedb",
+ * "influxdb", "victoriametrics", "prometheus", "loki", case-insensitive);
+ * -EINVAL for an unknown name (lim is left with the defaults). */
+int rg_count_limits_for_profile(struct rg_count_limits *lim, const char *profile);
 
 /* Rows attributed to one database named inside the payload. */
 struct rg_db_rows {
