@@ -12,8 +12,15 @@
 
 #include "admit.h"
 #include "conn.h"
+#include "rowgate/estimate.h"
 
 char LICENSE[] SEC("license") = "GPL";
+
+/* The guarded server's line-protocol rules, set by rowgated before load:
+ * enum rg_lp_comment_rule, and enum rg_rows_mode (RG_ROWS_VM_SAMPLES: one
+ * row per field, which rowgated counts, so even plain bodies are copied). */
+const volatile __u8 rg_lp_comment_rule = RG_LP_COMMENT_AFTER_BLANKS;
+const volatile __u8 rg_lp_rows_mode = RG_ROWS_LINES;
 
 #define SOL_SOCKET   1
 #define SO_RCVLOWAT  18
@@ -25,6 +32,7 @@ struct {
 	__uint(max_entries, RG_MAX_PORTS);
 	__type(key, __u32);
 	__type(value, struct rg_port);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_PORTS SEC(".maps");
 
 /* routes: request path -> protocol of its body */
@@ -33,6 +41,7 @@ struct {
 	__uint(max_entries, RG_MAX_ROUTES);
 	__type(key, struct rg_route_key);
 	__type(value, struct rg_route);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_ROUTES SEC(".maps");
 
 /* sockhash: socket cookie -> guarded socket; the verdict is attached here */
@@ -41,6 +50,7 @@ struct {
 	__uint(max_entries, RG_MAX_CONNS);
 	__type(key, __u64);
 	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_SOCKHASH SEC(".maps");
 
 /* conns: socket cookie -> connection state, allocated on demand */
@@ -50,6 +60,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct rg_conn);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_CONNS SEC(".maps");
 
 /* proto_stats: (database, protocol) -> per-protocol counters */
@@ -58,6 +69,7 @@ struct {
 	__uint(max_entries, RG_MAX_DATABASES);
 	__type(key, struct rg_proto_key);
 	__type(value, struct rg_proto_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_PROTO_STATS SEC(".maps");
 
 /* ratios: (database, protocol) -> body bytes per row, learned by rowgated */
@@ -66,15 +78,18 @@ struct {
 	__uint(max_entries, RG_MAX_DATABASES);
 	__type(key, struct rg_proto_key);
 	__type(value, struct rg_ratio);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_RATIOS SEC(".maps");
 
 /* bodies: copies of bodies the kernel cannot count, for rowgated */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, RG_BODY_RING_BYTES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_BODIES SEC(".maps");
 
-/* conn_zero: [0] -> an all-zero connection, the template sockops copies */
+/* conn_zero: [0] -> an all-zero connection, the template sockops copies;
+ * not pinned: it belongs to one load */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -140,18 +155,17 @@ static __always_inline struct rg_proto_stats *rg_proto_stats_get(struct rg_conn 
 	return bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, rg_proto_key_of(c));
 }
 
-/* Rows a body of this size is charged before rowgated has counted it. */
+/* Rows a body of this size is charged before rowgated has counted it
+ * (rowgate/estimate.h: the learned ratio, capped per protocol and coding). */
 static __always_inline __u64 rg_estimate_rows(struct rg_conn *c)
 {
-	__u64 per_row_x16 = RG_DEFAULT_BYTES_PER_ROW * 16;
 	struct rg_ratio *r;
 
 	if (!c->body_bytes)
 		return 0;
 	r = bpf_map_lookup_elem(&RG_MAP_RATIOS, rg_proto_key_of(c));
-	if (r && r->bytes_per_row_x16)
-		per_row_x16 = r->bytes_per_row_x16;
-	return (c->body_bytes * 16 + per_row_x16 - 1) / per_row_x16;
+	return rg_est_rows(c->body_bytes, r ? r->bytes_per_row_x16 : 0, c->protocol,
+			   c->head.ce_len != 0);
 }
 
 struct rg_emit_ctx {
@@ -290,7 +304,7 @@ static __always_inline void rg_request_reset(struct rg_conn *c)
 	c->copy_lost = 0;
 	c->body_bytes = 0;
 	c->req_rows = 0;
-	rg_lp_init(&c->lp);
+	rg_lp_init_rule(&c->lp, rg_lp_comment_rule);
 }
 
 /*
@@ -475,7 +489,8 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 		c->protocol = (__u8)route->protocol;
 		if (c->verdict != RG_REQ_PASS) {
 			/* compressed text is counted by rowgated like binary */
-			if (rg_protocol_in_kernel(route->protocol) && rg_identity_encoding(h)) {
+			if (rg_protocol_in_kernel(route->protocol) && rg_identity_encoding(h) &&
+			    rg_lp_rows_mode == RG_ROWS_LINES) {
 				c->count_rows = 1;
 			} else {
 				c->copy_body = 1;
@@ -682,16 +697,14 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 		if (first >= RG_WINDOW_BYTES / 8 || last >= RG_WINDOW_BYTES / 8)
 			return 0;
 		if (first == last) {
-			rows = rg_lp_count_word(&lp, rg_lp_mask_word(words[first], from - first * 8,
-								      to - first * 8));
+			rows = rg_lp_count_span(&lp, words[first], from - first * 8,
+						to - first * 8);
 		} else {
 			/* only the edge words are masked */
-			rows = rg_lp_count_word(&lp, rg_lp_mask_word(words[first], from - first * 8,
-								      8));
+			rows = rg_lp_count_span(&lp, words[first], from - first * 8, 8);
 			for (i = first + 1; i < last && i < RG_WINDOW_BYTES / 8; i++)
 				rows += rg_lp_count_word(&lp, words[i]);
-			rows += rg_lp_count_word(&lp,
-						 rg_lp_mask_word(words[last], 0, to - last * 8));
+			rows += rg_lp_count_span(&lp, words[last], 0, to - last * 8);
 		}
 		c->lp = lp;
 		c->req_rows += rows;
@@ -1198,7 +1211,9 @@ int rg_reconcile(struct xdp_md *ctx)
 	if (cr->undecodable) {
 		if (ps)
 			__sync_fetch_and_add(&ps->undecodable_requests, 1);
-		return XDP_PASS;
+		/* rowgated charges the worst case the server could store */
+		if (exact <= est)
+			return XDP_PASS;
 	}
 	if (cr->admitted) {
 		struct rg_limit *lim = bpf_map_lookup_elem(&RG_MAP_LIMITS, &pk.db);
@@ -1225,7 +1240,7 @@ int rg_reconcile(struct xdp_md *ctx)
 		if (ps)
 			__sync_fetch_and_add(&ps->rejected_rows, exact - est);
 	}
-	if (ps) {
+	if (ps && !cr->undecodable) {
 		__sync_fetch_and_add(&ps->reconciled_requests, 1);
 		__sync_fetch_and_add(&ps->reconciled_rows, exact);
 		__sync_fetch_and_add(&ps->lag_ns_total, cr->lag_ns);

@@ -50,6 +50,7 @@ struct {
 	__uint(max_entries, RG_MAX_UDP_PORTS);
 	__type(key, struct rg_udp_port_key);
 	__type(value, struct rg_db_key);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_UDP_PORTS SEC(".maps");
 
 /* udp_stats: database -> UDP datagram counters, per CPU (daemon creates) */
@@ -58,6 +59,7 @@ struct {
 	__uint(max_entries, RG_MAX_UDP_PORTS);
 	__type(key, struct rg_db_key);
 	__type(value, struct rg_udp_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_UDP_STATS SEC(".maps");
 
 /* xdp_stats: [0] -> host-wide XDP counters, per CPU */
@@ -66,6 +68,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct rg_xdp_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_XDP_STATS SEC(".maps");
 
 /* What the header parser found; its own range, never an XDP action. */
@@ -284,8 +287,7 @@ static __always_inline __u64 rg_count_rows(struct xdp_md *ctx, __u32 off, __u32 
 	p = data + o;
 	if ((void *)(p + 1) > data_end)
 		return c.rows;
-	return c.rows + rg_lp_count_word(&c.lp, rg_lp_mask_word(*p, RG_LP_WORD_BYTES - tail,
-								 RG_LP_WORD_BYTES));
+	return c.rows + rg_lp_count_span(&c.lp, *p, RG_LP_WORD_BYTES - tail, RG_LP_WORD_BYTES);
 }
 
 #define rg_xdp_inc(st, field)            \

@@ -10,6 +10,8 @@ struct rg_metrics_maps {
 	int buckets_fd;
 	int db_stats_fd;
 	int global_fd;
+	int proto_stats_fd;
+	const char *bpffs; /* where the UDP path's maps are pinned, if any */
 };
 
 /* Serve http://ADDR:PORT/metrics; addr is "IP:PORT" (IPv4 or [IPv6]).

@@ -11,6 +11,8 @@
 #include "clock.h"
 #include "rowgate/abi.h"
 #include "rowgate/dbname.h"
+#include "rowgate/estimate.h"
+#include "rowgate/http.h"
 #include "decode/count.h"
 #include "log.h"
 #include "reconcile.h"
@@ -56,59 +58,26 @@ static void pending_free(struct pending *p)
 	free(p);
 }
 
-static enum rg_payload_protocol payload_of(__u32 protocol)
-{
-	switch (protocol) {
-	case RG_PROTO_LINE: return RG_PAYLOAD_LINE;
-	case RG_PROTO_PROM_RW: return RG_PAYLOAD_PROM_RW;
-	case RG_PROTO_OTLP_METRICS: return RG_PAYLOAD_OTLP_METRICS;
-	case RG_PROTO_OTLP_LOGS: return RG_PAYLOAD_OTLP_LOGS;
-	case RG_PROTO_OTLP_TRACES: return RG_PAYLOAD_OTLP_TRACES;
-	case RG_PROTO_LOKI: return RG_PAYLOAD_LOKI;
-	case RG_PROTO_ES_BULK: return RG_PAYLOAD_ES_BULK;
-	case RG_PROTO_NDJSON: return RG_PAYLOAD_NDJSON;
-	case RG_PROTO_OPENTSDB: return RG_PAYLOAD_OPENTSDB;
-	}
-	return RG_PAYLOAD_INVALID;
-}
-
 long rg_dechunk(unsigned char *buf, size_t len)
 {
-	size_t in = 0, out = 0;
+	struct rg_chunked st;
+	size_t in, out = 0;
 
-	for (;;) {
-		unsigned long long size = 0;
-		int digits = 0;
-
-		while (in < len) {
-			unsigned char c = buf[in];
-			int v = c >= '0' && c <= '9' ? c - '0' :
-				(c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
-
-			if (v < 0)
-				break;
-			if (++digits > 15)
-				return -1;
-			size = size << 4 | (unsigned)v;
-			in++;
+	/* the kernel's parser: a body rowgated reads is the body it framed */
+	rg_chunked_init(&st);
+	for (in = 0; in < len; in++) {
+		switch (rg_chunked_step(&st, buf[in])) {
+		case RG_CHUNK_DATA:
+			buf[out++] = buf[in];
+			break;
+		case RG_CHUNK_DONE:
+			return (long)out;
+		case RG_CHUNK_ERR:
+			return -1;
 		}
-		if (!digits)
-			return -1;
-		while (in < len && buf[in] != '\n') /* extensions */
-			in++;
-		if (in++ >= len)
-			return -1;
-		if (size == 0)
-			return (long)out; /* trailers follow: not body data */
-		if (size > len - in)
-			return -1;
-		memmove(buf + out, buf + in, size);
-		out += size;
-		in += size;
-		if (in + 2 > len || buf[in] != '\r' || buf[in + 1] != '\n')
-			return -1;
-		in += 2;
 	}
+	/* the copy may stop in the trailers: the data is complete */
+	return st.last_chunk ? (long)out : -1;
 }
 
 static void correct(struct rg_reconciler *r, const struct rg_body_start *s, const char *db,
@@ -142,7 +111,7 @@ static void learn_ratio(struct rg_reconciler *r, const struct rg_body_start *s,
 {
 	struct rg_proto_key k = { 0 };
 	struct rg_ratio old = { 0 }, v;
-	__u64 sample;
+	__u64 sample, ceil = rg_est_ceiling_x16(s->protocol, s->content_encoding[0] != 0);
 
 	if (!rows || !body_bytes)
 		return;
@@ -156,25 +125,39 @@ static void learn_ratio(struct rg_reconciler *r, const struct rg_body_start *s,
 		v.bytes_per_row_x16 = (old.bytes_per_row_x16 * 3 + sample) / 4;
 	else
 		v.bytes_per_row_x16 = sample;
+	/* the kernel caps it too; kept capped so one outlier moves it at once */
+	if (v.bytes_per_row_x16 > ceil)
+		v.bytes_per_row_x16 = ceil;
 	bpf_map_update_elem(r->ratios_fd, &k, &v, BPF_ANY);
+}
+
+/* The worst case of a body rowgated could not count. */
+static __u64 worst_rows(__u64 estimate, __u64 decoded_bytes)
+{
+	__u64 w = decoded_bytes / RG_WORST_BYTES_PER_ROW;
+
+	return w > estimate ? w : estimate;
 }
 
 static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e)
 {
 	const struct rg_body_start *s = &p->start;
-	struct rg_row_counts counts;
+	struct rg_row_counts counts = { 0 };
 	__u64 lag = rg_monotonic_ns() - e->end_ns;
 	char ct[RG_CT_BYTES + 1] = "", ce[RG_CE_BYTES + 1] = "";
 	long len = (long)p->len;
-	enum rg_payload_protocol proto = payload_of(s->protocol);
+	enum rg_payload_protocol proto = rg_payload_of(s->protocol);
 	__u32 i;
 
 	memcpy(ct, s->content_type, RG_CT_BYTES);
 	memcpy(ce, s->content_encoding, RG_CE_BYTES);
 	if (!e->complete || p->overflow) {
 		r->incomplete++;
-		correct(r, s, s->db.name, false, e->estimated_rows, e->estimated_rows, e->admitted,
-			true, lag);
+		/* a copy over the pending cap: its bytes at the smallest row */
+		correct(r, s, s->db.name, false, e->estimated_rows,
+			p->overflow ? worst_rows(e->estimated_rows, e->body_bytes) :
+				      e->estimated_rows,
+			e->admitted, true, lag);
 		return;
 	}
 	if (s->chunked)
@@ -186,8 +169,15 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 		r->undecodable++;
 		pr_info("body of a %s request to %s not counted: %s", rg_payload_protocol_name(proto),
 			s->db.name, len < 0 ? "bad chunked framing" : counts.err_msg);
-		correct(r, s, s->db.name, false, e->estimated_rows, e->estimated_rows, e->admitted,
-			true, lag);
+		/* what the server could store: the bytes decoded before the
+		 * failure (or the cap) at the smallest row, never less than the
+		 * estimate; a coding rowgated lacks may be read raw */
+		correct(r, s, s->db.name, false, e->estimated_rows,
+			worst_rows(e->estimated_rows,
+				   len < 0 ? e->body_bytes :
+				   counts.err == RG_COUNT_E_ENCODING ? (__u64)len :
+								       counts.decoded_bytes),
+			e->admitted, true, lag);
 		return;
 	}
 	/* the request's own database takes the rows without a label of
@@ -342,6 +332,11 @@ void rg_reconciler_free(struct rg_reconciler *r)
 		}
 	ring_buffer__free(r->rb);
 	free(r);
+}
+
+void rg_reconciler_set_limits(struct rg_reconciler *r, const struct rg_count_limits *lim)
+{
+	r->limits = *lim;
 }
 
 int rg_reconciler_fd(const struct rg_reconciler *r)

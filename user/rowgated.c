@@ -26,6 +26,7 @@
 
 #include "clock.h"
 #include "rowgate.skel.h"
+#include "rowgate_version.h"
 #include "rowgate/abi.h"
 #include "rowgate/bucket.h"
 #include "admin.h"
@@ -33,14 +34,15 @@
 #include "log.h"
 #include "metrics.h"
 #include "reconcile.h"
+#include "decode/count.h"
 #include "xdp.h"
+#include "lib/counters.h"
+#include "lib/maps.h"
 #include "meta_agent.h"
 #include "state.h"
 
-#define RG_VERSION          "0.1.0"
 #define RG_DEFAULT_PORT     4000
 #define RG_DEFAULT_BPFFS    "/sys/fs/bpf/rowgate"
-#define RG_BPFFS_MAGIC      0xcafe4a11
 #define RG_POLL_INTERVAL_MS 1000
 
 /* Pins under the bpffs directory besides the maps (named as in abi.h). */
@@ -78,6 +80,7 @@ struct config {
 	const char *token_file;
 	struct route_opt routes[RG_MAX_ROUTES];
 	int nroutes;
+	struct rg_count_limits count_limits; /* --count-rules */
 };
 
 struct daemon {
@@ -155,22 +158,17 @@ static const struct route_opt default_routes[] = {
 	{ "/datadog/api/v1/series", { RG_PROTO_NONE, RG_ROUTE_REFUSE, P_VM } },
 };
 
-/* Route protocol names, as --route and the routes file spell them. */
+/* Route protocol names, as --route and the routes file spell them: every
+ * protocol by its name, and the variants that also set a route flag. */
 static const struct {
 	const char *name;
 	struct rg_route route;
 } route_names[] = {
-	{ "influx", { RG_PROTO_LINE, 0, 0 } },
+#define RG_X_(id, ID, name, k) { name, { RG_PROTO_##ID, 0, 0 } },
+	RG_PROTOCOLS(RG_X_)
+#undef RG_X_
 	{ "influx-v2", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM, 0 } },
-	{ "prom-rw", { RG_PROTO_PROM_RW, 0, 0 } },
-	{ "otlp-metrics", { RG_PROTO_OTLP_METRICS, 0, 0 } },
-	{ "otlp-logs", { RG_PROTO_OTLP_LOGS, 0, 0 } },
-	{ "otlp-traces", { RG_PROTO_OTLP_TRACES, 0, 0 } },
-	{ "loki", { RG_PROTO_LOKI, 0, 0 } },
 	{ "loki-tenant", { RG_PROTO_LOKI, RG_ROUTE_TENANT, 0 } },
-	{ "es-bulk", { RG_PROTO_ES_BULK, 0, 0 } },
-	{ "ndjson", { RG_PROTO_NDJSON, 0, 0 } },
-	{ "opentsdb", { RG_PROTO_OPENTSDB, 0, 0 } },
 	{ "refuse", { RG_PROTO_NONE, RG_ROUTE_REFUSE, 0 } },
 	{ "none", { RG_PROTO_NONE, 0, 0 } },
 };
@@ -211,6 +209,10 @@ static void usage(FILE *out)
 		"                          victoriametrics its import and datadog writes\n"
 		"                          are refused)\n"
 		"      --routes-file PATH  one 'PATH PROTO' per line ('#' comments), as --route\n"
+		"      --count-rules SERVER  count rows as this server stores them: greptimedb\n"
+		"                          (default), influxdb, victoriametrics (one row per\n"
+		"                          line-protocol field, NaN samples not stored, '#'\n"
+		"                          comments only in a line's first byte), prometheus, loki\n"
 		"  -m, --metrics IP:PORT   serve Prometheus /metrics there (default off)\n"
 		"      --xdp-iface IFACE   enforce UDP line protocol in XDP on IFACE (native\n"
 		"                          mode where the driver has it, else generic)\n"
@@ -350,7 +352,7 @@ static int find_cgroup2_root(char *buf, size_t len)
 
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
-	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED };
+	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_COUNT_RULES };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -363,6 +365,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
 		{ "allow-unparsed", required_argument, NULL, OPT_ALLOW_UNPARSED },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
+		{ "count-rules", required_argument, NULL, OPT_COUNT_RULES },
 		{ "udp", required_argument, NULL, 'u' },
 		{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 		{ "keep", no_argument, NULL, OPT_KEEP },
@@ -378,6 +381,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	enum rg_log_level level;
 	int opt, i;
 
+	rg_count_limits_default(&cfg->count_limits);
 	cfg->bpffs = RG_DEFAULT_BPFFS;
 	cfg->admin_socket = RG_ADMIN_DEFAULT_PATH;
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
@@ -462,6 +466,13 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		}
 		case OPT_XDP_IFACE:
 			cfg->xdp_iface = optarg;
+			break;
+		case OPT_COUNT_RULES:
+			if (rg_count_limits_for_profile(&cfg->count_limits, optarg)) {
+				pr_err("--count-rules '%s': expected greptimedb, influxdb, "
+				       "victoriametrics, prometheus or loki", optarg);
+				return -EINVAL;
+			}
 			break;
 		case OPT_ROUTES_FILE:
 			if (load_routes_file(optarg, cfg))
@@ -548,81 +559,6 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	return 0;
 }
 
-static void pin_path(char *buf, size_t len, const char *dir, const char *name)
-{
-	snprintf(buf, len, "%s/%s", dir, name);
-}
-
-static bool is_bpffs(const char *path)
-{
-	struct statfs st;
-
-	return statfs(path, &st) == 0 && (unsigned long)st.f_type == RG_BPFFS_MAGIC;
-}
-
-/* Create the pin directory on a bpf filesystem, mounting /sys/fs/bpf as
- * systemd would when nothing is mounted there. */
-static int prepare_bpffs(const char *dir)
-{
-	char parent[PATH_MAX], *slash;
-
-	snprintf(parent, sizeof(parent), "%s", dir);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent)
-		*slash = 0;
-	if (!is_bpffs(parent) && !strcmp(parent, "/sys/fs/bpf")) {
-		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700")) {
-			pr_err("cannot mount a bpf filesystem on /sys/fs/bpf: %s", strerror(errno));
-			return -errno;
-		}
-		pr_info("mounted a bpf filesystem on /sys/fs/bpf");
-	}
-	if (!is_bpffs(parent)) {
-		pr_err("%s is not on a bpf filesystem; mount one with: mount -t bpf bpf %s",
-		       dir, parent);
-		return -EINVAL;
-	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		pr_err("cannot create %s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
-/* One loader at a time per pin directory. */
-static int lock_bpffs(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0) {
-		pr_err("cannot open %s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		pr_err("another rowgated is using %s (its lock is held)", dir);
-		close(fd);
-		return -EBUSY;
-	}
-	return fd;
-}
-
-static int set_pin_paths(struct rowgate *skel, const char *dir)
-{
-	struct bpf_map *map;
-	char path[PATH_MAX];
-
-	bpf_object__for_each_map(map, skel->obj) {
-		const char *name = bpf_map__name(map);
-
-		if (bpf_map__is_internal(map) || !strcmp(name, "conn_zero"))
-			continue; /* .rodata and templates belong to one load */
-		pin_path(path, sizeof(path), dir, name);
-		if (bpf_map__set_pin_path(map, path))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
 /* Attach prog to the cgroup through a pinned link, or adopt the link a
  * previous rowgated pinned and swap its program atomically. */
 static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, const char *dir,
@@ -632,7 +568,7 @@ static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, const cha
 	struct bpf_link *link;
 	int err;
 
-	pin_path(path, sizeof(path), dir, pin_name);
+	rg_pin_path(path, sizeof(path), dir, pin_name);
 	link = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
 	if (link) {
 		err = bpf_link__update_program(link, prog);
@@ -683,7 +619,7 @@ static int attach_all(struct daemon *d)
 		pr_err("cannot attach the verdict program to the sockhash: %s", strerror(errno));
 		goto out;
 	}
-	pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_VERDICT);
+	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_VERDICT);
 	unlink(path);
 	bpf_program__pin(skel->progs.rg_verdict, path);
 	err = attach_cgroup_link(skel->progs.rg_getpeername4, cgroup_fd, d->cfg->bpffs,
@@ -699,21 +635,6 @@ out:
 	return err;
 }
 
-static void map_clear(int fd, size_t key_size)
-{
-	char key[256], next[256];
-	bool first = true;
-
-	if (key_size > sizeof(key))
-		return;
-	while (bpf_map_get_next_key(fd, first ? NULL : key, next) == 0) {
-		memcpy(key, next, key_size);
-		first = false;
-		bpf_map_delete_elem(fd, key);
-		first = true; /* restart: the key we held is gone */
-	}
-}
-
 static int populate_ports_routes(struct daemon *d)
 {
 	int ports_fd = bpf_map__fd(d->skel->maps.RG_MAP_PORTS);
@@ -721,11 +642,11 @@ static int populate_ports_routes(struct daemon *d)
 	size_t i;
 	int j;
 
-	map_clear(ports_fd, sizeof(__u32));
+	rg_map_clear(ports_fd, sizeof(__u32));
 	for (j = 0; j < d->cfg->nports; j++)
 		if (bpf_map_update_elem(ports_fd, &d->cfg->ports[j], &d->cfg->port_cfg[j], BPF_ANY))
 			return -errno;
-	map_clear(routes_fd, sizeof(struct rg_route_key));
+	rg_map_clear(routes_fd, sizeof(struct rg_route_key));
 	for (i = 0; i < sizeof(default_routes) / sizeof(default_routes[0]); i++) {
 		struct rg_route_key key = {};
 
@@ -746,37 +667,23 @@ static int populate_ports_routes(struct daemon *d)
 	return 0;
 }
 
-/* Put one limit into the maps.  A new database gets a full bucket and zeroed
- * counters; an existing bucket is kept, debt included (DESIGN §1). */
+/* The maps of a database, for lib/maps.h. */
+static struct rg_db_maps db_maps(const struct daemon *d)
+{
+	return (struct rg_db_maps){
+		.limits_fd = bpf_map__fd(d->skel->maps.RG_MAP_LIMITS),
+		.buckets_fd = bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS),
+		.db_stats_fd = bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS),
+		.proto_stats_fd = bpf_map__fd(d->skel->maps.RG_MAP_PROTO_STATS),
+	};
+}
+
+/* A configured limit, no quota: the standalone write. */
 static int apply_limit(struct daemon *d, const struct rg_db_key *db, __u64 limit)
 {
-	struct rg_limit lim = { .limit_rows_per_s = limit };
-	struct rg_bucket_value bv = {};
-	struct rg_db_stats st = {};
+	struct rg_db_maps m = db_maps(d);
 
-	if (limit) {
-		rg_bucket_init(&bv.b, limit, rg_monotonic_ns());
-		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS), db, &bv,
-					BPF_NOEXIST) &&
-		    errno != EEXIST)
-			return -errno;
-	}
-	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS), db, &st,
-				BPF_NOEXIST) &&
-	    errno != EEXIST)
-		return -errno;
-	for (__u32 p = RG_PROTO_LINE; p < RG_PROTO_MAX; p++) {
-		struct rg_proto_key pk = { .db = *db, .protocol = p };
-		struct rg_proto_stats ps = {};
-
-		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_PROTO_STATS), &pk, &ps,
-					BPF_NOEXIST) &&
-		    errno != EEXIST)
-			return -errno;
-	}
-	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), db, &lim, BPF_ANY))
-		return -errno;
-	return 0;
+	return rg_limit_write(&m, db, limit, 0);
 }
 
 static const char *map_errno(int err)
@@ -832,20 +739,12 @@ static int meta_refuse(struct daemon *d, char *err, size_t errlen)
 	return -EPERM;
 }
 
-/* The meta agent's callback: a new database gets its bucket and counters as
- * for a local limit (apply_limit), then the limit and quota are written. */
+/* The meta agent's callback: the cluster's limit and this host's quota. */
 static int meta_apply(void *ctx, const struct rg_db_key *db, __u64 limit, __u64 quota)
 {
-	struct daemon *d = ctx;
-	struct rg_limit lim = { .limit_rows_per_s = limit, .quota_rows_per_s = quota };
-	int fd = bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), err;
+	struct rg_db_maps m = db_maps(ctx);
 
-	if (bpf_map_update_elem(fd, db, &lim, BPF_EXIST)) {
-		err = apply_limit(d, db, limit);
-		if (err)
-			return err;
-	}
-	return bpf_map_update_elem(fd, db, &lim, BPF_ANY) ? -errno : 0;
+	return rg_limit_write(&m, db, limit, quota);
 }
 
 static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, char *err,
@@ -902,7 +801,11 @@ static int op_limit_unset(void *ctx, const struct rg_db_key *db, char *err, size
 		return ret;
 	}
 	/* the bucket stays: re-enabling must not forgive debt */
-	bpf_map_delete_elem(bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), db);
+	{
+		struct rg_db_maps m = db_maps(d);
+
+		rg_limit_remove(&m, db);
+	}
 	pr_info("limit %s unset", db->name);
 	return 0;
 }
@@ -926,80 +829,42 @@ static int op_limit_show(void *ctx, const struct rg_db_key *db, json_t *arr, cha
 	return 0;
 }
 
-static int json_set_u64(json_t *obj, const char *key, __u64 v)
-{
-	return json_object_set_new(obj, key, rg_json_u64(v));
-}
-
-static const char *const protocol_names[RG_PROTO_MAX] = {
-	[RG_PROTO_LINE] = "influx",	     [RG_PROTO_PROM_RW] = "prom-rw",
-	[RG_PROTO_OTLP_METRICS] = "otlp-metrics", [RG_PROTO_OTLP_LOGS] = "otlp-logs",
-	[RG_PROTO_OTLP_TRACES] = "otlp-traces", [RG_PROTO_LOKI] = "loki",
-	[RG_PROTO_ES_BULK] = "es-bulk",	     [RG_PROTO_NDJSON] = "ndjson",
-	[RG_PROTO_OPENTSDB] = "opentsdb",
-};
-
 /* Counters per protocol that saw traffic: estimated vs reconciled rows. */
 static json_t *proto_stats_json(struct daemon *d, const struct rg_db_key *db)
 {
 	json_t *all = json_object();
 
-	for (__u32 p = RG_PROTO_LINE; all && p < RG_PROTO_MAX; p++) {
+	for (__u32 p = RG_PROTO_NONE + 1; all && p < RG_PROTO_MAX; p++) {
 		struct rg_proto_key k = { .db = *db, .protocol = p };
 		struct rg_proto_stats ps;
 		json_t *o;
 
-		/* per-series databases get rows without requests of their own */
 		if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_PROTO_STATS), &k, &ps) ||
-		    (!ps.admitted_requests && !ps.rejected_requests && !ps.admitted_rows &&
-		     !ps.rejected_rows && !ps.reconciled_rows))
+		    !rg_proto_stats_seen(&ps))
 			continue;
 		o = json_object();
-		json_set_u64(o, "admitted_requests", ps.admitted_requests);
-		json_set_u64(o, "admitted_rows", ps.admitted_rows);
-		json_set_u64(o, "rejected_requests", ps.rejected_requests);
-		json_set_u64(o, "rejected_rows", ps.rejected_rows);
-		json_set_u64(o, "estimated_rows", ps.estimated_rows);
-		json_set_u64(o, "reconciled_requests", ps.reconciled_requests);
-		json_set_u64(o, "reconciled_rows", ps.reconciled_rows);
-		json_set_u64(o, "unreconciled_requests", ps.unreconciled_requests);
-		json_set_u64(o, "unreconciled_bytes", ps.unreconciled_bytes);
-		json_set_u64(o, "undecodable_requests", ps.undecodable_requests);
-		json_set_u64(o, "body_bytes", ps.body_bytes);
-		json_set_u64(o, "lag_avg_us",
-			     ps.reconciled_requests ? ps.lag_ns_total / ps.reconciled_requests / 1000 : 0);
-		json_object_set_new(all, protocol_names[p], o);
+		rg_counters_json(o, &rg_proto_stats_table, &ps);
+		/* derived, for people: the table has the sum */
+		json_object_set_new(o, "lag_avg_us",
+				    rg_json_u64(ps.reconciled_requests ?
+							ps.lag_ns_total / ps.reconciled_requests / 1000 :
+							0));
+		json_object_set_new(all, rg_protocol_name(p), o);
 	}
 	return all;
 }
 
-static json_t *db_stats_json(struct daemon *d, const struct rg_db_key *db,
-			     const struct rg_db_stats *st)
+static json_t *db_stats_json(struct daemon *d, const struct rg_db_key *db)
 {
+	struct rg_db_maps m = db_maps(d);
+	struct rg_db_snapshot snap;
 	json_t *o = json_object();
-	struct rg_bucket_value bv;
-	struct rg_limit lim;
-	bool has_limit;
 
 	if (!o)
 		return NULL;
-	has_limit = bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), db, &lim) == 0;
+	rg_db_snapshot_read(&m, db, rg_monotonic_ns(), &snap);
 	json_object_set_new(o, "db", json_string(db->name));
-	json_set_u64(o, "limit", has_limit ? lim.limit_rows_per_s : 0);
-	json_set_u64(o, "quota", has_limit && lim.limit_rows_per_s ? rg_effective_quota(&lim) : 0);
-	json_set_u64(o, "admitted_requests", st->admitted_requests);
-	json_set_u64(o, "admitted_rows", st->admitted_rows);
-	json_set_u64(o, "rejected_requests", st->rejected_requests);
-	json_set_u64(o, "rejected_rows", st->rejected_rows);
-	json_set_u64(o, "unenforced_requests", st->unenforced_requests);
-	json_set_u64(o, "unenforced_rows", st->unenforced_rows);
-	if (bpf_map_lookup_elem_flags(bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS), db, &bv,
-				      BPF_F_LOCK) == 0) {
-		/* the level now, as the kernel would see it */
-		rg_bucket_refill(&bv.b, rg_monotonic_ns());
-		json_set_u64(o, "tokens", bv.b.tokens);
-		json_set_u64(o, "debt_rows", bv.b.debt_rows);
-	}
+	rg_counters_json(o, &rg_db_stats_table, &snap.stats);
 	json_object_set_new(o, "protocols", proto_stats_json(d, db));
 	return o;
 }
@@ -1012,7 +877,6 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	json_t *arr = json_array(), *g = json_object();
 	struct rg_global_stats gs = {};
 	struct rg_db_key key, next;
-	struct rg_db_stats st;
 	bool first = true;
 	__u32 zero = 0;
 
@@ -1023,9 +887,7 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 		first = false;
 		if (db && strcmp(db->name, key.name))
 			continue;
-		if (bpf_map_lookup_elem(fd, &key, &st))
-			continue;
-		if (json_array_append_new(arr, db_stats_json(d, &key, &st)))
+		if (json_array_append_new(arr, db_stats_json(d, &key)))
 			goto nomem;
 	}
 	if (db && json_array_size(arr) == 0) {
@@ -1036,21 +898,7 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 		return -ENOENT;
 	}
 	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GLOBAL), &zero, &gs);
-	json_set_u64(g, "conns_tracked", gs.conns_tracked);
-	json_set_u64(g, "conns_untracked", gs.conns_untracked);
-	json_set_u64(g, "non_http_conns", gs.non_http_conns);
-	json_set_u64(g, "bad_requests", gs.bad_requests);
-	json_set_u64(g, "heads_split", gs.heads_split);
-	json_set_u64(g, "pipelined_unenforced", gs.pipelined_unenforced);
-	json_set_u64(g, "recvmsg_failopen", gs.recvmsg_failopen);
-	json_set_u64(g, "responses_close", gs.responses_close);
-	json_set_u64(g, "internal_errors", gs.internal_errors);
-	json_set_u64(g, "body_ring_full", gs.body_ring_full);
-	json_set_u64(g, "failclosed_not_http", gs.failclosed_not_http);
-	json_set_u64(g, "failclosed_malformed", gs.failclosed_malformed);
-	json_set_u64(g, "failclosed_framing", gs.failclosed_framing);
-	json_set_u64(g, "failclosed_too_large", gs.failclosed_too_large);
-	json_set_u64(g, "failclosed_unmodeled", gs.failclosed_unmodeled);
+	rg_counters_json(g, &rg_global_stats_table, &gs);
 	rg_reconciler_stats_json(d->rec, g);
 	rg_xdp_stats_json(d->cfg->bpffs, db, reply); /* -ENOENT: no UDP path */
 	json_object_set_new(reply, "databases", arr);
@@ -1074,15 +922,6 @@ static const struct rg_admin_ops admin_ops = {
 
 /* ---- lifecycle ---- */
 
-static void unpin(const char *dir, const char *name)
-{
-	char path[PATH_MAX];
-
-	pin_path(path, sizeof(path), dir, name);
-	if (unlink(path) && errno != ENOENT)
-		pr_warn("cannot remove %s: %s", path, strerror(errno));
-}
-
 /* Stop enforcing: detach everything, release guarded sockets so open
  * connections go on untouched, keep the state maps unless purging. */
 static void detach_all(const char *dir, bool purge)
@@ -1091,30 +930,30 @@ static void detach_all(const char *dir, bool purge)
 	int sockhash_fd, prog_fd;
 	size_t i;
 
-	unpin(dir, RG_PIN_LINK_SOCKOPS); /* no new connections are guarded */
-	unpin(dir, RG_PIN_LINK_PEER4);
-	unpin(dir, RG_PIN_LINK_PEER6);
-	pin_path(path, sizeof(path), dir, RG_STR(RG_MAP_SOCKHASH));
+	rg_unpin(dir, RG_PIN_LINK_SOCKOPS); /* no new connections are guarded */
+	rg_unpin(dir, RG_PIN_LINK_PEER4);
+	rg_unpin(dir, RG_PIN_LINK_PEER6);
+	rg_pin_path(path, sizeof(path), dir, RG_STR(RG_MAP_SOCKHASH));
 	sockhash_fd = bpf_obj_get(path);
-	pin_path(path, sizeof(path), dir, RG_PIN_PROG_VERDICT);
+	rg_pin_path(path, sizeof(path), dir, RG_PIN_PROG_VERDICT);
 	prog_fd = bpf_obj_get(path);
 	if (sockhash_fd >= 0) {
 		if (prog_fd >= 0)
 			bpf_prog_detach2(prog_fd, sockhash_fd, BPF_SK_SKB_VERDICT);
-		map_clear(sockhash_fd, sizeof(__u64));
+		rg_map_clear(sockhash_fd, sizeof(__u64));
 		close(sockhash_fd);
 	}
 	if (prog_fd >= 0)
 		close(prog_fd);
-	unpin(dir, RG_PIN_PROG_VERDICT);
-	unpin(dir, RG_STR(RG_MAP_SOCKHASH));
-	unpin(dir, RG_STR(RG_MAP_CONNS));
-	unpin(dir, RG_STR(RG_MAP_PORTS));
-	unpin(dir, RG_STR(RG_MAP_ROUTES));
+	rg_unpin(dir, RG_PIN_PROG_VERDICT);
+	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
+	rg_unpin(dir, RG_STR(RG_MAP_CONNS));
+	rg_unpin(dir, RG_STR(RG_MAP_PORTS));
+	rg_unpin(dir, RG_STR(RG_MAP_ROUTES));
 	if (purge) {
 		rg_xdp_cleanup(dir, true);
 		for (i = 0; i < sizeof(state_maps) / sizeof(state_maps[0]); i++)
-			unpin(dir, state_maps[i]);
+			rg_unpin(dir, state_maps[i]);
 		if (rmdir(dir) && errno != ENOENT)
 			pr_warn("cannot remove %s: %s", dir, strerror(errno));
 	}
@@ -1124,19 +963,19 @@ static int load(struct daemon *d)
 {
 	int err;
 
-	d->skel = rowgate__open();
+	/* maps declared LIBBPF_PIN_BY_NAME are pinned there, or adopted */
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = d->cfg->bpffs);
+
+	d->skel = rowgate__open_opts(&opts);
 	if (!d->skel) {
 		pr_err("cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
-	err = set_pin_paths(d->skel, d->cfg->bpffs);
-	if (!err)
-		err = rowgate__load(d->skel);
+	d->skel->rodata->rg_lp_comment_rule = d->cfg->count_limits.lp_comment_rule;
+	d->skel->rodata->rg_lp_rows_mode = d->cfg->count_limits.lp_rows_mode;
+	err = rowgate__load(d->skel);
 	if (err) {
-		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
-		       err == -EINVAL ? " (pinned maps from an incompatible rowgated? "
-					"run 'rowgated --cleanup' with the same --bpffs)" :
-					" (run with --log-level debug for the verifier log)");
+		pr_err("cannot load the BPF programs: %s%s", strerror(-err), rg_load_hint(err));
 		return err;
 	}
 	return 0;
@@ -1238,9 +1077,9 @@ int main(int argc, char **argv)
 	if (geteuid() != 0)
 		pr_warn("not running as root: loading BPF programs will likely fail");
 	if (cfg.cleanup) {
-		if (!is_bpffs(cfg.bpffs) && access(cfg.bpffs, F_OK))
+		if (!rg_is_bpffs(cfg.bpffs) && access(cfg.bpffs, F_OK))
 			return 0;
-		d.lock_fd = lock_bpffs(cfg.bpffs);
+		d.lock_fd = rg_bpffs_lock(cfg.bpffs);
 		if (d.lock_fd < 0)
 			return 1;
 		detach_all(cfg.bpffs, true);
@@ -1251,9 +1090,9 @@ int main(int argc, char **argv)
 		pr_err("%s", err);
 		return 1;
 	}
-	if (prepare_bpffs(cfg.bpffs))
+	if (rg_bpffs_prepare(cfg.bpffs))
 		return 1;
-	d.lock_fd = lock_bpffs(cfg.bpffs);
+	d.lock_fd = rg_bpffs_lock(cfg.bpffs);
 	if (d.lock_fd < 0)
 		return 1;
 	if (!cfg.foreground && daemonize(&notify_fd))
@@ -1278,6 +1117,7 @@ int main(int argc, char **argv)
 
 		if (rg_reconciler_new(&rf, &d.rec))
 			goto out;
+		rg_reconciler_set_limits(d.rec, &cfg.count_limits);
 	}
 	if (attach_all(&d))
 		goto detach;
@@ -1289,6 +1129,8 @@ int main(int argc, char **argv)
 			.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
 			.db_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
 			.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
+			.proto_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_PROTO_STATS),
+			.bpffs = cfg.bpffs,
 		};
 
 		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))

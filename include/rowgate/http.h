@@ -140,7 +140,7 @@ struct rg_http_head {
 	__u8 cl_digits;
 	__u8 cl_done;       /* OWS after the digits: only OWS may follow */
 	__u8 host_count;    /* Host header lines, counted to 2 */
-	__u8 pad;
+	__u8 ce_headers;    /* Content-Encoding lines seen (saturating) */
 	__u64 method;       /* first 8 bytes of the method, little-endian */
 	__u64 name_words[RG_HDR_NAME_WORDS];
 	__u64 content_length;
@@ -353,6 +353,14 @@ RG_INLINE int rg_header_begin(struct rg_http_head *h)
 			return RG_HEAD_ERR_FRAMING;
 		h->has_transfer_encoding = 1;
 		break;
+	case RG_HDR_CONTENT_ENCODING:
+		/* a second line is kept after a '\n': Go servers read the
+		 * first line only (Header.Get), others join them as a list */
+		if (h->ce_headers && h->ce_len < RG_CE_BYTES - 1)
+			h->content_encoding[h->ce_len++ & (RG_CE_BYTES - 1)] = '\n';
+		if (h->ce_headers < 0xff)
+			h->ce_headers++;
+		break;
 	case RG_HDR_DB_NAME:
 		if (h->db_header.present) /* a second one: first wins */
 			h->header = RG_HDR_OTHER;
@@ -413,8 +421,9 @@ RG_INLINE int rg_header_value_byte(struct rg_http_head *h, __u8 c)
 			h->content_type[h->ct_len++ & (RG_CT_BYTES - 1)] = rg_lower(c);
 		return RG_HEAD_MORE;
 	case RG_HDR_CONTENT_ENCODING:
+		/* as sent: servers differ on case (victoria-metrics: "gzip" only) */
 		if (h->ce_len < RG_CE_BYTES - 1)
-			h->content_encoding[h->ce_len++ & (RG_CE_BYTES - 1)] = rg_lower(c);
+			h->content_encoding[h->ce_len++ & (RG_CE_BYTES - 1)] = (char)c;
 		return RG_HEAD_MORE;
 	case RG_HDR_TENANT:
 	case RG_HDR_DB_NAME: {

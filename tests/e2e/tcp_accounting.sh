@@ -29,11 +29,12 @@ def check(what, ok, detail=""):
         failures.append(what)
 
 def idle_check(what):
-    """A spinning server burns ~a core; an idle one ~nothing."""
+    """A spinning server burns ~a core; an idle one little (victoria-metrics'
+    own background work reached ~20% under qemu TCG on a loaded host)."""
     c0, t0 = cpu(), time.monotonic()
     time.sleep(1.0)
     used = (cpu() - c0) / HZ / (time.monotonic() - t0)
-    check(what + ": server idle afterwards", used < 0.15, "%.0f%% of a core" % (used * 100))
+    check(what + ": server idle afterwards", used < 0.5, "%.0f%% of a core" % (used * 100))
 
 def tokens():
     out = subprocess.check_output([ctl, "--socket", sock, "--json", "stats", "acct"])

@@ -1388,6 +1388,86 @@ static void test_line_protocol(void)
 	}
 }
 
+/* victoria-metrics' rules: Header.Get("Content-Encoding") == "gzip" decodes,
+ * anything else is read raw; remote write is snappy whatever the header;
+ * NaN samples but the staleness marker are not stored. */
+static void test_vm_rules(void)
+{
+	static const char plain[] = "m f=1,g=2\n #h=3\nbad\nm k=NaN,l=4 5\n";
+	struct rg_count_limits vm;
+	struct rg_row_counts c;
+	const char *raw_ce[] = { NULL, "", "GZIP", "x-gzip", "zstd", "snappy", "gzip, identity",
+				 "identity", "\ngzip", "br\ngzip" };
+	const char *gz_ce[] = { "gzip", " gzip ", "gzip\nzstd", "gzip \nbr" };
+	uint8_t *z;
+	size_t zlen, i;
+
+	CHECK(rg_count_limits_for_profile(&vm, "VictoriaMetrics") == 0, "profile name");
+	CHECK(rg_count_limits_for_profile(&vm, "mysql") == -EINVAL, "unknown profile");
+	CHECK(rg_count_limits_for_profile(&vm, "victoriametrics") == 0, "profile");
+	for (i = 0; i < sizeof(raw_ce) / sizeof(raw_ce[0]); i++) {
+		CHECK(rg_count_payload(RG_PAYLOAD_LINE, raw_ce[i], NULL, plain, strlen(plain),
+				       &vm, &c) == 0 && c.rows == 4,
+		      "read raw under '%s': %" PRIu64, raw_ce[i] ? raw_ce[i] : "(none)", c.rows);
+	}
+	CHECK(rg_compress(RG_CODEC_GZIP, false, (const uint8_t *)plain, strlen(plain), &z,
+			  &zlen) == 0, "gzip");
+	for (i = 0; i < sizeof(gz_ce) / sizeof(gz_ce[0]); i++)
+		CHECK(rg_count_payload(RG_PAYLOAD_LINE, gz_ce[i], NULL, z, zlen, &vm, &c) == 0 &&
+			      c.rows == 4, "gzip under '%s'", gz_ce[i]);
+	/* the same gzip body under another first line is garbage to the server */
+	CHECK(rg_count_payload(RG_PAYLOAD_LINE, "GZIP", NULL, z, zlen, &vm, &c) == 0 &&
+		      c.rows == 0, "gzip bytes read raw: %" PRIu64, c.rows);
+	free(z);
+	/* remote write: a series of 4 samples: 1.0, NaN, the staleness marker,
+	 * and a NaN with a sign bit (as Go's math.NaN() may come out) */
+	{
+		static const uint64_t vals[] = { 0x3ff0000000000000ULL, 0x7ff8000000000001ULL,
+						 0x7ff0000000000002ULL, 0xfff8000000000000ULL };
+		uint8_t ts[128], wr[160], *sz;
+		size_t n = 0, m = 0, k, szlen;
+
+		ts[n++] = 0x0a; /* labels: __name__ = "x" */
+		ts[n++] = 13;
+		ts[n++] = 0x0a; ts[n++] = 8; memcpy(ts + n, "__name__", 8); n += 8;
+		ts[n++] = 0x12; ts[n++] = 1; ts[n++] = 'x';
+		for (i = 0; i < 4; i++) {
+			ts[n++] = 0x12; /* Sample: value (fixed64), timestamp */
+			ts[n++] = 11;
+			ts[n++] = 0x09;
+			for (k = 0; k < 8; k++)
+				ts[n++] = (uint8_t)(vals[i] >> (8 * k));
+			ts[n++] = 0x10;
+			ts[n++] = (uint8_t)(i + 1);
+		}
+		wr[m++] = 0x0a;
+		wr[m++] = (uint8_t)n;
+		memcpy(wr + m, ts, n);
+		m += n;
+		CHECK(rg_compress(RG_CODEC_SNAPPY, false, wr, m, &sz, &szlen) == 0, "snappy");
+		CHECK(count(RG_PAYLOAD_PROM_RW, "snappy", NULL, sz, szlen, NULL) == 4,
+		      "GreptimeDB stores NaN samples");
+		CHECK(rg_count_payload(RG_PAYLOAD_PROM_RW, "snappy", NULL, sz, szlen, &vm, &c) == 0 &&
+			      c.rows == 2, "victoria-metrics: 1.0 and the staleness marker (%" PRIu64 ")",
+		      c.rows);
+		/* victoria-metrics ignores the header: always a snappy block */
+		CHECK(rg_count_payload(RG_PAYLOAD_PROM_RW, "zstd", NULL, sz, szlen, &vm, &c) == 0 &&
+			      c.rows == 2, "snappy whatever the header");
+		free(sz);
+	}
+	/* InfluxDB 1.x: lines, and the same "gzip"-only rule */
+	{
+		struct rg_count_limits ix;
+
+		CHECK(rg_count_limits_for_profile(&ix, "influxdb") == 0, "influxdb profile");
+		CHECK(rg_count_payload(RG_PAYLOAD_LINE, "GZIP", NULL, plain, strlen(plain), &ix,
+				       &c) == 0 && c.rows == 3, "influxdb: GZIP read raw");
+	}
+	/* GreptimeDB's rules: repeated lines form one list */
+	CHECK(count(RG_PAYLOAD_LINE, "identity\nidentity", NULL, plain, strlen(plain), NULL) == 3,
+	      "identity list over two lines");
+}
+
 /* ------------------------------------------------------------ JSON */
 
 struct json_case {
@@ -1516,6 +1596,7 @@ int main(void)
 	test_corrupt_and_truncated();
 	test_bombs();
 	test_line_protocol();
+	test_vm_rules();
 	test_json_rules();
 	test_fixture_files();
 	return check_report("decode");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* rowgated's reconciler helpers that need no kernel: de-chunking the raw
- * body copies (chunked framing as it came off the wire). */
+ * body copies (chunked framing as it came off the wire), by the kernel's
+ * own chunked parser. */
 #include <string.h>
 #include "../../user/reconcile.h"
 #include "check.h"
@@ -31,5 +32,9 @@ int main(void)
 	CHECK(dechunk("zz\r\n", buf) < 0, "bad size");
 	CHECK(dechunk("5\r\nhelloXX0\r\n\r\n", buf) < 0, "missing CRLF after data");
 	CHECK(dechunk("ffffffffffffffff\r\n", buf) < 0, "size overflow");
+	/* the kernel's framing rules: bare LF and a size line ending in junk */
+	CHECK(dechunk("5\nhello\r\n0\r\n\r\n", buf) < 0, "bare LF after the size");
+	CHECK(dechunk("5x\r\nhello\r\n0\r\n\r\n", buf) < 0, "junk after the size");
+	CHECK(dechunk("3\r\nabc\r\n0\r\nTrai", buf) == 3, "copy ends in the trailers");
 	return check_report("reconcile");
 }

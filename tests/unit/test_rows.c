@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: MIT
 /* Line-protocol row counting: the SWAR word counter against the byte
- * reference, with the chunk boundary at every offset, and the rules on
- * hand-written bodies. */
+ * reference, with the chunk boundary at every offset, under both comment
+ * rules, and the rules on hand-written bodies; victoria-metrics' sample
+ * counter against a transliteration of its parser. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "rowgate/rows.h"
+#include "rowgate/estimate.h"
 #include "check.h"
+#include "vm_influx_ref.h"
+
+static int rule; /* enum rg_lp_comment_rule under test */
 
 static uint64_t ref_count(const char *buf, size_t len)
 {
@@ -13,7 +19,7 @@ static uint64_t ref_count(const char *buf, size_t len)
 	uint64_t rows = 0;
 	size_t i;
 
-	rg_lp_init(&s);
+	rg_lp_init_rule(&s, (uint8_t)rule);
 	for (i = 0; i < len; i++)
 		rows += rg_lp_step(&s, (uint8_t)buf[i]);
 	return rows;
@@ -25,7 +31,7 @@ static uint64_t swar_split(const char *buf, size_t len, size_t cut)
 	struct rg_lp_state s;
 	uint64_t rows;
 
-	rg_lp_init(&s);
+	rg_lp_init_rule(&s, (uint8_t)rule);
 	rows = rg_lp_count(&s, (const uint8_t *)buf, cut);
 	rows += rg_lp_count(&s, (const uint8_t *)buf + cut, len - cut);
 	return rows;
@@ -38,7 +44,7 @@ static uint64_t masked_words(const char *buf, size_t len)
 	uint64_t rows = 0;
 	size_t w;
 
-	rg_lp_init(&s);
+	rg_lp_init_rule(&s, (uint8_t)rule);
 	for (w = 0; w * 8 < len; w++) {
 		uint8_t word[8] = { 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x' };
 		size_t n = len - w * 8 < 8 ? len - w * 8 : 8;
@@ -49,14 +55,43 @@ static uint64_t masked_words(const char *buf, size_t len)
 	return rows;
 }
 
+/* As the kernel's bulk path: the body at byte `off` of aligned words, the
+ * edge words counted as spans, split once more at `cut`. */
+static uint64_t spans_at(const char *buf, size_t len, size_t off, size_t cut)
+{
+	uint8_t mem[512 + 16];
+	struct rg_lp_state s;
+	uint64_t rows = 0;
+	size_t seg;
+
+	memset(mem, 'x', sizeof(mem));
+	memcpy(mem + off, buf, len);
+	rg_lp_init_rule(&s, (uint8_t)rule);
+	for (seg = 0; seg < 2; seg++) {
+		size_t from = off + (seg ? cut : 0), to = off + (seg ? len : cut), w;
+
+		for (w = from / 8; from < to && w <= (to - 1) / 8; w++) {
+			size_t a = w * 8 > from ? 0 : from - w * 8;
+			size_t b = w * 8 + 8 < to ? 8 : to - w * 8;
+
+			rows += rg_lp_count_span(&s, rg_load_le64(mem + w * 8), (uint32_t)a,
+						 (uint32_t)b);
+		}
+	}
+	return rows;
+}
+
 static void expect_rows(const char *body, uint64_t want)
 {
-	size_t len = strlen(body), cut;
+	size_t len = strlen(body), cut, off;
 
 	CHECK_EQ_U64(ref_count(body, len), want, body);
 	for (cut = 0; cut <= len; cut++)
 		CHECK_EQ_U64(swar_split(body, len, cut), want, body);
 	CHECK_EQ_U64(masked_words(body, len), want, body);
+	for (off = 0; off < 8 && len < 500; off++)
+		for (cut = 0; cut <= len; cut++)
+			CHECK_EQ_U64(spans_at(body, len, off, cut), want, body);
 }
 
 static void test_rules(void)
@@ -74,11 +109,27 @@ static void test_rules(void)
 	expect_rows("a\nb\nc\nd\ne\nf\ng\nh\ni\nj", 10);
 	expect_rows("         x\n          y\n", 2);      /* blank runs > 7 */
 	expect_rows("cpu,host=a#b v=1\n", 1);            /* '#' inside a line */
+	expect_rows(" #f=1\n\t#g=2\n#c\n", 0);          /* blanks, then '#' */
+}
+
+/* victoria-metrics: only a '#' in a line's first byte is a comment. */
+static void test_rules_at_start(void)
+{
+	rule = RG_LP_COMMENT_AT_START;
+	expect_rows("", 0);
+	expect_rows("cpu v=1\r\ncpu v=2\r\n", 2);
+	expect_rows("# comment\ncpu v=1\n#x\n", 1);
+	expect_rows(" #f=1\n", 1);                       /* stored as metric "#f" */
+	expect_rows("\t#f=1\n  # x\n#y\n", 2);
+	expect_rows("   \t \n\r\n\n", 0);                /* blank lines */
+	expect_rows("       #\n        #\n#\n#\n", 2);    /* blank runs, word edges */
+	expect_rows("1234567#\n#234567\n#", 1);
+	rule = RG_LP_COMMENT_AFTER_BLANKS;
 }
 
 static void test_random(void)
 {
-	static const char alphabet[] = "ab \t\r\n#\n\n  x";
+	static const char alphabet[] = "ab \t\r\n#\n\n  x#";
 	char buf[300];
 	int iter;
 
@@ -93,6 +144,8 @@ static void test_random(void)
 		cut = len ? (size_t)random() % (len + 1) : 0;
 		CHECK_EQ_U64(swar_split(buf, len, cut), want, "random body");
 		CHECK_EQ_U64(masked_words(buf, len), want, "random body, masked words");
+		CHECK_EQ_U64(spans_at(buf, len, (size_t)random() % 8, cut), want,
+			     "random body, spans");
 	}
 	/* every boundary of one body with every kind of line */
 	{
@@ -114,10 +167,117 @@ static void test_mask(void)
 	CHECK(rg_lp_mask_word(x, 8, 8) == rg_load_le64((const uint8_t *)"        "), "empty");
 }
 
+static uint64_t vm_samples(const char *body, size_t len)
+{
+	uint64_t n = 0;
+	size_t i = 0;
+
+	while (i < len) {
+		const char *nl = memchr(body + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - body) : len;
+
+		n += rg_lp_vm_samples((const uint8_t *)body + i, end - i);
+		i = end + 1;
+	}
+	return n;
+}
+
+static void expect_vm(const char *body, uint64_t want)
+{
+	CHECK_EQ_U64(ref_vm_body(body, (long)strlen(body)), want, body);
+	CHECK_EQ_U64(vm_samples(body, strlen(body)), want, body);
+}
+
+static void test_vm_samples(void)
+{
+	static const char alphabet[] = "ab =,\"\\ 1i-u#\r\n0n 9=,";
+	char buf[120];
+	int iter;
+
+	expect_vm("m f=1", 1);
+	expect_vm("m f1=1,f2=2", 2);
+	expect_vm("m,t=a f1=1,f2=2,f3=3 1700000000\n", 3);
+	expect_vm("m f=1 \n", 0);                        /* empty timestamp */
+	expect_vm("m f=1  123\r\n", 1);
+	expect_vm("m f=1 12x\n", 0);
+	expect_vm("m f=\"a b,c=d\",g=2 5\n", 2);         /* quoted ' ' and ',' */
+	expect_vm("m f=\"abc\n", 0);                     /* unclosed quote */
+	expect_vm("m f=\"\n", 0);
+	expect_vm("m\\ x,t\\,u=1 f\\=g=1,h=2\n", 2);      /* escapes */
+	expect_vm("m f=1i,g=-5i,h=7u,k=-7u\n", 0);        /* -7u is no uint */
+	expect_vm("m f=1i,g=-9223372036854775808i,h=18446744073709551615u\n", 3);
+	expect_vm("m f=9223372036854775808i\n", 0);
+	expect_vm("m f=NaN,g=1,h=\"nan\",k=-nan,l=+NaN\n", 1); /* NaN not stored */
+	expect_vm("m f=inf,g=t,h=abc\n", 3);              /* best effort */
+	expect_vm("m,t f=1\n", 0);                        /* tag without '=' */
+	expect_vm("m,t= f=1\n", 1);                       /* empty tag value */
+	expect_vm("m =1\n", 0);                           /* empty key */
+	expect_vm("m f=\n", 0);
+	expect_vm(" f=1\n", 1);                           /* empty measurement */
+	expect_vm(" #f=1\n#f=1\n", 1);
+	expect_vm("\n\r\n   \n", 0);
+	expect_vm("m\n", 0);
+	expect_vm("m f=1,\n", 0);
+	srandom(11);
+	for (iter = 0; iter < 200000; iter++) {
+		size_t len = (size_t)random() % sizeof(buf), i;
+
+		for (i = 0; i < len; i++)
+			buf[i] = alphabet[random() % (sizeof(alphabet) - 1)];
+		/* most random lines fail; seed a valid-looking start */
+		if (len > 6 && iter % 2)
+			memcpy(buf, "m f=1,", 6);
+		CHECK_EQ_U64(vm_samples(buf, len), ref_vm_body(buf, (long)len), "random line");
+	}
+}
+
+/* Estimates: capped per protocol and coding, exact ceiling, no overflow. */
+static void test_estimate(void)
+{
+	uint64_t sizes[] = { 0, 1, 2, 15, 16, 17, 2209, 1ULL << 40, 1ULL << 59,
+			     (1ULL << 63) - 1, ~0ULL };
+	uint64_t learned[] = { 0, 1, 7, 16, 31, 32, 33, 512, 1ULL << 40, ~0ULL };
+	uint32_t protos[] = { RG_PROTO_LINE, RG_PROTO_PROM_RW, RG_PROTO_OTLP_METRICS,
+			      RG_PROTO_LOKI, RG_PROTO_ES_BULK, RG_PROTO_NDJSON,
+			      RG_PROTO_OPENTSDB };
+	size_t i, j, k;
+
+	/* a new database: the prior; gzip line protocol of 500 rows in
+	 * 2,209 bytes is estimated at 1,105 rows, not the 70 of 32 bytes/row */
+	CHECK_EQ_U64(rg_est_rows(2209, 0, RG_PROTO_LINE, true), 1105, "gzip prior");
+	/* a poisoned ratio (a client taught it 1,000 bytes per row) is capped */
+	CHECK_EQ_U64(rg_est_rows(2209, 1000 * 16, RG_PROTO_LINE, true), 1105, "poisoned");
+	/* a denser learned ratio is used: more rows, never fewer */
+	CHECK_EQ_U64(rg_est_rows(2209, 8, RG_PROTO_LINE, true), 4418, "denser ratio");
+	CHECK_EQ_U64(rg_est_rows(3200, 0, RG_PROTO_ES_BULK, false), 200, "es bulk prior");
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (j = 0; j < sizeof(learned) / sizeof(learned[0]); j++)
+			for (k = 0; k < sizeof(protos) / sizeof(protos[0]); k++) {
+				bool coded = (i + j) % 2;
+				uint64_t p = rg_est_bytes_per_row_x16(learned[j], protos[k], coded);
+				unsigned __int128 want =
+					((unsigned __int128)sizes[i] * 16 + p - 1) / p;
+				uint64_t got = rg_est_rows(sizes[i], learned[j], protos[k], coded);
+
+				CHECK(p <= rg_est_ceiling_x16(protos[k], coded) && p > 0,
+				      "ratio %" PRIu64 " capped", p);
+				if (want < ~0ULL >> 1)
+					CHECK_EQ_U64(got, (uint64_t)want, "estimate = ceil(bytes*16/p)");
+				else
+					CHECK_EQ_U64(got, ~0ULL >> 1, "estimate saturates");
+			}
+}
+
 int main(void)
 {
+	test_estimate();
 	test_rules();
+	test_rules_at_start();
 	test_random();
+	rule = RG_LP_COMMENT_AT_START;
+	test_random();
+	rule = RG_LP_COMMENT_AFTER_BLANKS;
 	test_mask();
+	test_vm_samples();
 	return check_report("rows");
 }

@@ -16,17 +16,11 @@
 #define RG_COUNT_MAX_CODINGS 4
 
 static const char *const proto_names[RG_PAYLOAD__COUNT] = {
-	[RG_PAYLOAD_LINE] = "influx",
-	[RG_PAYLOAD_PROM_RW] = "prom-rw",
-	[RG_PAYLOAD_OTLP_METRICS] = "otlp-metrics",
-	[RG_PAYLOAD_OTLP_LOGS] = "otlp-logs",
-	[RG_PAYLOAD_OTLP_TRACES] = "otlp-traces",
+#define RG_X_(id, ID, name, k) [RG_PAYLOAD_##ID] = name,
+	RG_PROTOCOLS(RG_X_)
+#undef RG_X_
 	[RG_PAYLOAD_LOKI_PROTO] = "loki-proto",
 	[RG_PAYLOAD_LOKI_JSON] = "loki-json",
-	[RG_PAYLOAD_ES_BULK] = "es-bulk",
-	[RG_PAYLOAD_NDJSON] = "ndjson",
-	[RG_PAYLOAD_OPENTSDB] = "opentsdb",
-	[RG_PAYLOAD_LOKI] = "loki",
 };
 
 static const struct {
@@ -84,6 +78,55 @@ void rg_count_limits_default(struct rg_count_limits *lim)
 	lim->prom_native_histograms_refused = true;
 }
 
+int rg_count_limits_for_profile(struct rg_count_limits *lim, const char *profile)
+{
+	enum rg_rows_mode mode;
+	enum rg_lp_comment_rule rule;
+
+	rg_count_limits_default(lim);
+	if (rg_rows_mode(profile, &mode, &rule))
+		return -EINVAL;
+	lim->lp_rows_mode = (uint8_t)mode;
+	lim->lp_comment_rule = (uint8_t)rule;
+	if (!strcasecmp(profile, "influxdb")) {
+		/* services/httpd serveWrite: Header.Get("Content-Encoding") ==
+		 * "gzip"; servePromWrite: snappy.Decode, no header read */
+		lim->lp_gzip_only = true;
+		lim->prom_snappy_only = true;
+	}
+	if (!strcasecmp(profile, "victoriametrics")) {
+		/* lib/storage Storage.add; prompb has no histograms in 1.79 */
+		lim->prom_drop_nan = true;
+		lim->prom_native_histograms_refused = false;
+		/* lib/protoparser/promremotewrite: snappy.Decode, no header read */
+		lim->prom_snappy_only = true;
+		/* app/vminsert/influx: Header.Get("Content-Encoding") == "gzip" */
+		lim->lp_gzip_only = true;
+	}
+	return 0;
+}
+
+/* Line protocol rows of a whole decoded body under lim's rules. */
+static uint64_t lp_rows(const uint8_t *p, size_t n, const struct rg_count_limits *lim)
+{
+	struct rg_lp_state st;
+	uint64_t rows = 0;
+	size_t i = 0;
+
+	if (lim->lp_rows_mode != RG_ROWS_VM_SAMPLES) {
+		rg_lp_init_rule(&st, lim->lp_comment_rule);
+		return rg_lp_count(&st, p, n);
+	}
+	while (i < n) {
+		const uint8_t *nl = memchr(p + i, '\n', n - i);
+		size_t end = nl ? (size_t)(nl - p) : n;
+
+		rows += rg_lp_vm_samples(p + i, end - i);
+		i = end + 1;
+	}
+	return rows;
+}
+
 void rg_counts_msg(struct rg_row_counts *out, const char *fmt, ...)
 {
 	va_list ap;
@@ -139,6 +182,22 @@ static int lp_sink_write(struct rg_sink *s, const uint8_t *p, size_t n)
 	return RG_COUNT_OK;
 }
 
+/* Go's Header.Get("Content-Encoding") == want: the first header line
+ * (repeated lines are joined by '\n'), surrounding blanks trimmed. */
+static bool ce_first_is(const char *ce, const char *want)
+{
+	size_t n;
+
+	if (!ce)
+		return false;
+	while (*ce == ' ' || *ce == '\t')
+		ce++;
+	n = strcspn(ce, "\n");
+	while (n && (ce[n - 1] == ' ' || ce[n - 1] == '\t'))
+		n--;
+	return n == strlen(want) && !memcmp(ce, want, n);
+}
+
 /* Content-Encoding list -> codecs in the order they were applied. */
 static int parse_codings(const char *ce, enum rg_codec *codecs, int *n,
 			 struct rg_row_counts *out)
@@ -150,12 +209,13 @@ static int parse_codings(const char *ce, enum rg_codec *codecs, int *n,
 		const char *start, *end;
 		enum rg_codec c;
 
-		while (*p == ' ' || *p == '\t' || *p == ',')
+		/* '\n' joins repeated header lines (rowgate/http.h) */
+		while (*p == ' ' || *p == '\t' || *p == ',' || *p == '\n')
 			p++;
 		if (!*p)
 			break;
 		start = p;
-		while (*p && *p != ',')
+		while (*p && *p != ',' && *p != '\n')
 			p++;
 		end = p;
 		while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
@@ -273,7 +333,9 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 	}
 	/* protobuf bodies of these two carry their own snappy (or zstd for
 	 * VictoriaMetrics clients), applied before any HTTP coding */
-	if (p == RG_PAYLOAD_PROM_RW || p == RG_PAYLOAD_LOKI_PROTO) {
+	if (p == RG_PAYLOAD_PROM_RW && lim->prom_snappy_only) {
+		codecs[ncodecs++] = RG_CODEC_SNAPPY;
+	} else if (p == RG_PAYLOAD_PROM_RW || p == RG_PAYLOAD_LOKI_PROTO) {
 		err = parse_codings(content_encoding, codecs + 1, &ncodecs, out);
 		if (err)
 			goto out;
@@ -286,6 +348,9 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 		} else {
 			memmove(codecs, codecs + 1, sizeof(codecs[0]) * (size_t)ncodecs);
 		}
+	} else if (p == RG_PAYLOAD_LINE && lim->lp_gzip_only) {
+		if (ce_first_is(content_encoding, "gzip"))
+			codecs[ncodecs++] = RG_CODEC_GZIP;
 	} else {
 		err = parse_codings(content_encoding, codecs, &ncodecs, out);
 		if (err)
@@ -294,15 +359,16 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 
 	/* undo the codings right to left; line protocol's last one streams */
 	for (i = ncodecs - 1; i >= 0; i--) {
-		if (i == 0 && p == RG_PAYLOAD_LINE) {
+		if (i == 0 && p == RG_PAYLOAD_LINE && lim->lp_rows_mode == RG_ROWS_LINES) {
 			struct lp_sink ls = { .sink.write = lp_sink_write };
 
-			rg_lp_init(&ls.st);
+			rg_lp_init_rule(&ls.st, lim->lp_comment_rule);
 			err = rg_decompress(codecs[i], data, dlen, cap, &ls.sink,
 					    out->err_msg, sizeof(out->err_msg));
+			/* kept on failure: the worst case is counted from it */
+			out->decoded_bytes = ls.sink.total;
 			if (err)
 				goto out;
-			out->decoded_bytes = ls.sink.total;
 			rg_counts_add_db(out, NULL, 0, ls.rows);
 			goto out;
 		}
@@ -310,8 +376,10 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 		rg_buf_sink_init(&stage[cur], (size_t)cap);
 		err = rg_decompress(codecs[i], data, dlen, cap, &stage[cur].sink,
 				    out->err_msg, sizeof(out->err_msg));
-		if (err)
+		if (err) {
+			out->decoded_bytes = stage[cur].sink.total;
 			goto out;
+		}
 		data = stage[cur].buf;
 		dlen = stage[cur].len;
 		cur ^= 1;
@@ -324,10 +392,7 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 		goto out;
 	}
 	if (p == RG_PAYLOAD_LINE) {
-		struct rg_lp_state st;
-
-		rg_lp_init(&st);
-		rg_counts_add_db(out, NULL, 0, rg_lp_count(&st, data ? data : (const uint8_t *)"", dlen));
+		rg_counts_add_db(out, NULL, 0, lp_rows(data ? data : (const uint8_t *)"", dlen, lim));
 		err = RG_COUNT_OK;
 		goto out;
 	}

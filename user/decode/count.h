@@ -5,8 +5,11 @@
  * no BPF, no global state; thread-safe.
  *
  * What one row is follows GreptimeDB (shared/reference/GREPTIMEDB.md):
- *   line       one line (rowgate/rows.h rg_lp_count, the kernel's counter)
- *   prom-rw    one Sample.  A series' labels `__schema__` (wins) or else the
+ *   line       one line (rowgate/rows.h rg_lp_count, the kernel's counter);
+ *              victoria-metrics: one sample per stored field
+ *              (rg_lp_vm_samples), and only an exact "gzip" coding undone
+ *   prom-rw    one Sample (victoria-metrics: not a NaN one, but the
+ *              staleness marker).  A series' labels `__schema__` (wins) or else the
  *              first of `x_greptime_database` / `__database__` move its rows
  *              to that database (rows are reported PER DATABASE).  Native
  *              histograms (TimeSeries field 4) store no row: GreptimeDB 1.x
@@ -42,19 +45,29 @@
 
 enum rg_payload_protocol {
 	RG_PAYLOAD_INVALID = -1,
-	RG_PAYLOAD_LINE = 0,       /* "influx", "line": InfluxDB line protocol */
-	RG_PAYLOAD_PROM_RW,        /* "prom-rw": Prometheus remote write v1 */
-	RG_PAYLOAD_OTLP_METRICS,   /* "otlp-metrics" */
-	RG_PAYLOAD_OTLP_LOGS,      /* "otlp-logs" */
-	RG_PAYLOAD_OTLP_TRACES,    /* "otlp-traces" */
+	/* one per route protocol (rowgate/protocols.h), named as there */
+#define RG_X_(id, ID, name, k) RG_PAYLOAD_##ID,
+	RG_PROTOCOLS(RG_X_)
+#undef RG_X_
+	/* loki with the body format fixed rather than read from Content-Type */
 	RG_PAYLOAD_LOKI_PROTO,     /* "loki-proto" */
 	RG_PAYLOAD_LOKI_JSON,      /* "loki-json" */
-	RG_PAYLOAD_ES_BULK,        /* "es-bulk" */
-	RG_PAYLOAD_NDJSON,         /* "ndjson": /v1/ingest */
-	RG_PAYLOAD_OPENTSDB,       /* "opentsdb" */
-	RG_PAYLOAD_LOKI,           /* "loki": protobuf or JSON by Content-Type */
 	RG_PAYLOAD__COUNT
 };
+
+/* The payload of a route's protocol (rowgate/protocols.h); INVALID for
+ * RG_PROTO_NONE and unknown ids. */
+static inline enum rg_payload_protocol rg_payload_of(__u32 protocol)
+{
+	switch (protocol) {
+#define RG_X_(id, ID, name, k) \
+	case id:               \
+		return RG_PAYLOAD_##ID;
+		RG_PROTOCOLS(RG_X_)
+#undef RG_X_
+	}
+	return RG_PAYLOAD_INVALID;
+}
 
 /* Error classes; every one has a sentence in rg_count_strerror(). */
 enum rg_count_err {
@@ -79,10 +92,26 @@ struct rg_count_limits {
 	uint64_t max_decoded_bytes;          /* 0 = RG_COUNT_DEFAULT_MAX_DECODED_BYTES */
 	bool prom_native_histograms_refused; /* see prom-rw above */
 	bool otlp_summary_legacy;            /* GreptimeDB legacy OTLP mode */
+	/* the guarded server's own reading (rg_count_limits_for_profile) */
+	bool prom_drop_nan;      /* prom-rw: NaN samples other than the staleness
+				  * marker are not stored (victoria-metrics) */
+	uint8_t lp_rows_mode;    /* enum rg_rows_mode: lines or VM samples */
+	uint8_t lp_comment_rule; /* enum rg_lp_comment_rule */
+	bool prom_snappy_only;   /* prom-rw: snappy block whatever the
+				  * Content-Encoding (victoria-metrics) */
+	bool lp_gzip_only;       /* line protocol: only "Content-Encoding: gzip",
+				  * exactly, is decoded; any other coding is
+				  * read as raw line protocol (victoria-metrics) */
 };
 
-/* rg_count_limits with the defaults (what rg_count_payload uses for NULL). */
+/* rg_count_limits with the defaults (what rg_count_payload uses for NULL):
+ * GreptimeDB's rules. */
 void rg_count_limits_default(struct rg_count_limits *lim);
+
+/* The defaults, then the rules of a server profile ("greptimedb",
+ * "influxdb", "victoriametrics", "prometheus", "loki", case-insensitive);
+ * -EINVAL for an unknown name (lim is left with the defaults). */
+int rg_count_limits_for_profile(struct rg_count_limits *lim, const char *profile);
 
 /* Rows attributed to one database named inside the payload. */
 struct rg_db_rows {

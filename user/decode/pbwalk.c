@@ -229,6 +229,26 @@ SCHEMA(prom_sample_s, "Sample", 0, M(WT_I64), M(WT_VARINT));
 #define PROM_DB_LABEL        "x_greptime_database"
 #define PROM_DB_LABEL_ALT    "__database__"
 #define PROM_SCHEMA_LABEL    "__schema__"   /* deprecated, and wins */
+/* Prometheus' staleness marker (model/value StaleNaN): the one NaN that
+ * victoria-metrics stores (lib/storage Storage.add skips every other NaN). */
+#define PROM_STALE_NAN_BITS  0x7ff0000000000002ULL
+
+/* The Sample's value (field 1, a double; the last one wins, absent is 0):
+ * true when it is a NaN other than the staleness marker. */
+static bool prom_sample_plain_nan(struct pbr s)
+{
+	uint64_t bits = 0;
+	const char *why;
+	struct pbf f;
+	int i;
+
+	while (s.p < s.end && !pb_next(&s, &f, &why))
+		if (f.num == 1 && f.wt == WT_I64)
+			for (bits = 0, i = 7; i >= 0; i--)
+				bits = bits << 8 | f.sub.p[i];
+	return (bits & 0x7ff0000000000000ULL) == 0x7ff0000000000000ULL &&
+	       (bits & 0x000fffffffffffffULL) && bits != PROM_STALE_NAN_BITS;
+}
 
 static bool bytes_eq(struct pbr b, const char *lit)
 {
@@ -239,8 +259,8 @@ static bool bytes_eq(struct pbr b, const char *lit)
 
 static const uint8_t empty[1];
 
-static int prom_series(struct pbr m, struct rg_row_counts *out,
-		       uint64_t *hists)
+static int prom_series(struct pbr m, const struct rg_count_limits *lim,
+		       struct rg_row_counts *out, uint64_t *hists)
 {
 	struct pbr schema = { NULL, NULL };
 	uint64_t samples = 0;
@@ -272,7 +292,8 @@ static int prom_series(struct pbr m, struct rg_row_counts *out,
 			err = pb_check(f.sub, &prom_sample_s, out);
 			if (err)
 				return err;
-			samples++;
+			if (!lim->prom_drop_nan || !prom_sample_plain_nan(f.sub))
+				samples++;
 		} else if (f.num == 4) {
 			(*hists)++;
 		}
@@ -305,7 +326,7 @@ int rg_pb_count_prom(const uint8_t *p, size_t n, const struct rg_count_limits *l
 			return RG_COUNT_E_MALFORMED;
 		}
 		if (f.num == 1) {
-			err = prom_series(f.sub, out, &hists);
+			err = prom_series(f.sub, lim, out, &hists);
 			if (err)
 				return err;
 		}

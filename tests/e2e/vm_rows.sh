@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Issue 11, which rows: with `--count-rules victoriametrics` rowgate charges
+# each database exactly the samples victoria-metrics (1.79) stores, request
+# by request, for line protocol and remote write:
+#   - uncompressed line protocol (copied and counted by rowgated under these
+#     rules, the kernel charging at most one row per 4 bytes until then):
+#     '#' is a comment only in a line's first byte (" #f=1" is stored, as
+#     metric "#f"), blank and CRLF lines store nothing, a line of three
+#     fields stores three samples;
+#   - gzip line protocol, reconciled: one sample per field, none for a line
+#     victoria-metrics rejects (no field, bad integer, trailing space), none
+#     for a NaN field;
+#   - line protocol under a coding victoria-metrics does not undo ("GZIP",
+#     zstd, a second header line after "identity"): it reads the bytes as
+#     they are, so does rowgate;
+#   - remote write: NaN samples are not stored, staleness markers are.
+RG_PROFILE=victoriametrics
+source "$(dirname "$0")/lib.sh"
+rg_require_cmd gzip zstd
+rg_setup --count-rules victoriametrics
+# kill -9 is asynchronous: reap rowgated before the bpffs is unmounted
+rg_on_exit 'kill -9 $RG_PID; wait $RG_PID'
+BASE="http://127.0.0.1:$RG_PORT"
+BIG=1000000000
+for db in lpraw lpgz lpupper lpzstd; do rg_ctl limit set $db $BIG >/dev/null; done
+rg_ctl limit set prom_nan $BIG >/dev/null
+
+post() { # post FILE URL [curl args]: HTTP status
+	local f=$1 u=$2; shift 2
+	curl -s -o /dev/null -w '%{http_code}' --data-binary "@$f" "$u" "$@"
+}
+# settle DB: every copied request of the database counted (or none copied)
+settle() {
+	local deadline=$((SECONDS + 10))
+	while :; do
+		rg_ctl --json stats "$1" | "$RG_PY" -c '
+import json, sys
+d = json.load(sys.stdin)["databases"][0]
+n = [0, 0]
+for p in d.get("protocols", {}).values():
+    n[0] += p.get("admitted_requests", 0) + p.get("rejected_requests", 0)
+    n[1] += p.get("reconciled_requests", 0) + p.get("undecodable_requests", 0) + p.get("unreconciled_requests", 0)
+sys.exit(0 if n[1] >= n[0] else 1)' && return 0
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.05
+	done
+}
+# same DB SELECTOR WHAT: charged rows == stored samples, exactly
+same() {
+	local charged stored
+	settle "$1" || rg_fail "$1: reconciliation did not settle"
+	charged=$(rg_stat "$1" admitted_rows)
+	stored=$(rg_vm_rows_wait "$2" "$charged")
+	rg_check "$3: charged $charged == stored $stored" [ "$charged" -eq "$stored" ]
+}
+
+printf 'm1 f=1\n #f=1\n# comment\n\n   \n\t\r\nm2,t=a g=2\r\n#h=3\n  #k=4\nm3 a=1,b=2,c=3' >"$RG_TMP/raw.lp"
+rg_check "uncompressed line protocol admitted" [ "$(post "$RG_TMP/raw.lp" "$BASE/write?db=lpraw")" = 204 ]
+same lpraw '{db="lpraw"}' "uncompressed, comments only in the first byte"
+rg_check "seven samples stored (m1_f, #f, m2_g, #k, m3_a..c: $(rg_stat lpraw admitted_rows))" \
+	[ "$(rg_stat lpraw admitted_rows)" -eq 7 ]
+est=$(rg_ctl --json stats lpraw | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["databases"][0]["protocols"]["influx"]["estimated_rows"])')
+rg_check "the kernel's estimate (one row per 4 bytes: $est) was not below the 7 samples" [ "$est" -ge 7 ]
+
+# reconciled: fields, rejected lines, NaN, quoted strings, escapes
+cat >"$RG_TMP/fields.lp" <<'LP'
+cpu,host=a usage=1,idle=2,steal=3
+cpu,host=b usage=1,idle=NaN,note="a b,c=d" 1700000000000000000
+cpu,host=c usage=1 
+cpu,host=d n=5i,m=7u,bad=-7u
+cpu,host=e
+cpu,host\ f x\=y=1,z="nan",w=t
+ #lead=1,more=2
+#comment=1
+cpu,host=g v=1,w=2  1700000000000000001
+LP
+gzip -c "$RG_TMP/fields.lp" >"$RG_TMP/fields.gz"
+rg_check "gzip line protocol admitted" \
+	[ "$(post "$RG_TMP/fields.gz" "$BASE/write?db=lpgz" -H 'Content-Encoding: gzip')" = 204 ]
+same lpgz '{db="lpgz"}' "gzip line protocol, one row per stored field"
+rg_check "9 samples stored ($(rg_stat lpgz admitted_rows))" [ "$(rg_stat lpgz admitted_rows)" -eq 9 ]
+
+# codings victoria-metrics does not undo: the bytes are read as they are
+printf 'up1 f=1,g=2\nup2 f=3\n' >"$RG_TMP/upper.lp"
+rg_check "'Content-Encoding: GZIP' on a plain body admitted" \
+	[ "$(post "$RG_TMP/upper.lp" "$BASE/write?db=lpupper" -H 'Content-Encoding: GZIP')" = 204 ]
+same lpupper '{db="lpupper"}' "GZIP (not gzip): the plain body's 3 fields"
+# two header lines: Go servers read the first one only
+rg_ctl limit set lpdup $BIG >/dev/null
+rg_check "two Content-Encoding lines (identity, then gzip) on a plain body admitted" \
+	[ "$(post "$RG_TMP/upper.lp" "$BASE/write?db=lpdup" -H 'Content-Encoding: identity' \
+		-H 'Content-Encoding: gzip')" = 204 ]
+same lpdup '{db="lpdup"}' "identity then gzip: the plain body's 3 fields"
+rg_ctl limit set lpdup2 $BIG >/dev/null
+rg_check "two Content-Encoding lines (gzip, then identity) on a gzip body admitted" \
+	[ "$(post "$RG_TMP/fields.gz" "$BASE/write?db=lpdup2" -H 'Content-Encoding: gzip' \
+		-H 'Content-Encoding: identity')" = 204 ]
+same lpdup2 '{db="lpdup2"}' "gzip then identity: decoded, 9 samples"
+zstd -q -c "$RG_TMP/fields.lp" >"$RG_TMP/fields.zst"
+post "$RG_TMP/fields.zst" "$BASE/write?db=lpzstd" -H 'Content-Encoding: zstd' >/dev/null
+same lpzstd '{db="lpzstd"}' "zstd: read as raw line protocol"
+
+# remote write: 3 series of 10 samples, one NaN and one staleness marker each
+"$RG_PY" - "$RG_TMP/nan.bin" <<'PY'
+import struct, sys, time
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7f; n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n: return bytes(out)
+def fld(num, payload): return varint(num << 3 | 2) + varint(len(payload)) + payload
+def label(k, v): return fld(1, fld(1, k.encode()) + fld(2, v.encode()))
+def sample(bits, ts): return fld(2, b"\x09" + struct.pack("<Q", bits) + b"\x10" + varint(ts))
+NAN, STALE = 0x7ff8000000000001, 0x7ff0000000000002
+t0 = int(time.time() * 1000) - 600_000
+req = b""
+for s in range(3):
+    ts = label("__name__", "rg_nan") + label("series", str(s))
+    for j in range(10):
+        v = NAN if j == 3 else STALE if j == 9 else struct.unpack("<Q", struct.pack("<d", j))[0]
+        ts += sample(v, t0 + j * 1000)
+    req += fld(1, ts)
+raw = req
+out = bytearray(varint(len(raw)))  # snappy block of literals
+for i in range(0, len(raw), 60000):
+    chunk = raw[i:i + 60000]; n = len(chunk) - 1
+    out += (bytes([61 << 2]) + struct.pack("<H", n)) if n >= 60 else bytes([n << 2])
+    out += chunk
+open(sys.argv[1], "wb").write(bytes(out))
+PY
+rg_check "remote write with NaN samples admitted" \
+	[ "$(post "$RG_TMP/nan.bin" "$BASE/api/v1/write?db=prom_nan" -H 'Content-Encoding: snappy' -H 'Content-Type: application/x-protobuf')" = 204 ]
+same prom_nan '{__name__="rg_nan"}' "remote write: NaN not stored, staleness markers stored"
+rg_check "27 samples charged ($(rg_stat prom_nan admitted_rows))" [ "$(rg_stat prom_nan admitted_rows)" -eq 27 ]
+rg_pass
