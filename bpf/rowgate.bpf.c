@@ -16,12 +16,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* The guarded server's line-protocol rules, set by rowgated before load:
- * enum rg_lp_comment_rule, and enum rg_rows_mode (RG_ROWS_VM_SAMPLES: one
- * row per field, which rowgated counts, so even plain bodies are copied). */
-const volatile __u8 rg_lp_comment_rule = RG_LP_COMMENT_AFTER_BLANKS;
-const volatile __u8 rg_lp_rows_mode = RG_ROWS_LINES;
-
 #define SOL_SOCKET   1
 #define SO_RCVLOWAT  18
 #define RG_SPACE     ' '
@@ -241,8 +235,8 @@ __noinline int rg_emit_start(struct __sk_buff *skb, struct rg_conn *c)
 	rec->protocol = c->protocol;
 	rec->chunked = c->head.chunked;
 	rec->admitted = c->verdict != RG_REQ_REJECT;
-	rec->pad[0] = 0;
-	rec->pad[1] = 0;
+	rec->profile = c->profile;
+	rec->pad = 0;
 	rec->content_length = c->head.content_length;
 	__builtin_memcpy(rec->content_type, c->head.content_type, RG_CT_BYTES);
 	__builtin_memcpy(rec->content_encoding, c->head.content_encoding, RG_CE_BYTES);
@@ -304,7 +298,8 @@ static __always_inline void rg_request_reset(struct rg_conn *c)
 	c->copy_lost = 0;
 	c->body_bytes = 0;
 	c->req_rows = 0;
-	rg_lp_init_rule(&c->lp, rg_lp_comment_rule);
+	/* comments as the port's server reads them */
+	rg_lp_init_rule(&c->lp, rg_profile_comment_rule(c->profile));
 }
 
 /*
@@ -488,9 +483,11 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 		}
 		c->protocol = (__u8)route->protocol;
 		if (c->verdict != RG_REQ_PASS) {
-			/* compressed text is counted by rowgated like binary */
+			/* compressed text is counted by rowgated like binary, and
+			 * so is line protocol whose server stores a row per field
+			 * (RG_ROWS_VM_SAMPLES: the kernel charges an upper bound) */
 			if (rg_protocol_in_kernel(route->protocol) && rg_identity_encoding(h) &&
-			    rg_lp_rows_mode == RG_ROWS_LINES) {
+			    rg_profile_rows_mode(c->profile) == RG_ROWS_LINES) {
 				c->count_rows = 1;
 			} else {
 				c->copy_body = 1;

@@ -35,7 +35,8 @@ struct rg_reconciler {
 	struct ring_buffer *rb;
 	int ratios_fd, prog_fd;
 	struct pending *table[RG_PENDING_BUCKETS];
-	struct rg_count_limits limits;
+	/* each body counted by the rules of its port's profile */
+	struct rg_count_limits limits[RG_PROFILE_MAX];
 	/* counters */
 	__u64 reconciled, undecodable, incomplete, orphans, expired, corrections;
 	__u64 lag_ns[RG_LAG_SAMPLES];
@@ -164,7 +165,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 		len = rg_dechunk(p->buf, p->len);
 	if (len < 0 || proto == RG_PAYLOAD_INVALID ||
 	    rg_count_payload(proto, ce[0] ? ce : NULL, ct[0] ? ct : NULL, p->buf, (size_t)len,
-			     &r->limits, &counts) ||
+			     &r->limits[s->profile < RG_PROFILE_MAX ? s->profile : 0], &counts) ||
 	    counts.err != RG_COUNT_OK) {
 		r->undecodable++;
 		pr_info("body of a %s request to %s not counted: %s", rg_payload_protocol_name(proto),
@@ -299,12 +300,14 @@ static void sweep(struct rg_reconciler *r)
 int rg_reconciler_new(const struct rg_reconcile_fds *fds, struct rg_reconciler **out)
 {
 	struct rg_reconciler *r = calloc(1, sizeof(*r));
+	unsigned int i;
 
 	if (!r)
 		return -ENOMEM;
 	r->ratios_fd = fds->ratios_fd;
 	r->prog_fd = fds->prog_fd;
-	rg_count_limits_default(&r->limits);
+	for (i = 0; i < RG_PROFILE_MAX; i++)
+		rg_count_limits_for_profile_id(&r->limits[i], i);
 	r->rb = ring_buffer__new(fds->bodies_fd, on_record, r, NULL);
 	if (!r->rb) {
 		int err = -errno;
@@ -332,11 +335,6 @@ void rg_reconciler_free(struct rg_reconciler *r)
 		}
 	ring_buffer__free(r->rb);
 	free(r);
-}
-
-void rg_reconciler_set_limits(struct rg_reconciler *r, const struct rg_count_limits *lim)
-{
-	r->limits = *lim;
 }
 
 int rg_reconciler_fd(const struct rg_reconciler *r)

@@ -22,10 +22,6 @@ struct rg_reconcile_fds {
 int rg_reconciler_new(const struct rg_reconcile_fds *fds, struct rg_reconciler **out);
 void rg_reconciler_free(struct rg_reconciler *r);
 
-struct rg_count_limits;
-/* Count bodies by these rules (the guarded server's; default GreptimeDB's). */
-void rg_reconciler_set_limits(struct rg_reconciler *r, const struct rg_count_limits *lim);
-
 /* An fd that polls readable when records wait. */
 int rg_reconciler_fd(const struct rg_reconciler *r);
 

@@ -34,7 +34,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "reconcile.h"
-#include "decode/count.h"
 #include "xdp.h"
 #include "lib/counters.h"
 #include "lib/maps.h"
@@ -80,7 +79,6 @@ struct config {
 	const char *token_file;
 	struct route_opt routes[RG_MAX_ROUTES];
 	int nroutes;
-	struct rg_count_limits count_limits; /* --count-rules */
 };
 
 struct daemon {
@@ -101,17 +99,14 @@ static const char *const state_maps[] = {
 	RG_STR(RG_MAP_GLOBAL),
 };
 
-/* Server profiles, as --port PORT=PROFILE spells them, and the well-known
- * port that picks each by default (docs/server-profiles.md). */
-static const struct {
-	const char *name;
-	__u32 port;
-} profile_names[RG_PROFILE_MAX] = {
-	[RG_PROFILE_GREPTIMEDB] = { "greptimedb", 4000 },
-	[RG_PROFILE_INFLUXDB] = { "influxdb", 8086 },
-	[RG_PROFILE_VICTORIAMETRICS] = { "victoriametrics", 8428 },
-	[RG_PROFILE_PROMETHEUS] = { "prometheus", 9090 },
-	[RG_PROFILE_LOKI] = { "loki", 3100 },
+/* The well-known port that picks each server profile by default
+ * (docs/server-profiles.md; names: rg_profile_name). */
+static const __u32 profile_ports[RG_PROFILE_MAX] = {
+	[RG_PROFILE_GREPTIMEDB] = 4000,
+	[RG_PROFILE_INFLUXDB] = 8086,
+	[RG_PROFILE_VICTORIAMETRICS] = 8428,
+	[RG_PROFILE_PROMETHEUS] = 9090,
+	[RG_PROFILE_LOKI] = 3100,
 };
 
 #define P_GT RG_PROFILE_BIT(RG_PROFILE_GREPTIMEDB)
@@ -209,10 +204,6 @@ static void usage(FILE *out)
 		"                          victoriametrics its import and datadog writes\n"
 		"                          are refused)\n"
 		"      --routes-file PATH  one 'PATH PROTO' per line ('#' comments), as --route\n"
-		"      --count-rules SERVER  count rows as this server stores them: greptimedb\n"
-		"                          (default), influxdb, victoriametrics (one row per\n"
-		"                          line-protocol field, NaN samples not stored, '#'\n"
-		"                          comments only in a line's first byte), prometheus, loki\n"
 		"  -m, --metrics IP:PORT   serve Prometheus /metrics there (default off)\n"
 		"      --xdp-iface IFACE   enforce UDP line protocol in XDP on IFACE (native\n"
 		"                          mode where the driver has it, else generic)\n"
@@ -271,7 +262,7 @@ static int parse_port_profile(const char *s, __u32 *port, struct rg_port *pc)
 	memset(pc, 0, sizeof(*pc));
 	pc->profile = RG_PROFILE_GREPTIMEDB;
 	for (i = 0; i < RG_PROFILE_MAX; i++) {
-		if (eq ? !strcmp(eq + 1, profile_names[i].name) : *port == profile_names[i].port) {
+		if (eq ? !strcmp(eq + 1, rg_profile_name(i)) : *port == profile_ports[i]) {
 			pc->profile = (__u8)i;
 			return 0;
 		}
@@ -352,7 +343,7 @@ static int find_cgroup2_root(char *buf, size_t len)
 
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
-	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_COUNT_RULES };
+	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -365,7 +356,6 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
 		{ "allow-unparsed", required_argument, NULL, OPT_ALLOW_UNPARSED },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
-		{ "count-rules", required_argument, NULL, OPT_COUNT_RULES },
 		{ "udp", required_argument, NULL, 'u' },
 		{ "foreground", no_argument, NULL, OPT_FOREGROUND },
 		{ "keep", no_argument, NULL, OPT_KEEP },
@@ -381,7 +371,6 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	enum rg_log_level level;
 	int opt, i;
 
-	rg_count_limits_default(&cfg->count_limits);
 	cfg->bpffs = RG_DEFAULT_BPFFS;
 	cfg->admin_socket = RG_ADMIN_DEFAULT_PATH;
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
@@ -466,13 +455,6 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		}
 		case OPT_XDP_IFACE:
 			cfg->xdp_iface = optarg;
-			break;
-		case OPT_COUNT_RULES:
-			if (rg_count_limits_for_profile(&cfg->count_limits, optarg)) {
-				pr_err("--count-rules '%s': expected greptimedb, influxdb, "
-				       "victoriametrics, prometheus or loki", optarg);
-				return -EINVAL;
-			}
 			break;
 		case OPT_ROUTES_FILE:
 			if (load_routes_file(optarg, cfg))
@@ -971,8 +953,6 @@ static int load(struct daemon *d)
 		pr_err("cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
-	d->skel->rodata->rg_lp_comment_rule = d->cfg->count_limits.lp_comment_rule;
-	d->skel->rodata->rg_lp_rows_mode = d->cfg->count_limits.lp_rows_mode;
 	err = rowgate__load(d->skel);
 	if (err) {
 		pr_err("cannot load the BPF programs: %s%s", strerror(-err), rg_load_hint(err));
@@ -1117,7 +1097,6 @@ int main(int argc, char **argv)
 
 		if (rg_reconciler_new(&rf, &d.rec))
 			goto out;
-		rg_reconciler_set_limits(d.rec, &cfg.count_limits);
 	}
 	if (attach_all(&d))
 		goto detach;

@@ -9,6 +9,7 @@
 #include "bucket.h"
 #include "protocols.h"
 #include "counters.h"
+#include "rows.h"
 #ifndef __bpf__
 #include <linux/bpf.h> /* struct bpf_spin_lock */
 #endif
@@ -96,6 +97,35 @@ enum rg_profile {
 /* Go's net/http and url.Query read the request (every profile but GreptimeDB). */
 #define rg_profile_is_go(p) ((p) != RG_PROFILE_GREPTIMEDB)
 
+/* How the profile's server stores line protocol (docs/rows.md): the kernel
+ * and rowgated's decoder both count each request by its port's profile. */
+RG_INLINE __u8 rg_profile_rows_mode(__u32 profile)
+{
+	return profile == RG_PROFILE_VICTORIAMETRICS ? RG_ROWS_VM_SAMPLES : RG_ROWS_LINES;
+}
+
+RG_INLINE __u8 rg_profile_comment_rule(__u32 profile)
+{
+	return profile == RG_PROFILE_VICTORIAMETRICS ? RG_LP_COMMENT_AT_START :
+						       RG_LP_COMMENT_AFTER_BLANKS;
+}
+
+#ifndef __bpf__
+/* The profile names of --port PORT=PROFILE. */
+static inline const char *rg_profile_name(__u32 profile)
+{
+	static const char *const names[RG_PROFILE_MAX] = {
+		[RG_PROFILE_GREPTIMEDB] = "greptimedb",
+		[RG_PROFILE_INFLUXDB] = "influxdb",
+		[RG_PROFILE_VICTORIAMETRICS] = "victoriametrics",
+		[RG_PROFILE_PROMETHEUS] = "prometheus",
+		[RG_PROFILE_LOKI] = "loki",
+	};
+
+	return profile < RG_PROFILE_MAX ? names[profile] : "unknown";
+}
+#endif
+
 #define RG_PORT_ALLOW_UNPARSED (1U << 0) /* bytes that are not HTTP pass (counted) */
 
 /* ports: local TCP port (host order) -> what it guards. */
@@ -151,7 +181,8 @@ struct rg_body_start {
 	__u32 protocol;
 	__u8 chunked;
 	__u8 admitted;  /* 1: charged an estimate; 0: rejected (stats only) */
-	__u8 pad[2];
+	__u8 profile;   /* enum rg_profile of the port: the counting rules */
+	__u8 pad;
 	__u64 content_length;
 	char content_type[RG_CT_BYTES];
 	char content_encoding[RG_CE_BYTES];

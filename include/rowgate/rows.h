@@ -348,39 +348,6 @@ static inline __u64 rg_lp_vm_samples(const __u8 *p, __u64 n)
 	}
 	return samples;
 }
-
-/* The row mode and comment rule of a server profile name ("greptimedb",
- * "influxdb", "victoriametrics", "prometheus", "loki"); -1 if unknown.
- * Profiles without line protocol get the GreptimeDB rules. */
-static inline int rg_rows_mode(const char *profile, enum rg_rows_mode *mode,
-			       enum rg_lp_comment_rule *rule)
-{
-	static const struct {
-		const char *name;
-		enum rg_rows_mode mode;
-		enum rg_lp_comment_rule rule;
-	} t[] = {
-		{ "greptimedb", RG_ROWS_LINES, RG_LP_COMMENT_AFTER_BLANKS },
-		{ "influxdb", RG_ROWS_LINES, RG_LP_COMMENT_AFTER_BLANKS },
-		{ "victoriametrics", RG_ROWS_VM_SAMPLES, RG_LP_COMMENT_AT_START },
-		{ "prometheus", RG_ROWS_LINES, RG_LP_COMMENT_AFTER_BLANKS },
-		{ "loki", RG_ROWS_LINES, RG_LP_COMMENT_AFTER_BLANKS },
-	};
-	__u64 i;
-
-	for (i = 0; profile && i < sizeof(t) / sizeof(t[0]); i++) {
-		const char *a = profile, *b = t[i].name;
-
-		while (*a && *b && (*a | 0x20) == *b)
-			a++, b++;
-		if (!*a && !*b) {
-			*mode = t[i].mode;
-			*rule = t[i].rule;
-			return 0;
-		}
-	}
-	return -1;
-}
 #endif
 
 #endif /* ROWGATE_ROWS_H */

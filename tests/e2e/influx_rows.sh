@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 11, which rows, against Debian's InfluxDB 1.x: with `--count-rules
-# influxdb` the rows rowgate charges a database equal the points influxd
+# Issue 11, which rows, against Debian's InfluxDB 1.x: on a port of profile
+# influxdb the rows rowgate charges a database equal the points influxd
 # stores, request by request:
 #   - blanks before '#' make a comment (models/points.go), blank lines store
 #     nothing;
@@ -49,7 +49,7 @@ CONF
 INFLUX_PID=$!
 rg_on_exit "kill -9 $INFLUX_PID; wait $INFLUX_PID"
 rg_wait_for 30 curl -sf "http://127.0.0.1:$RG_PORT/ping" || rg_fail "influxd did not come up"
-rg_start_rowgated --count-rules influxdb
+rg_start_rowgated
 rg_on_exit 'kill -9 $RG_PID; wait $RG_PID'
 BASE="http://127.0.0.1:$RG_PORT"
 

@@ -162,6 +162,23 @@ rg_setup() {
 # One counter of a database from rowgatectl: rg_stat DB FIELD
 rg_stat() { rg_ctl --json stats "$1" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['databases'][0]['$2'])"; }
 
+# Wait until every body of DB that rowgated was sent is counted (or
+# counted lost): rg_settle DB
+rg_settle() {
+	local deadline=$((SECONDS + 10))
+	until rg_ctl --json stats "$1" | "$RG_PY" -c '
+import json, sys
+d = json.load(sys.stdin)["databases"][0]
+n = [0, 0]
+for p in d.get("protocols", {}).values():
+    n[0] += p.get("admitted_requests", 0) + p.get("rejected_requests", 0)
+    n[1] += p.get("reconciled_requests", 0) + p.get("undecodable_requests", 0) + p.get("unreconciled_requests", 0)
+sys.exit(0 if n[1] >= n[0] else 1)'; do
+		[ $SECONDS -lt $deadline ] || return 1
+		sleep 0.05
+	done
+}
+
 # Rows (samples) victoria-metrics stores for the series matching SELECTOR.
 rg_vm_rows() {
 	curl -sf "http://127.0.0.1:$RG_PORT/internal/force_flush" >/dev/null

@@ -12,8 +12,8 @@
 #     charged to `prom` equal the samples victoria-metrics stored, exactly;
 #   - reconciliation lag p50/p99 is reported.
 #
-# rowgated counts with --count-rules victoriametrics: victoria-metrics does
-# not store NaN samples (empty summary quantiles are NaN here) but stores
+# The port's profile is victoriametrics, so rowgated counts as it stores:
+# victoria-metrics does not store NaN samples (empty summary quantiles are NaN here) but stores
 # staleness markers, and rowgate charges the same (issue 11; before, every
 # NaN sample was charged and never stored: 3.5 % more charged than stored).
 # retry_on_http_429 is left false (2.42's default, made explicit): a rejected
@@ -21,12 +21,12 @@
 # timestamps stay close to admission time.  With true Prometheus would resend
 # and fall ever further behind its WAL while the stored rate stays the limit;
 # PROM_RETRY=true runs that.
-RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
+RG_PROFILE=victoriametrics
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd prometheus
 LIMIT=${PROM_LIMIT:-1000}
 WINDOW=${PROM_WINDOW:-60}
-rg_setup --count-rules victoriametrics
+rg_setup
 # kill -9 is asynchronous: reap rowgated before the bpffs is unmounted
 rg_on_exit 'kill -9 $RG_PID; wait $RG_PID'
 PROM_PORT=$(rg_free_port) || rg_fail "no free port"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11, which rows: with `--count-rules victoriametrics` rowgate charges
+# Issue 11, which rows: on a port of profile victoriametrics rowgate charges
 # each database exactly the samples victoria-metrics (1.79) stores, request
 # by request, for line protocol and remote write:
 #   - uncompressed line protocol (copied and counted by rowgated under these
@@ -17,7 +17,7 @@
 RG_PROFILE=victoriametrics
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd gzip zstd
-rg_setup --count-rules victoriametrics
+rg_setup
 # kill -9 is asynchronous: reap rowgated before the bpffs is unmounted
 rg_on_exit 'kill -9 $RG_PID; wait $RG_PID'
 BASE="http://127.0.0.1:$RG_PORT"

@@ -16,6 +16,7 @@
 #include "proto/prometheus_remote.pb-c.h"
 #include "proto/otlp.pb-c.h"
 #include "proto/loki_push.pb-c.h"
+#include "rowgate/abi.h"
 #include "rowgate/rows.h"
 #include "count.h"
 #include "decompress.h"
@@ -1405,6 +1406,19 @@ static void test_vm_rules(void)
 	CHECK(rg_count_limits_for_profile(&vm, "VictoriaMetrics") == 0, "profile name");
 	CHECK(rg_count_limits_for_profile(&vm, "mysql") == -EINVAL, "unknown profile");
 	CHECK(rg_count_limits_for_profile(&vm, "victoriametrics") == 0, "profile");
+	/* the rules the reconciler picks by a body's profile are the named
+	 * ones, and the kernel's line rules agree with them */
+	for (i = 0; i < RG_PROFILE_MAX; i++) {
+		struct rg_count_limits by_id, by_name;
+
+		rg_count_limits_for_profile_id(&by_id, (unsigned int)i);
+		CHECK(rg_count_limits_for_profile(&by_name, rg_profile_name((__u32)i)) == 0 &&
+			      !memcmp(&by_id, &by_name, sizeof(by_id)),
+		      "profile %zu by id and by name", i);
+		CHECK(by_id.lp_rows_mode == rg_profile_rows_mode((__u32)i) &&
+			      by_id.lp_comment_rule == rg_profile_comment_rule((__u32)i),
+		      "profile %zu: decoder and kernel line rules", i);
+	}
 	for (i = 0; i < sizeof(raw_ce) / sizeof(raw_ce[0]); i++) {
 		CHECK(rg_count_payload(RG_PAYLOAD_LINE, raw_ce[i], NULL, plain, strlen(plain),
 				       &vm, &c) == 0 && c.rows == 4,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include "rowgate/abi.h"
 #include "rowgate/rows.h"
 #include "decompress.h"
 #include "internal.h"
@@ -78,23 +79,18 @@ void rg_count_limits_default(struct rg_count_limits *lim)
 	lim->prom_native_histograms_refused = true;
 }
 
-int rg_count_limits_for_profile(struct rg_count_limits *lim, const char *profile)
+void rg_count_limits_for_profile_id(struct rg_count_limits *lim, unsigned int profile)
 {
-	enum rg_rows_mode mode;
-	enum rg_lp_comment_rule rule;
-
 	rg_count_limits_default(lim);
-	if (rg_rows_mode(profile, &mode, &rule))
-		return -EINVAL;
-	lim->lp_rows_mode = (uint8_t)mode;
-	lim->lp_comment_rule = (uint8_t)rule;
-	if (!strcasecmp(profile, "influxdb")) {
+	lim->lp_rows_mode = rg_profile_rows_mode(profile);
+	lim->lp_comment_rule = rg_profile_comment_rule(profile);
+	if (profile == RG_PROFILE_INFLUXDB) {
 		/* services/httpd serveWrite: Header.Get("Content-Encoding") ==
 		 * "gzip"; servePromWrite: snappy.Decode, no header read */
 		lim->lp_gzip_only = true;
 		lim->prom_snappy_only = true;
 	}
-	if (!strcasecmp(profile, "victoriametrics")) {
+	if (profile == RG_PROFILE_VICTORIAMETRICS) {
 		/* lib/storage Storage.add; prompb has no histograms in 1.79 */
 		lim->prom_drop_nan = true;
 		lim->prom_native_histograms_refused = false;
@@ -103,7 +99,20 @@ int rg_count_limits_for_profile(struct rg_count_limits *lim, const char *profile
 		/* app/vminsert/influx: Header.Get("Content-Encoding") == "gzip" */
 		lim->lp_gzip_only = true;
 	}
-	return 0;
+}
+
+int rg_count_limits_for_profile(struct rg_count_limits *lim, const char *profile)
+{
+	unsigned int i;
+
+	for (i = 0; profile && i < RG_PROFILE_MAX; i++) {
+		if (!strcasecmp(profile, rg_profile_name(i))) {
+			rg_count_limits_for_profile_id(lim, i);
+			return 0;
+		}
+	}
+	rg_count_limits_default(lim);
+	return -EINVAL;
 }
 
 /* Line protocol rows of a whole decoded body under lim's rules. */

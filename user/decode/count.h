@@ -113,6 +113,10 @@ void rg_count_limits_default(struct rg_count_limits *lim);
  * -EINVAL for an unknown name (lim is left with the defaults). */
 int rg_count_limits_for_profile(struct rg_count_limits *lim, const char *profile);
 
+/* The same by enum rg_profile (rowgated: the profile of the port a body came
+ * through). */
+void rg_count_limits_for_profile_id(struct rg_count_limits *lim, unsigned int profile);
+
 /* Rows attributed to one database named inside the payload. */
 struct rg_db_rows {
 	char name[RG_DB_NAME_MAX];  /* the label value, raw (not split at '-') */
