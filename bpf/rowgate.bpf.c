@@ -493,10 +493,13 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 				c->copy_body = 1;
 				rg_emit_start(skb, c);
 			}
-		} else if (route->protocol == RG_PROTO_PROM_RW) {
-			/* series may name databases of their own, limited even
-			 * when the request's database is not: rowgated charges
-			 * them after the fact */
+		} else if (route->protocol == RG_PROTO_PROM_RW ||
+			   (route->protocol == RG_PROTO_LINE &&
+			    c->profile == RG_PROFILE_VICTORIAMETRICS)) {
+			/* series (victoria-metrics: lines too, by a db tag) may
+			 * name databases of their own, limited even when the
+			 * request's database is not: rowgated charges them
+			 * after the fact */
 			c->copy_body = 1;
 			rg_emit_start(skb, c);
 		}

@@ -348,6 +348,33 @@ static inline __u64 rg_lp_vm_samples(const __u8 *p, __u64 n)
 	}
 	return samples;
 }
+
+/* The database victoria-metrics files a stored line under when the line
+ * names one (app/vminsert/influx insertRows adds the query's db only when
+ * no tag is `db`; lib/protoparser/influx unmarshalTags skips tags with an
+ * empty key or value; lib/storage MetricName.sortTags keeps the last of
+ * duplicate keys): the last `db` tag with a value.  Its value, still
+ * escaped, is p[*from, *to); false when the line has none.  A key unescapes
+ * to "db" only when it is "db" as sent. */
+static inline bool rg_lp_vm_db_tag(const __u8 *p, __u64 n, __u64 *from, __u64 *to)
+{
+	__u64 sp = rg_lp_next(p, 0, n, ' ', false);
+	__u64 i = rg_lp_next(p, 0, sp, ',', false);
+	bool found = false;
+
+	while (i < sp) {
+		__u64 next = rg_lp_next(p, i + 1, sp, ',', false);
+		__u64 eq = rg_lp_next(p, i + 1, next, '=', false);
+
+		if (eq == i + 3 && p[i + 1] == 'd' && p[i + 2] == 'b' && next > eq + 1) {
+			*from = eq + 1;
+			*to = next;
+			found = true;
+		}
+		i = next;
+	}
+	return found;
+}
 #endif
 
 #endif /* ROWGATE_ROWS_H */

@@ -13,7 +13,9 @@
 #   - line protocol under a coding victoria-metrics does not undo ("GZIP",
 #     zstd, a second header line after "identity"): it reads the bytes as
 #     they are, so does rowgate;
-#   - remote write: NaN samples are not stored, staleness markers are.
+#   - remote write: NaN samples are not stored, staleness markers are;
+#   - a line's `db` tag, a series' `db` label file its samples under that
+#     database, not the query's: that database is charged.
 RG_PROFILE=victoriametrics
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd gzip zstd
@@ -133,4 +135,56 @@ rg_check "remote write with NaN samples admitted" \
 	[ "$(post "$RG_TMP/nan.bin" "$BASE/api/v1/write?db=prom_nan" -H 'Content-Encoding: snappy' -H 'Content-Type: application/x-protobuf')" = 204 ]
 same prom_nan '{__name__="rg_nan"}' "remote write: NaN not stored, staleness markers stored"
 rg_check "27 samples charged ($(rg_stat prom_nan admitted_rows))" [ "$(rg_stat prom_nan admitted_rows)" -eq 27 ]
+# the database a line or a series names is where victoria-metrics files it
+# (app/vminsert/influx insertRows: a `db` tag replaces the query's db; the
+# last one with a value wins): that database is charged, even when the
+# query's database has no limit
+for db in dbq dbt dbt2 dbt3 dbr; do rg_ctl limit set $db $BIG >/dev/null; done
+printf 'dt,db=dbt a=1,b=2\ndt,db=,k=1 a=3\ndt,db=x,db=dbt2 a=4\ndt c=5\n' >"$RG_TMP/dbtag.lp"
+rg_check "line protocol with db tags admitted" \
+	[ "$(post "$RG_TMP/dbtag.lp" "$BASE/write?db=dbq")" = 204 ]
+charged_is() { [ "$(rg_stat "$1" admitted_rows)" = "$2" ]; }
+for want in dbt:2 dbt2:1 dbq:2; do
+	db=${want%:*} n=${want#*:}
+	stored=$(rg_vm_rows_wait "{db=\"$db\"}" "$n")
+	rg_check "$db: victoria-metrics stored $n samples ($stored)" [ "$stored" -eq "$n" ]
+	rg_wait_for 10 charged_is "$db" "$n" ||
+		rg_fail "$db: charged $(rg_stat "$db" admitted_rows), stored $n"
+	rg_log "ok: $db charged $n"
+done
+printf 'dt3,db=dbt3 a=1,b=2,c=3\n' >"$RG_TMP/dbtag3.lp"
+rg_check "a db tag through a database without a limit admitted" \
+	[ "$(post "$RG_TMP/dbtag3.lp" "$BASE/write?db=nolimit")" = 204 ]
+stored=$(rg_vm_rows_wait '{db="dbt3"}' 3)
+rg_check "dbt3: victoria-metrics stored 3 samples ($stored)" [ "$stored" -eq 3 ]
+rg_wait_for 10 charged_is dbt3 3 || rg_fail "dbt3: charged $(rg_stat dbt3 admitted_rows), stored 3"
+rg_log "ok: dbt3 charged 3"
+
+# remote write: victoria-metrics ignores the query's db; a series' `db`
+# label files it
+"$RG_PY" - "$RG_TMP/dblabel.bin" <<'PY'
+import struct, sys, time
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7f; n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n: return bytes(out)
+def fld(num, payload): return varint(num << 3 | 2) + varint(len(payload)) + payload
+def label(k, v): return fld(1, fld(1, k.encode()) + fld(2, v.encode()))
+def sample(v, ts): return fld(2, b"\x09" + struct.pack("<d", v) + b"\x10" + varint(ts))
+t0 = int(time.time() * 1000) - 600_000
+ts = label("__name__", "rg_dbl") + label("db", "dbr")
+for j in range(5):
+    ts += sample(j, t0 + j * 1000)
+raw = fld(1, ts)
+out = bytearray(varint(len(raw))) + bytes([61 << 2]) + struct.pack("<H", len(raw) - 1) + raw  # snappy literal
+open(sys.argv[1], "wb").write(bytes(out))
+PY
+rg_check "remote write with a db label admitted" \
+	[ "$(post "$RG_TMP/dblabel.bin" "$BASE/api/v1/write?db=dbq" -H 'Content-Encoding: snappy' -H 'Content-Type: application/x-protobuf')" = 204 ]
+stored=$(rg_vm_rows_wait '{db="dbr"}' 5)
+rg_check "dbr: victoria-metrics stored 5 samples ($stored)" [ "$stored" -eq 5 ]
+rg_wait_for 10 charged_is dbr 5 || rg_fail "dbr: charged $(rg_stat dbr admitted_rows), stored 5"
+rg_log "ok: dbr charged 5"
 rg_pass

@@ -1492,6 +1492,40 @@ struct json_case {
 	bool refused;
 };
 
+static uint64_t db_rows(const struct rg_row_counts *c, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->n_dbs; i++)
+		if (!strcmp(c->dbs[i].name, name))
+			return c->dbs[i].rows;
+	return 0;
+}
+
+/* victoria-metrics files a line under its last non-empty `db` tag, a series
+ * under its last non-empty `db` label; GreptimeDB's rules ignore both. */
+static void test_vm_db_names(void)
+{
+	const char *lp = "dt,db=dbt a=1,b=2\ndt,db=,k=1 a=3\ndt,db=x,db=dbt2 a=4\n"
+			 "dt c=5\ndt,db=a\\ b\\q x=1\ndt,db=dbt\n";
+	struct rg_count_limits vm, gt;
+	struct rg_row_counts c;
+
+	rg_count_limits_for_profile_id(&vm, RG_PROFILE_VICTORIAMETRICS);
+	rg_count_limits_for_profile_id(&gt, RG_PROFILE_GREPTIMEDB);
+	CHECK(rg_count_payload(RG_PAYLOAD_LINE, NULL, NULL, (const uint8_t *)lp, strlen(lp), &vm,
+			       &c) == 0, "vm db tags counted");
+	CHECK_EQ_U64(c.rows, 6, "vm db tags: samples");
+	CHECK_EQ_U64(c.default_rows, 2, "vm db tags: lines without one (or an empty one)");
+	CHECK_EQ_U64(db_rows(&c, "dbt"), 2, "vm db tag");
+	CHECK_EQ_U64(db_rows(&c, "dbt2"), 1, "vm db tag: the last one wins");
+	CHECK_EQ_U64(db_rows(&c, "x"), 0, "vm db tag: an earlier one loses");
+	CHECK_EQ_U64(db_rows(&c, "a b\\q"), 1, "vm db tag unescaped as victoria-metrics does");
+	CHECK(rg_count_payload(RG_PAYLOAD_LINE, NULL, NULL, (const uint8_t *)lp, strlen(lp), &gt,
+			       &c) == 0 && c.n_dbs == 0 && c.default_rows == 6,
+	      "greptimedb: a db tag is a tag");
+}
+
 static void test_json_rules(void)
 {
 	static const struct json_case t[] = {
@@ -1611,6 +1645,7 @@ int main(void)
 	test_bombs();
 	test_line_protocol();
 	test_vm_rules();
+	test_vm_db_names();
 	test_json_rules();
 	test_fixture_files();
 	return check_report("decode");

@@ -98,6 +98,8 @@ void rg_count_limits_for_profile_id(struct rg_count_limits *lim, unsigned int pr
 		lim->prom_snappy_only = true;
 		/* app/vminsert/influx: Header.Get("Content-Encoding") == "gzip" */
 		lim->lp_gzip_only = true;
+		/* app/vminsert/influx insertRows, promremotewrite insertRows */
+		lim->db_label_vm = true;
 	}
 }
 
@@ -115,25 +117,52 @@ int rg_count_limits_for_profile(struct rg_count_limits *lim, const char *profile
 	return -EINVAL;
 }
 
-/* Line protocol rows of a whole decoded body under lim's rules. */
-static uint64_t lp_rows(const uint8_t *p, size_t n, const struct rg_count_limits *lim)
+/* A tag value as victoria-metrics unescapes it (lib/protoparser/influx
+ * unescapeTagValue: '\\' drops before ' ', ',', '=' and '\\' only) into
+ * dst[RG_DB_NAME_MAX]; its whole length, which may not fit. */
+static size_t vm_unescape(const uint8_t *s, size_t n, char *dst)
+{
+	size_t i, len = 0;
+
+	for (i = 0; i < n; i++) {
+		uint8_t c = s[i];
+
+		if (c == '\\' && i + 1 < n &&
+		    (s[i + 1] == ' ' || s[i + 1] == ',' || s[i + 1] == '=' || s[i + 1] == '\\'))
+			c = s[++i];
+		if (len < RG_DB_NAME_MAX)
+			dst[len] = (char)c;
+		len++;
+	}
+	return len;
+}
+
+/* Line protocol rows of a whole decoded body under lim's rules, each line
+ * to the database it names where the server files it so. */
+static void lp_rows(const uint8_t *p, size_t n, const struct rg_count_limits *lim,
+		    struct rg_row_counts *out)
 {
 	struct rg_lp_state st;
-	uint64_t rows = 0;
 	size_t i = 0;
 
 	if (lim->lp_rows_mode != RG_ROWS_VM_SAMPLES) {
 		rg_lp_init_rule(&st, lim->lp_comment_rule);
-		return rg_lp_count(&st, p, n);
+		rg_counts_add_db(out, NULL, 0, rg_lp_count(&st, p, n));
+		return;
 	}
 	while (i < n) {
 		const uint8_t *nl = memchr(p + i, '\n', n - i);
 		size_t end = nl ? (size_t)(nl - p) : n;
+		uint64_t samples = rg_lp_vm_samples(p + i, end - i);
+		__u64 from, to;
+		char db[RG_DB_NAME_MAX];
 
-		rows += rg_lp_vm_samples(p + i, end - i);
+		if (samples && lim->db_label_vm && rg_lp_vm_db_tag(p + i, end - i, &from, &to))
+			rg_counts_add_db(out, db, vm_unescape(p + i + from, to - from, db), samples);
+		else
+			rg_counts_add_db(out, NULL, 0, samples);
 		i = end + 1;
 	}
-	return rows;
 }
 
 void rg_counts_msg(struct rg_row_counts *out, const char *fmt, ...)
@@ -401,7 +430,7 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 		goto out;
 	}
 	if (p == RG_PAYLOAD_LINE) {
-		rg_counts_add_db(out, NULL, 0, lp_rows(data ? data : (const uint8_t *)"", dlen, lim));
+		lp_rows(data ? data : (const uint8_t *)"", dlen, lim, out);
 		err = RG_COUNT_OK;
 		goto out;
 	}

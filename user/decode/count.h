@@ -7,11 +7,13 @@
  * What one row is follows GreptimeDB (shared/reference/GREPTIMEDB.md):
  *   line       one line (rowgate/rows.h rg_lp_count, the kernel's counter);
  *              victoria-metrics: one sample per stored field
- *              (rg_lp_vm_samples), and only an exact "gzip" coding undone
+ *              (rg_lp_vm_samples), and only an exact "gzip" coding undone;
+ *              a line's last non-empty `db` tag moves its samples there
  *   prom-rw    one Sample (victoria-metrics: not a NaN one, but the
  *              staleness marker).  A series' labels `__schema__` (wins) or else the
  *              first of `x_greptime_database` / `__database__` move its rows
- *              to that database (rows are reported PER DATABASE).  Native
+ *              to that database (rows are reported PER DATABASE;
+ *              victoria-metrics: the last non-empty `db` label).  Native
  *              histograms (TimeSeries field 4) store no row: GreptimeDB 1.x
  *              refuses such a v1 request whole; with
  *              rg_count_limits.prom_native_histograms_refused (default on)
@@ -102,6 +104,9 @@ struct rg_count_limits {
 	bool lp_gzip_only;       /* line protocol: only "Content-Encoding: gzip",
 				  * exactly, is decoded; any other coding is
 				  * read as raw line protocol (victoria-metrics) */
+	bool db_label_vm;        /* a series' `db` label, a line's `db` tag
+				  * names its database (the last non-empty one),
+				  * not GreptimeDB's labels (victoria-metrics) */
 };
 
 /* rg_count_limits with the defaults (what rg_count_payload uses for NULL):

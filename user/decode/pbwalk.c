@@ -229,6 +229,7 @@ SCHEMA(prom_sample_s, "Sample", 0, M(WT_I64), M(WT_VARINT));
 #define PROM_DB_LABEL        "x_greptime_database"
 #define PROM_DB_LABEL_ALT    "__database__"
 #define PROM_SCHEMA_LABEL    "__schema__"   /* deprecated, and wins */
+#define PROM_VM_DB_LABEL     "db"           /* victoria-metrics' -influxDBLabel */
 /* Prometheus' staleness marker (model/value StaleNaN): the one NaN that
  * victoria-metrics stores (lib/storage Storage.add skips every other NaN). */
 #define PROM_STALE_NAN_BITS  0x7ff0000000000002ULL
@@ -281,13 +282,20 @@ static int prom_series(struct pbr m, const struct rg_count_limits *lim,
 			}
 			if (err)
 				return err;
-			/* GreptimeDB: __schema__ always sets the database, the two
-			 * database labels only while none is set */
-			if (bytes_eq(name, PROM_SCHEMA_LABEL))
+			/* victoria-metrics: the last `db` label with a value
+			 * (InsertCtx.AddLabelBytes drops empty values,
+			 * MetricName.sortTags keeps the last duplicate).
+			 * GreptimeDB: __schema__ always sets the database, the
+			 * two database labels only while none is set */
+			if (lim->db_label_vm) {
+				if (bytes_eq(name, PROM_VM_DB_LABEL) && value.end > value.p)
+					schema = value;
+			} else if (bytes_eq(name, PROM_SCHEMA_LABEL)) {
 				schema = value;
-			else if (!schema.p && (bytes_eq(name, PROM_DB_LABEL) ||
-					       bytes_eq(name, PROM_DB_LABEL_ALT)))
+			} else if (!schema.p && (bytes_eq(name, PROM_DB_LABEL) ||
+						 bytes_eq(name, PROM_DB_LABEL_ALT))) {
 				schema = value;
+			}
 		} else if (f.num == 2) {
 			err = pb_check(f.sub, &prom_sample_s, out);
 			if (err)
