@@ -1,0 +1,34 @@
+# GreptimeDB gRPC ingestion test stack (tests/grpc/, issue 12): the protobuf
+# module the gRPC C-core test server imports, and the grpc-go client, both
+# from proto/greptime/v1/ingest.proto.  The grpc-js client runs from
+# tests/grpc/node_modules (make deps).
+# Debian: python3-grpcio python3-protobuf protobuf-compiler golang-go
+# golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go.
+
+GRPC_PROTO  := proto/greptime/v1/ingest.proto
+GRPC_PY     := $(BUILD)/grpc/py/greptime/v1/ingest_pb2.py
+GRPC_GO_DIR := $(BUILD)/grpc/go
+GRPC_GO_BIN := $(BUILD)/grpc/rg-grpc-go
+# Debian's Go packages are a GOPATH tree; no module download.
+GRPC_GOPATH ?= /usr/share/gocode
+
+EXTRA_ALL += $(GRPC_PY)
+# Without Go and Debian's grpc-go the client is not built and the tests
+# that need it skip, saying so.
+ifneq ($(and $(shell command -v go 2>/dev/null),$(shell command -v protoc-gen-go 2>/dev/null),$(wildcard $(GRPC_GOPATH)/src/google.golang.org/grpc)),)
+EXTRA_ALL += $(GRPC_GO_BIN)
+endif
+
+$(GRPC_PY): $(GRPC_PROTO)
+	@mkdir -p $(BUILD)/grpc/py
+	$(call msg,PROTOC,$@)
+	$(Q)protoc --proto_path=proto --python_out=$(BUILD)/grpc/py greptime/v1/ingest.proto
+
+$(GRPC_GO_BIN): tests/grpc/goclient/main.go $(GRPC_PROTO)
+	@mkdir -p $(GRPC_GO_DIR)
+	$(call msg,GO,$@)
+	$(Q)protoc --proto_path=proto --go_out=$(GRPC_GO_DIR) --go_opt=paths=import \
+		--go_opt='Mgreptime/v1/ingest.proto=rowgate/grpcclient;main' greptime/v1/ingest.proto
+	$(Q)cp tests/grpc/goclient/main.go $(GRPC_GO_DIR)/rowgate/grpcclient/
+	$(Q)cd $(GRPC_GO_DIR)/rowgate/grpcclient && GO111MODULE=off GOPATH=$(GRPC_GOPATH) \
+		GOCACHE=$(abspath $(BUILD))/grpc/gocache go build -o $(abspath $@) .
