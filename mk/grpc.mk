@@ -32,3 +32,15 @@ $(GRPC_GO_BIN): tests/grpc/goclient/main.go $(GRPC_PROTO)
 	$(Q)cp tests/grpc/goclient/main.go $(GRPC_GO_DIR)/rowgate/grpcclient/
 	$(Q)cd $(GRPC_GO_DIR)/rowgate/grpcclient && GO111MODULE=off GOPATH=$(GRPC_GOPATH) \
 		GOCACHE=$(abspath $(BUILD))/grpc/gocache go build -o $(abspath $@) .
+
+# The parser of include/rowgate/h2.h inside an sk_skb verdict: built here and
+# loaded by tests/bpf/h2_load.sh (vmtest: on 6.1) to keep it BPF-compatible.
+EXTRA_ALL += $(BUILD)/tests/bpf/h2_load.bpf.o $(BUILD)/vmtest/bpf_load
+
+$(BUILD)/tests/bpf/h2_load.bpf.o: tests/bpf/h2_load.bpf.c $(BUILD)/vmlinux.h $(SHARED_H)
+	@mkdir -p $(@D)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/unit/test_h2: SAN_CFLAGS += -DRG_GRPC_FIXTURE_DIR='"$(abspath tests/fixtures/grpc)"'
+$(BUILD)/tests/unit/test_h2: $(wildcard tests/fixtures/grpc/*.bin)
