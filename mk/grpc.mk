@@ -9,6 +9,7 @@ GRPC_PROTO  := proto/greptime/v1/ingest.proto
 GRPC_PY     := $(BUILD)/grpc/py/greptime/v1/ingest_pb2.py
 GRPC_GO_DIR := $(BUILD)/grpc/go
 GRPC_GO_BIN := $(BUILD)/grpc/rg-grpc-go
+GRPC_GO_SRV := $(BUILD)/grpc/rg-grpc-go-server
 # Debian's Go packages are a GOPATH tree; no module download.
 GRPC_GOPATH ?= /usr/share/gocode
 
@@ -16,7 +17,7 @@ EXTRA_ALL += $(GRPC_PY)
 # Without Go and Debian's grpc-go the client is not built and the tests
 # that need it skip, saying so.
 ifneq ($(and $(shell command -v go 2>/dev/null),$(shell command -v protoc-gen-go 2>/dev/null),$(wildcard $(GRPC_GOPATH)/src/google.golang.org/grpc)),)
-EXTRA_ALL += $(GRPC_GO_BIN)
+EXTRA_ALL += $(GRPC_GO_BIN) $(GRPC_GO_SRV)
 endif
 
 $(GRPC_PY): $(GRPC_PROTO)
@@ -24,14 +25,20 @@ $(GRPC_PY): $(GRPC_PROTO)
 	$(call msg,PROTOC,$@)
 	$(Q)protoc --proto_path=proto --python_out=$(BUILD)/grpc/py greptime/v1/ingest.proto
 
-$(GRPC_GO_BIN): tests/grpc/goclient/main.go $(GRPC_PROTO)
-	@mkdir -p $(GRPC_GO_DIR)
-	$(call msg,GO,$@)
-	$(Q)protoc --proto_path=proto --go_out=$(GRPC_GO_DIR) --go_opt=paths=import \
-		--go_opt='Mgreptime/v1/ingest.proto=rowgate/grpcclient;main' greptime/v1/ingest.proto
-	$(Q)cp tests/grpc/goclient/main.go $(GRPC_GO_DIR)/rowgate/grpcclient/
-	$(Q)cd $(GRPC_GO_DIR)/rowgate/grpcclient && GO111MODULE=off GOPATH=$(GRPC_GOPATH) \
-		GOCACHE=$(abspath $(BUILD))/grpc/gocache go build -o $(abspath $@) .
+# One GOPATH-mode package per program: the generated messages + main.go.
+# $(1): program, $(2): source directory under tests/grpc, $(3): package dir.
+define grpc_go_prog
+$(1): tests/grpc/$(2)/main.go $$(GRPC_PROTO)
+	@mkdir -p $$(GRPC_GO_DIR)
+	$$(call msg,GO,$$@)
+	$$(Q)protoc --proto_path=proto --go_out=$$(GRPC_GO_DIR) --go_opt=paths=import \
+		--go_opt='Mgreptime/v1/ingest.proto=rowgate/$(3);main' greptime/v1/ingest.proto
+	$$(Q)cp tests/grpc/$(2)/main.go $$(GRPC_GO_DIR)/rowgate/$(3)/
+	$$(Q)cd $$(GRPC_GO_DIR)/rowgate/$(3) && GO111MODULE=off GOPATH=$$(GRPC_GOPATH) \
+		GOCACHE=$$(abspath $$(BUILD))/grpc/gocache go build -o $$(abspath $$@) .
+endef
+$(eval $(call grpc_go_prog,$(GRPC_GO_BIN),goclient,grpcclient))
+$(eval $(call grpc_go_prog,$(GRPC_GO_SRV),goserver,grpcserver))
 
 # The parser of include/rowgate/h2.h inside an sk_skb verdict: built here and
 # loaded by tests/bpf/h2_load.sh (vmtest: on 6.1) to keep it BPF-compatible.

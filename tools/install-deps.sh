@@ -14,7 +14,7 @@ pkgs=(
 	# vmtest: Debian's 6.1 kernel under qemu
 	qemu-system-x86 busybox-static cpio
 	# gRPC ingestion (issue 12): C-core server, grpc-go client, grpc-js via npm
-	python3-grpcio python3-protobuf golang-go golang-google-grpc-dev
+	python3-grpcio python3-protobuf python3-hpack golang-go golang-google-grpc-dev
 	golang-google-protobuf-dev protoc-gen-go nodejs
 	# benchmarks: userspace rate-limit baselines and load generators
 	wrk nginx-light haproxy linux-perf
