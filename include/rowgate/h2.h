@@ -938,7 +938,9 @@ RG_INLINE void rg_h2_skip(struct rg_h2_conn *h, __u32 n)
  * create_query_context() resolves it (docs/grpc.md §2), into key: dbname if
  * non-empty (split at its first '-', not lower-cased), else catalog and
  * schema lower-cased with defaults "greptime" / "public".  Returns the key
- * length, or -1 when the name does not fit a key (fail closed).
+ * length, or -1 when the name does not fit a key or when catalog/schema has
+ * non-ASCII bytes, which the server lower-cases by Unicode rules (Rust's
+ * to_lowercase) this code does not carry: fail closed.
  */
 RG_INLINE int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *key)
 {
@@ -959,6 +961,8 @@ RG_INLINE int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *key)
 		for (i = 0; i < RG_DB_RAW_MAX; i++) {
 			char c = m->str[RG_GRPC_STR_CATALOG][i];
 
+			if (i < cl && (__u8)c >= 0x80)
+				return -1;
 			if (i < cl && n < RG_DB_RAW_MAX)
 				raw[n++] = c >= 'A' && c <= 'Z' ? c + 32 : c;
 		}
@@ -972,6 +976,8 @@ RG_INLINE int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *key)
 		for (i = 0; i < RG_DB_RAW_MAX; i++) {
 			char c = m->str[RG_GRPC_STR_SCHEMA][i];
 
+			if (i < sl && (__u8)c >= 0x80)
+				return -1;
 			if (i < sl && n < RG_DB_RAW_MAX)
 				raw[n++] = c >= 'A' && c <= 'Z' ? c + 32 : c;
 		}

@@ -247,7 +247,7 @@ static void on_result(struct outcome *o, int r, size_t at)
 		e->kind = s->m.kind;
 		e->compressed = s->m.compressed;
 		if (rg_grpc_db_key(&s->m, &k) < 0)
-			strcpy(e->db, "<too long>");
+			strcpy(e->db, "<too long>"); /* or not resolvable: refused */
 		else
 			memcpy(e->db, k.name, sizeof(e->db));
 	}
@@ -378,6 +378,9 @@ static void test_unary_and_db_resolution(void)
 		{ "acme", NULL, NULL, "acme-public" },
 		{ "c", "s", "wins", "wins" },
 		{ NULL, NULL, NULL, "public" },
+		{ NULL, NULL, "\xc3\x89t\xc3\xa9", "\xc3\x89t\xc3\xa9" }, /* dbname: bytes as sent */
+		{ NULL, "\xc3\x89t\xc3\xa9", NULL, "<too long>" }, /* Unicode lower-casing: refused */
+		{ "\xc3\x89", "s", NULL, "<too long>" },
 	};
 	size_t i;
 
