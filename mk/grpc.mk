@@ -44,10 +44,19 @@ $(eval $(call grpc_go_prog,$(GRPC_GO_SRV),goserver,grpcserver))
 # loaded by tests/bpf/h2_load.sh (vmtest: on 6.1) to keep it BPF-compatible.
 EXTRA_ALL += $(BUILD)/tests/bpf/h2_load.bpf.o $(BUILD)/vmtest/bpf_load
 
-$(BUILD)/tests/bpf/h2_load.bpf.o: tests/bpf/h2_load.bpf.c $(BUILD)/vmlinux.h $(SHARED_H)
+$(BUILD)/tests/bpf/h2_load.bpf.o: tests/bpf/h2_load.bpf.c tests/bpf/h2_load.h $(BUILD)/vmlinux.h $(SHARED_H)
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/tests/unit/test_h2: SAN_CFLAGS += -DRG_GRPC_FIXTURE_DIR='"$(abspath tests/fixtures/grpc)"'
 $(BUILD)/tests/unit/test_h2: $(wildcard tests/fixtures/grpc/*.bin)
+
+# Its userspace driver: the same verdict on real gRPC connections
+# (tests/bpf/h2_kern.sh).
+EXTRA_ALL += $(BUILD)/tests/h2_kern
+
+$(BUILD)/tests/h2_kern: tests/bpf/h2_kern.c tests/bpf/h2_load.h $(SHARED_H)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) $< -o $@ $(BPF_LIBS)
