@@ -13,8 +13,10 @@
  * bytes differently (RFC 9113 §4-6): a wrong preface, a first frame other
  * than SETTINGS, oversized frames, wrong fixed lengths, frames on the wrong
  * stream, anything but CONTINUATION inside a header block, padding longer
- * than the payload, client PUSH_PROMISE, even or non-increasing new stream
- * ids, DATA on a stream that is not open, gRPC compressed flags other than
+ * than the payload, client PUSH_PROMISE, even stream ids, HEADERS without
+ * END_STREAM on an opened stream, DATA on an idle stream (DATA on a stream
+ * that already ended is not detected: the server refuses it, and rowgate
+ * at worst charges a message that is never stored), gRPC compressed flags other than
  * 0/1, messages over RG_GRPC_MSG_MAX_BYTES, and protobuf the server's
  * decoder (prost) refuses.  Errors are negative; the caller fails closed
  * (GOAWAY and close) on every one of them.
@@ -31,10 +33,12 @@
 /* SETTINGS_MAX_FRAME_SIZE's initial value (RFC 9113 §6.5.2); a caller that
  * learns the server's larger setting raises rg_h2_conn.max_frame. */
 #define RG_H2_DEFAULT_MAX_FRAME_BYTES 16384
-/* Streams whose DATA can be followed at once; more open streams with a
- * message in flight are refused (fail closed).  gRPC clients send one
- * message's frames back to back unless it exceeds their write quantum. */
-#define RG_H2_STREAM_SLOTS     8 /* a power of two: slot indexes are masked */
+/* Streams with a message half-read at a frame boundary that can be
+ * followed at once; one more is refused (fail closed).  A stream takes a
+ * slot only while one of its messages spans DATA frames: grpc-go with 16
+ * calls in flight opened 16 streams before any DATA (measured), and
+ * interleaves large messages 16 KB at a time. */
+#define RG_H2_STREAM_SLOTS     16 /* a power of two: slot indexes are masked */
 /* GreptimeDB's default max_recv_message_size (512 MiB,
  * DEFAULT_MAX_GRPC_RECV_MESSAGE_SIZE): a larger length prefix is refused. */
 #define RG_GRPC_MSG_MAX_BYTES  (512U << 20)
@@ -639,9 +643,16 @@ RG_INLINE int rg_grpc_step(struct rg_h2_stream *s, __u8 c)
 /* The current frame's payload (and padding) is over. */
 RG_INLINE void rg_h2_frame_end(struct rg_h2_conn *h)
 {
-	if (h->ftype == RG_H2_DATA && (h->fflags & RG_H2_FLAG_END_STREAM) &&
-	    h->slot >= 0 && h->slot < RG_H2_STREAM_SLOTS)
-		h->s[rg_h2_slot(h->slot)].id = 0; /* half-closed: a partial message dies too */
+	/* A slot is held only while a message is half-read: END_STREAM ends
+	 * the stream (a partial message dies with it), and a stream between
+	 * two messages needs no state.  The last message's result stays in
+	 * the slot until a later DATA frame takes it. */
+	if (h->ftype == RG_H2_DATA && h->slot >= 0 && h->slot < RG_H2_STREAM_SLOTS) {
+		struct rg_h2_stream *s = &h->s[rg_h2_slot(h->slot)];
+
+		if ((h->fflags & RG_H2_FLAG_END_STREAM) || s->pfx_got == 0)
+			s->id = 0;
+	}
 	h->slot = -1;
 	h->st = RG_H2S_FRAME_HDR;
 	h->got = 0;
@@ -670,27 +681,25 @@ RG_INLINE void rg_h2_enter_payload(struct rg_h2_conn *h)
 RG_INLINE int rg_h2_headers(struct rg_h2_conn *h)
 {
 	__u32 sid = h->fsid;
-	int i = rg_h2_find_slot(h, sid);
 	bool end_stream = h->fflags & RG_H2_FLAG_END_STREAM;
+	int i;
 
 	if (!(h->fflags & RG_H2_FLAG_END_HEADERS))
 		h->block_sid = sid;
-	if (i >= 0) {
-		/* trailers on an open stream must end it */
-		if (!end_stream)
-			return RG_H2_ERR_PROTOCOL;
-		h->s[rg_h2_slot(i)].id = 0;
+	if (!(sid & 1))
+		return RG_H2_ERR_PROTOCOL; /* not a client stream */
+	if (sid > h->last_sid) {
+		/* a new stream: it needs a slot only once DATA leaves a
+		 * message half-read (rg_h2_frame_end) */
+		h->last_sid = sid;
 		return 0;
 	}
-	if (!(sid & 1) || sid <= h->last_sid)
-		return RG_H2_ERR_PROTOCOL; /* closed, or not a client stream */
-	h->last_sid = sid;
-	if (end_stream)
-		return 0; /* a request without a body: nothing to follow */
-	i = rg_h2_find_slot(h, 0);
-	if (i < 0)
-		return RG_H2_ERR_STREAMS;
-	rg_h2_stream_open(&h->s[rg_h2_slot(i)], sid);
+	/* an opened stream: only trailers, which end it */
+	if (!end_stream)
+		return RG_H2_ERR_PROTOCOL;
+	i = rg_h2_find_slot(h, sid);
+	if (i >= 0)
+		h->s[rg_h2_slot(i)].id = 0;
 	return 0;
 }
 
@@ -732,9 +741,18 @@ RG_INLINE int rg_h2_frame_header(struct rg_h2_conn *h)
 	case RG_H2_DATA:
 		if (sid == 0)
 			return RG_H2_ERR_PROTOCOL;
+		if (!(sid & 1) || sid > h->last_sid)
+			return RG_H2_ERR_PROTOCOL; /* an idle stream (§5.1) */
 		h->slot = (__s8)rg_h2_find_slot(h, sid);
-		if (h->slot < 0)
-			return RG_H2_ERR_PROTOCOL; /* not open (or already ended) */
+		if (h->slot < 0 && len > 0) {
+			/* a message starts here, or a stream's first DATA */
+			int i = rg_h2_find_slot(h, 0);
+
+			if (i < 0)
+				return RG_H2_ERR_STREAMS;
+			rg_h2_stream_open(&h->s[rg_h2_slot(i)], sid);
+			h->slot = (__s8)i;
+		}
 		if (flags & RG_H2_FLAG_PADDED) {
 			if (len < 1)
 				return RG_H2_ERR_FRAME_SIZE;

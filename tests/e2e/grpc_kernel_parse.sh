@@ -5,8 +5,8 @@
 # build/tests/h2_kern through a socket in its sockhash), and for each
 # connection the messages and rows it counted equal what the server stored:
 # unary and client-streaming calls, row and columnar inserts, 20,000-row
-# messages spanning many DATA frames and skbs, and 4 calls multiplexed on one
-# connection.  The verdict only parses (it passes every skb).
+# messages spanning many DATA frames and skbs, 4 calls multiplexed on one
+# connection, and 16 calls in flight (small and 1,000-row messages).  The verdict only parses (it passes every skb).
 source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd node curl ss "$RG_PY"
@@ -45,6 +45,8 @@ expect=(
 	"k_go_big 4 80000"
 	"k_js_mux 4 120000"
 	"k_go_col 6 60"
+	"k_go_c16 600 12000"
+	"k_go_c16b 64 64000"
 )
 "$GO_CLIENT" -target "$T" -db k_go_u -calls 50 -rows 20 >"$RG_TMP/c1.json" || rg_fail "client 1: $(cat "$RG_TMP/c1.json")"
 node "$JS_CLIENT" --target "$T" --db greptime-k_js_s --mode stream --calls 2 --per-call 3 --rows 500 \
@@ -55,6 +57,12 @@ node "$JS_CLIENT" --target "$T" --db k_js_mux --calls 4 --concurrency 4 --rows 3
 	>"$RG_TMP/c4.json" || rg_fail "client 4: $(cat "$RG_TMP/c4.json")"
 "$GO_CLIENT" -target "$T" -db k_go_col -mode stream -calls 2 -per-call 3 -rows 10 -columnar \
 	>"$RG_TMP/c5.json" || rg_fail "client 5: $(cat "$RG_TMP/c5.json")"
+# 16 calls in flight: 16 streams open before their DATA; large messages
+# interleaved 16 KB at a time
+"$GO_CLIENT" -target "$T" -db k_go_c16 -calls 600 -rows 20 -concurrency 16 \
+	>"$RG_TMP/c6.json" || rg_fail "client 6: $(cat "$RG_TMP/c6.json")"
+"$GO_CLIENT" -target "$T" -db k_go_c16b -calls 64 -rows 1000 -concurrency 16 \
+	>"$RG_TMP/c7.json" || rg_fail "client 7: $(cat "$RG_TMP/c7.json")"
 
 kill -TERM "$KPID"
 wait "$KPID" || rg_fail "h2_kern failed: $(cat "$RG_TMP/kern.log")"
