@@ -63,6 +63,33 @@ for ((r = 1; r <= RUNS; r++)); do
 		run "$raw.admit.$size" "$ADM_PID" "$ADM_PORT" "$size"
 	done
 done
+
+# The parser the kernel path will run (include/rowgate/h2.h), in an sk_skb
+# verdict on the same calls (tests/bpf/h2_kern.c relays them to the
+# admitting server): BPF run time per message and per byte.
+KERN=$BL_BUILD/tests/h2_kern
+KOBJ=$BL_BUILD/tests/bpf/h2_load.bpf.o
+if [ -x "$KERN" ] && [ -f "$KOBJ" ]; then
+	for ((r = 1; r <= RUNS; r++)); do
+		for size in $SIZES; do
+			"$KERN" "$KOBJ" "$ADM_PORT" >"$BL_TMP/kern.out" 2>>"$BL_TMP/kern.log" &
+			kpid=$!
+			bl_wait_for 10 grep -q '^port ' "$BL_TMP/kern.out" || bl_die "h2_kern did not start"
+			kport=$(awk '/^port /{ print $2 }' "$BL_TMP/kern.out")
+			"$GO_CLIENT" -target "127.0.0.1:$kport" -db bench -rows "$size" \
+				-calls "$(calls_for "$size")" -concurrency "$CONC" -id "k$RANDOM" \
+				>/dev/null 2>>"$BL_TMP/client.log" || bl_die "client through h2_kern failed"
+			kill -TERM "$kpid"
+			wait "$kpid"
+			awk '/^(conn|verdict) / { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] += kv[2] } }
+			     END { printf "messages=%d bytes=%d runs=%d run_ns=%d err=%d\n",
+				   v["messages"], v["bytes"], v["runs"], v["run_ns"], v["err"] }' \
+				"$BL_TMP/kern.out" >>"$raw.kparse.$size"
+			grep -q 'err=0' "$BL_TMP/kern.out" ||
+				bl_log "WARNING: the parser failed: $(tr '\n' ' ' <"$BL_TMP/kern.out")"
+		done
+	done
+fi
 [ -n "${BENCH_RAW:-}" ] && cp "$raw".* "$BENCH_RAW/"
 
 for size in $SIZES; do
@@ -98,6 +125,22 @@ for size in $SIZES; do
 	echo "| $size | admitted, bare | $(bl_fmt "$rate" .0f) | $(bl_fmt "$rrate" .0f) | $(bl_fmt "$srv" .0f) | $(bl_fmt "$cli" .0f) | $(bl_fmt "$other" .0f) |"
 	echo "| $size | kernel rejects (rowgate) | n/a | – | n/a | n/a | |"
 	echo "| $size | admitted through rowgate | n/a | n/a | n/a | n/a | |"
+done
+cat <<EOF
+
+The parser the kernel path will run (\`include/rowgate/h2.h\` in the
+sk_skb test verdict of \`tests/bpf/h2_load.bpf.c\`, driven by
+\`tests/bpf/h2_kern.c\` on the same admitted calls through a relay; BPF
+run time from \`BPF_ENABLE_STATS\`; parsing only, no enforcement):
+
+| rows a call | messages parsed | BPF µs / message | BPF ns / byte | verdict runs / message |
+|---|---|---|---|---|
+EOF
+for size in $SIZES; do
+	[ -f "$raw.kparse.$size" ] || { echo "| $size | not run (build/tests/h2_kern missing) | | | |"; continue; }
+	read -r msgs us ns runs < <(bl_agg "$raw.kparse.$size" "messages" "run_ns/messages/1000" \
+		"run_ns/bytes" "runs/messages")
+	echo "| $size | $(bl_fmt "$msgs" .0f) | $(bl_fmt "$us" .1f) | $(bl_fmt "$ns" .2f) | $(bl_fmt "$runs" .2f) |"
 done
 cat <<EOF
 
