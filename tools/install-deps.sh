@@ -13,6 +13,9 @@ pkgs=(
 	curl python3 iproute2 procps psmisc util-linux jq socat
 	# vmtest: Debian's 6.1 kernel under qemu
 	qemu-system-x86 busybox-static cpio
+	# gRPC ingestion (issue 12): C-core server, grpc-go client, grpc-js via npm
+	python3-grpcio python3-protobuf python3-hpack golang-go golang-google-grpc-dev
+	golang-google-protobuf-dev protoc-gen-go nodejs
 	# benchmarks: userspace rate-limit baselines and load generators
 	wrk nginx-light haproxy linux-perf
 )
@@ -23,3 +26,8 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${pkgs[@]}"
+# grpc-js for the gRPC tests, pinned by tests/grpc/package-lock.json (npm
+# ships with nodesource's nodejs; with Debian's, apt-get install npm)
+if command -v npm >/dev/null 2>&1; then
+	npm ci --prefix "$(dirname "$0")/../tests/grpc" --no-audit --no-fund
+fi

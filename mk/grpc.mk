@@ -1,0 +1,62 @@
+# GreptimeDB gRPC ingestion test stack (tests/grpc/, issue 12): the protobuf
+# module the gRPC C-core test server imports, and the grpc-go client, both
+# from proto/greptime/v1/ingest.proto.  The grpc-js client runs from
+# tests/grpc/node_modules (make deps).
+# Debian: python3-grpcio python3-protobuf protobuf-compiler golang-go
+# golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go.
+
+GRPC_PROTO  := proto/greptime/v1/ingest.proto
+GRPC_PY     := $(BUILD)/grpc/py/greptime/v1/ingest_pb2.py
+GRPC_GO_DIR := $(BUILD)/grpc/go
+GRPC_GO_BIN := $(BUILD)/grpc/rg-grpc-go
+GRPC_GO_SRV := $(BUILD)/grpc/rg-grpc-go-server
+# Debian's Go packages are a GOPATH tree; no module download.
+GRPC_GOPATH ?= /usr/share/gocode
+
+EXTRA_ALL += $(GRPC_PY)
+# Without Go and Debian's grpc-go the client is not built and the tests
+# that need it skip, saying so.
+ifneq ($(and $(shell command -v go 2>/dev/null),$(shell command -v protoc-gen-go 2>/dev/null),$(wildcard $(GRPC_GOPATH)/src/google.golang.org/grpc)),)
+EXTRA_ALL += $(GRPC_GO_BIN) $(GRPC_GO_SRV)
+endif
+
+$(GRPC_PY): $(GRPC_PROTO)
+	@mkdir -p $(BUILD)/grpc/py
+	$(call msg,PROTOC,$@)
+	$(Q)protoc --proto_path=proto --python_out=$(BUILD)/grpc/py greptime/v1/ingest.proto
+
+# One GOPATH-mode package per program: the generated messages + main.go.
+# $(1): program, $(2): source directory under tests/grpc, $(3): package dir.
+define grpc_go_prog
+$(1): tests/grpc/$(2)/main.go $$(GRPC_PROTO)
+	@mkdir -p $$(GRPC_GO_DIR)
+	$$(call msg,GO,$$@)
+	$$(Q)protoc --proto_path=proto --go_out=$$(GRPC_GO_DIR) --go_opt=paths=import \
+		--go_opt='Mgreptime/v1/ingest.proto=rowgate/$(3);main' greptime/v1/ingest.proto
+	$$(Q)cp tests/grpc/$(2)/main.go $$(GRPC_GO_DIR)/rowgate/$(3)/
+	$$(Q)cd $$(GRPC_GO_DIR)/rowgate/$(3) && GO111MODULE=off GOPATH=$$(GRPC_GOPATH) \
+		GOCACHE=$$(abspath $$(BUILD))/grpc/gocache go build -o $$(abspath $$@) .
+endef
+$(eval $(call grpc_go_prog,$(GRPC_GO_BIN),goclient,grpcclient))
+$(eval $(call grpc_go_prog,$(GRPC_GO_SRV),goserver,grpcserver))
+
+# The parser of include/rowgate/h2.h inside an sk_skb verdict: built here and
+# loaded by tests/bpf/h2_load.sh (vmtest: on 6.1) to keep it BPF-compatible.
+EXTRA_ALL += $(BUILD)/tests/bpf/h2_load.bpf.o $(BUILD)/vmtest/bpf_load
+
+$(BUILD)/tests/bpf/h2_load.bpf.o: tests/bpf/h2_load.bpf.c tests/bpf/h2_load.h $(BUILD)/vmlinux.h $(SHARED_H)
+	@mkdir -p $(@D)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/unit/test_h2: SAN_CFLAGS += -DRG_GRPC_FIXTURE_DIR='"$(abspath tests/fixtures/grpc)"'
+$(BUILD)/tests/unit/test_h2: $(wildcard tests/fixtures/grpc/*.bin)
+
+# Its userspace driver: the same verdict on real gRPC connections
+# (tests/bpf/h2_kern.sh).
+EXTRA_ALL += $(BUILD)/tests/h2_kern
+
+$(BUILD)/tests/h2_kern: tests/bpf/h2_kern.c tests/bpf/h2_load.h $(SHARED_H)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) $< -o $@ $(BPF_LIBS)

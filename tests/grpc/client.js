@@ -1,0 +1,131 @@
+#!/usr/bin/env node
+// A GreptimeDB gRPC ingest client on @grpc/grpc-js: sends row inserts (or
+// columnar inserts) with unary Handle or client-streaming HandleRequests,
+// with the standard gRPC retry policy (RESOURCE_EXHAUSTED retryable) in its
+// service config.  Prints one JSON line: what it sent and how the calls ended.
+'use strict';
+const path = require('path');
+const grpc = require('@grpc/grpc-js');
+const loader = require('@grpc/proto-loader');
+
+function usage(msg) {
+	if (msg)
+		console.error(`client.js: ${msg}`);
+	console.error(`usage: client.js --target HOST:PORT --db DB [options]
+  --mode unary|stream   Handle per message, or HandleRequests (default unary)
+  --calls N             calls to make (default 10)
+  --per-call N          messages per HandleRequests call (default 3)
+  --rows N              rows per message (default 10)
+  --columnar            send InsertRequests (row_count) instead of row inserts
+  --id NAME             prefix of the unique table names (default js)
+  --concurrency N       calls in flight at once (default 1)
+  --no-retry            no retry policy in the service config`);
+	process.exit(2);
+}
+
+const opt = { mode: 'unary', calls: 10, perCall: 3, rows: 10, id: 'js',
+	      concurrency: 1, retry: true, columnar: false };
+const argv = process.argv.slice(2);
+for (let i = 0; i < argv.length; i++) {
+	const a = argv[i], v = () => { if (i + 1 >= argv.length) usage(`${a} wants a value`); return argv[++i]; };
+	const n = () => { const s = v(); if (!/^\d+$/.test(s)) usage(`${a} wants a number, got '${s}'`); return Number(s); };
+	switch (a) {
+	case '--target': opt.target = v(); break;
+	case '--db': opt.db = v(); break;
+	case '--mode': opt.mode = v(); break;
+	case '--calls': opt.calls = n(); break;
+	case '--per-call': opt.perCall = n(); break;
+	case '--rows': opt.rows = n(); break;
+	case '--id': opt.id = v(); break;
+	case '--concurrency': opt.concurrency = n(); break;
+	case '--columnar': opt.columnar = true; break;
+	case '--no-retry': opt.retry = false; break;
+	case '-h': case '--help': usage(); break;
+	default: usage(`unknown option '${a}'`);
+	}
+}
+if (!opt.target || !opt.db)
+	usage('--target and --db are required');
+if (opt.mode !== 'unary' && opt.mode !== 'stream')
+	usage(`--mode is unary or stream, got '${opt.mode}'`);
+
+const protoDir = path.join(__dirname, '..', '..', 'proto');
+const def = loader.loadSync('greptime/v1/ingest.proto',
+	{ includeDirs: [protoDir], keepCase: true, longs: String, defaults: false });
+const GreptimeDatabase = grpc.loadPackageDefinition(def).greptime.v1.GreptimeDatabase;
+
+const serviceConfig = { methodConfig: [{
+	name: [{ service: 'greptime.v1.GreptimeDatabase' }],
+	retryPolicy: {
+		maxAttempts: 5, initialBackoff: '0.05s', maxBackoff: '0.5s',
+		backoffMultiplier: 2, retryableStatusCodes: ['RESOURCE_EXHAUSTED'],
+	},
+}] };
+const client = new GreptimeDatabase(opt.target, grpc.credentials.createInsecure(),
+	opt.retry ? { 'grpc.service_config': JSON.stringify(serviceConfig) } : {});
+
+let seq = 0;
+function message() {
+	const table = `${opt.id}_${seq++}`;
+	const header = { dbname: opt.db };
+	if (opt.columnar) {
+		const ts = [], v = [];
+		for (let r = 0; r < opt.rows; r++) { ts.push(String(1700000000000 + r)); v.push(r * 0.5); }
+		return { header, inserts: { inserts: [{ table_name: table, row_count: opt.rows, columns: [
+			{ column_name: 'ts', semantic_type: 'TIMESTAMP', datatype: 'TIMESTAMP_MILLISECOND',
+			  values: { timestamp_millisecond_values: ts } },
+			{ column_name: 'v', semantic_type: 'FIELD', datatype: 'FLOAT64', values: { f64_values: v } },
+		] }] } };
+	}
+	const rows = [];
+	for (let r = 0; r < opt.rows; r++)
+		rows.push({ values: [{ timestamp_millisecond_value: String(1700000000000 + r) }, { f64_value: r * 0.5 }] });
+	return { header, row_inserts: { inserts: [{ table_name: table, rows: {
+		schema: [{ column_name: 'ts', datatype: 'TIMESTAMP_MILLISECOND', semantic_type: 'TIMESTAMP' },
+			 { column_name: 'v', datatype: 'FLOAT64', semantic_type: 'FIELD' }],
+		rows } }] } };
+}
+
+const res = { impl: 'grpc-js', version: require('@grpc/grpc-js/package.json').version,
+	      mode: opt.mode, db: opt.db, calls: 0, ok: 0, failed: 0,
+	      rows_sent: 0, rows_acked: 0, codes: {} };
+
+function oneCall() {
+	return new Promise((resolve) => {
+		const done = (err, resp, rows) => {
+			res.calls++;
+			if (err) {
+				res.failed++;
+				res.codes[err.code] = (res.codes[err.code] || 0) + 1;
+				res.last_error = err.details;
+				const md = err.metadata ? err.metadata.getMap() : {};
+				if (md['x-greptime-err-code'])
+					res.err_code = md['x-greptime-err-code'];
+			} else {
+				res.ok++;
+				res.rows_sent += rows;
+				res.rows_acked += resp.affected_rows ? resp.affected_rows.value : 0;
+			}
+			resolve();
+		};
+		if (opt.mode === 'unary') {
+			client.Handle(message(), (err, resp) => done(err, resp, opt.rows));
+		} else {
+			const call = client.HandleRequests((err, resp) => done(err, resp, opt.rows * opt.perCall));
+			for (let m = 0; m < opt.perCall; m++)
+				call.write(message());
+			call.end();
+		}
+	});
+}
+
+(async () => {
+	let next = 0;
+	const t0 = process.hrtime.bigint();
+	const worker = async () => { while (next < opt.calls) { next++; await oneCall(); } };
+	await Promise.all(Array.from({ length: Math.max(1, opt.concurrency) }, worker));
+	res.seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+	console.log(JSON.stringify(res));
+	client.close();
+	process.exit(res.failed ? 1 : 0);
+})();

@@ -1,0 +1,167 @@
+// Command rg-grpc-go-server is a minimal GreptimeDB-compatible gRPC ingest
+// server on grpc-go: Handle and HandleRequests store rows per database
+// (dbname, else catalog/schema lower-cased, as greptimedb) and GET /stats on
+// the admin port answers {"rows": {...}, "calls": N, "messages": N}.  It is
+// the second server implementation the HTTP/2 design probes run against
+// (tests/grpc/h2_probe.py); the main test server is greptime_server.py.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+)
+
+// protoCodec: see the client; Debian's grpc-go marshals through the older
+// protobuf API.
+type protoCodec struct{}
+
+func (protoCodec) Marshal(v interface{}) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
+func (protoCodec) Unmarshal(b []byte, v interface{}) error {
+	return proto.Unmarshal(b, v.(proto.Message))
+}
+func (protoCodec) String() string { return "proto" }
+func (protoCodec) Name() string   { return "proto" }
+
+type store struct {
+	mu       sync.Mutex
+	Rows     map[string]uint64 `json:"rows"`
+	Calls    uint64            `json:"calls"`
+	Messages uint64            `json:"messages"`
+}
+
+func dbOf(h *RequestHeader) string {
+	if h == nil {
+		return "public"
+	}
+	if h.Dbname != "" {
+		if strings.HasPrefix(h.Dbname, "greptime-") {
+			return h.Dbname[len("greptime-"):]
+		}
+		return h.Dbname
+	}
+	cat, sch := strings.ToLower(h.Catalog), strings.ToLower(h.Schema)
+	if cat == "" {
+		cat = "greptime"
+	}
+	if sch == "" {
+		sch = "public"
+	}
+	if cat == "greptime" {
+		return sch
+	}
+	return cat + "-" + sch
+}
+
+func rowsOf(r *GreptimeRequest) uint64 {
+	var n uint64
+	switch x := r.Request.(type) {
+	case *GreptimeRequest_RowInserts:
+		for _, ri := range x.RowInserts.GetInserts() {
+			n += uint64(len(ri.GetRows().GetRows()))
+		}
+	case *GreptimeRequest_Inserts:
+		for _, in := range x.Inserts.GetInserts() {
+			n += uint64(in.GetRowCount())
+		}
+	}
+	return n
+}
+
+func (s *store) one(r *GreptimeRequest) uint64 {
+	n := rowsOf(r)
+	s.mu.Lock()
+	s.Rows[dbOf(r.GetHeader())] += n
+	s.Messages++
+	s.mu.Unlock()
+	return n
+}
+
+func (s *store) call() {
+	s.mu.Lock()
+	s.Calls++
+	s.mu.Unlock()
+}
+
+func response(n uint64) *GreptimeResponse {
+	return &GreptimeResponse{Header: &ResponseHeader{Status: &Status{}},
+		Response: &GreptimeResponse_AffectedRows{AffectedRows: &AffectedRows{Value: uint32(n)}}}
+}
+
+func main() {
+	port := flag.Int("port", 4001, "gRPC port")
+	admin := flag.Int("admin-port", 0, "HTTP port of GET /stats (required)")
+	maxStreams := flag.Uint("max-concurrent-streams", 100, "SETTINGS_MAX_CONCURRENT_STREAMS advertised")
+	flag.Parse()
+	if *admin == 0 {
+		fmt.Fprintln(os.Stderr, "rg-grpc-go-server: -admin-port is required")
+		os.Exit(2)
+	}
+	st := &store{Rows: map[string]uint64{}}
+	desc := grpc.ServiceDesc{
+		ServiceName: "greptime.v1.GreptimeDatabase",
+		HandlerType: (*interface{})(nil),
+		Methods: []grpc.MethodDesc{{
+			MethodName: "Handle",
+			Handler: func(_ interface{}, ctx context.Context, dec func(interface{}) error, _ grpc.UnaryServerInterceptor) (interface{}, error) {
+				st.call()
+				r := &GreptimeRequest{}
+				if err := dec(r); err != nil {
+					return nil, err
+				}
+				return response(st.one(r)), nil
+			},
+		}},
+		Streams: []grpc.StreamDesc{{
+			StreamName:    "HandleRequests",
+			ClientStreams: true,
+			Handler: func(_ interface{}, ss grpc.ServerStream) error {
+				st.call()
+				var n uint64
+				for {
+					r := &GreptimeRequest{}
+					if err := ss.RecvMsg(r); err != nil {
+						if err.Error() == "EOF" {
+							return ss.SendMsg(response(n))
+						}
+						return err
+					}
+					n += st.one(r)
+				}
+			},
+		}},
+	}
+	srv := grpc.NewServer(grpc.CustomCodec(protoCodec{}), grpc.MaxConcurrentStreams(uint32(*maxStreams)))
+	srv.RegisterService(&desc, struct{}{})
+	lis, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rg-grpc-go-server: %v\n", err)
+		os.Exit(1)
+	}
+	http.HandleFunc("/stats", func(w http.ResponseWriter, _ *http.Request) {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(st)
+	})
+	go func() {
+		err := http.ListenAndServe(fmt.Sprintf("127.0.0.1:%d", *admin), nil)
+		fmt.Fprintf(os.Stderr, "rg-grpc-go-server: admin: %v\n", err)
+		os.Exit(1)
+	}()
+	fmt.Printf("rg-grpc-go-server: grpc-go %s on 127.0.0.1:%d, admin http://127.0.0.1:%d/stats\n",
+		grpc.Version, *port, *admin)
+	if err := srv.Serve(lis); err != nil {
+		fmt.Fprintf(os.Stderr, "rg-grpc-go-server: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,320 @@
+#!/usr/bin/python3
+"""Probe a real gRPC server with the bytes the kernel design would make.
+
+A raw HTTP/2 client (frames by hand, HPACK by python3-hpack) that sends what
+a client's connection looks like after rowgate rewrote it (docs/grpc.md §6):
+a rejected message's first DATA frame replaced, same length, by
+RST_STREAM(CANCEL) + a trigger frame (empty SETTINGS, or PING) + an
+unknown-type filler; the stream's later DATA as unknown frames.  Admitted
+unary calls go on the same connection.  It reports, as one JSON object, what
+the server did: answers to admitted calls, trigger answers, frames on
+rejected streams, GOAWAY, connection WINDOW_UPDATEs.
+
+usage: h2_probe.py --port P --scenario S [--rejects N] [--admit-every K]
+                   [--rows N] [--trigger settings|ping] [--client-rst]
+scenarios: mix (rejected and admitted calls interleaved on one connection),
+           window (rejected bytes vs the connection window).
+"""
+import argparse
+import json
+import os
+import socket
+import struct
+import sys
+import threading
+import time
+
+import hpack
+
+sys.path.insert(0, os.environ.get("RG_GRPC_PY", os.path.dirname(__file__)))
+import greptime.v1.ingest_pb2 as pb  # noqa: E402
+
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PUSH_PROMISE, PING, GOAWAY, \
+    WINDOW_UPDATE, CONTINUATION = range(10)
+END_STREAM, ACK, END_HEADERS = 0x1, 0x1, 0x4
+CANCEL = 0x8
+UNKNOWN_TYPE = 0xfa  # not registered (0x10 is PRIORITY_UPDATE, RFC 9218)
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+
+def frame(ftype, flags, sid, payload=b""):
+    n = len(payload)
+    return struct.pack(">BHBBI", n >> 16, n & 0xffff, ftype, flags, sid) + payload
+
+
+class Conn:
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.enc = hpack.Encoder()
+        self.dec = hpack.Decoder()
+        self.lock = threading.Condition()
+        self.settings_acks = 0
+        self.ping_acks = 0
+        self.goaway = None
+        self.closed = False
+        self.conn_window_updates = 0
+        self.server_settings = {}
+        self.streams = {}  # sid -> {"frames": [...], "headers": [...], "done": bool}
+        self.block = None  # (sid, flags, bytes) of a header block in progress
+        self.seq = 0       # frames received so far
+        self.ack_seq = []  # sequence number of each trigger answer
+        self.sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
+        threading.Thread(target=self._reader, daemon=True).start()
+
+    def send(self, b):
+        try:
+            self.sock.sendall(b)
+        except OSError:
+            with self.lock:
+                self.closed = True
+
+    def _recv_exact(self, n):
+        b = b""
+        while len(b) < n:
+            c = self.sock.recv(n - len(b))
+            if not c:
+                raise EOFError
+            b += c
+        return b
+
+    def _reader(self):
+        try:
+            while True:
+                h = self._recv_exact(9)
+                n = h[0] << 16 | h[1] << 8 | h[2]
+                ftype, flags = h[3], h[4]
+                sid = struct.unpack(">I", h[5:9])[0] & 0x7fffffff
+                payload = self._recv_exact(n) if n else b""
+                with self.lock:
+                    self._on_frame(ftype, flags, sid, payload)
+                    self.lock.notify_all()
+        except (EOFError, OSError):
+            with self.lock:
+                self.closed = True
+                self.lock.notify_all()
+
+    def _stream(self, sid):
+        return self.streams.setdefault(sid, {"frames": [], "headers": [], "done": False})
+
+    def _on_frame(self, ftype, flags, sid, payload):
+        self.seq += 1
+        if sid:
+            self._stream(sid).setdefault("seq", []).append(self.seq)
+        if ftype == SETTINGS:
+            if flags & ACK:
+                self.settings_acks += 1
+                self.ack_seq.append(self.seq)
+            else:
+                for i in range(0, len(payload), 6):
+                    k, v = struct.unpack(">HI", payload[i:i + 6])
+                    self.server_settings[k] = v
+                self.sock.sendall(frame(SETTINGS, ACK, 0))
+        elif ftype == PING:
+            if flags & ACK:
+                self.ping_acks += 1
+                self.ack_seq.append(self.seq)
+            else:
+                self.sock.sendall(frame(PING, ACK, 0, payload))
+        elif ftype == GOAWAY:
+            last, code = struct.unpack(">II", payload[:8])
+            self.goaway = {"last_stream": last & 0x7fffffff, "code": code,
+                           "debug": payload[8:].decode("latin-1")}
+        elif ftype == WINDOW_UPDATE:
+            inc = struct.unpack(">I", payload)[0] & 0x7fffffff
+            if sid == 0:
+                self.conn_window_updates += inc
+            else:
+                self._stream(sid)["frames"].append("WINDOW_UPDATE")
+        elif ftype in (HEADERS, CONTINUATION):
+            s = self._stream(sid)
+            s["frames"].append("HEADERS" if ftype == HEADERS else "CONTINUATION")
+            if ftype == HEADERS:
+                pad = payload[0] if flags & 0x8 else 0
+                body = payload[1 if flags & 0x8 else 0:len(payload) - pad]
+                if flags & 0x20:
+                    body = body[5:]
+                self.block = [sid, flags, body]
+            else:
+                self.block[2] += payload
+                self.block[1] |= flags & END_HEADERS
+            if self.block[1] & END_HEADERS:
+                hdrs = self.dec.decode(self.block[2])
+                s["headers"].append(dict(hdrs))
+                s.setdefault("raw", []).append(self.block[2].hex())
+                if self.block[1] & END_STREAM:
+                    s["done"] = True
+                self.block = None
+        elif ftype == DATA:
+            s = self._stream(sid)
+            s["frames"].append("DATA")
+            if payload:
+                # give the window back so the server can always answer
+                inc = struct.pack(">I", len(payload))
+                self.sock.sendall(frame(WINDOW_UPDATE, 0, 0, inc) +
+                                  frame(WINDOW_UPDATE, 0, sid, inc))
+            if flags & END_STREAM:
+                s["done"] = True
+        elif ftype == RST_STREAM:
+            s = self._stream(sid)
+            s["frames"].append("RST_STREAM(%d)" % struct.unpack(">I", payload)[0])
+            s["done"] = True
+        else:
+            self._stream(sid)["frames"].append("type%d" % ftype)
+
+    def wait(self, cond, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while not cond() and not self.closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.lock.wait(left)
+            return cond()
+
+    def headers_frame(self, sid, port, end_stream=False):
+        block = self.enc.encode([
+            (":method", "POST"), (":scheme", "http"),
+            (":path", "/greptime.v1.GreptimeDatabase/Handle"),
+            (":authority", "127.0.0.1:%d" % port),
+            ("content-type", "application/grpc"), ("te", "trailers"),
+        ])
+        return frame(HEADERS, END_HEADERS | (END_STREAM if end_stream else 0), sid, block)
+
+
+def message(db, rows, table):
+    req = pb.GreptimeRequest(header=pb.RequestHeader(dbname=db))
+    ri = req.row_inserts.inserts.add(table_name=table)
+    for r in range(rows):
+        row = ri.rows.rows.add()
+        row.values.add(timestamp_millisecond_value=1700000000000 + r)
+        row.values.add(f64_value=r * 0.5)
+    body = req.SerializeToString()
+    return struct.pack(">BI", 0, len(body)) + body
+
+
+MAX_FRAME = 16384  # SETTINGS_MAX_FRAME_SIZE's initial value
+
+
+def rejected_frames(sid, msg, trigger):
+    """A rejected message as the server gets it: DATA frames of at most
+    MAX_FRAME bytes, the first rewritten in place, the others turned into
+    unknown-type frames of the same length."""
+    out = rewritten(sid, min(len(msg), MAX_FRAME), trigger)
+    for off in range(MAX_FRAME, len(msg), MAX_FRAME):
+        out += frame(UNKNOWN_TYPE, 0, sid, b"\0" * min(MAX_FRAME, len(msg) - off))
+    return out
+
+
+def rewritten(sid, payload_len, trigger):
+    """The in-place rewrite of a DATA frame of payload_len bytes."""
+    rst = frame(RST_STREAM, 0, sid, struct.pack(">I", CANCEL))
+    trig = frame(SETTINGS, 0, 0) if trigger == "settings" else \
+        frame(PING, 0, 0, struct.pack(">Q", 0x726f776761746500 | (sid & 0xff)))
+    filler = payload_len + 9 - len(rst) - len(trig) - 9
+    if filler < 0:
+        raise ValueError("DATA frame too small to rewrite: %d" % payload_len)
+    out = rst + trig + frame(UNKNOWN_TYPE, 0, sid, b"\0" * filler)
+    assert len(out) == payload_len + 9
+    return out
+
+
+def scenario_mix(c, a):
+    sid, admitted, rejected, rejected_bytes = 1, [], [], 0
+    for i in range(a.rejects):
+        if a.admit_every and i % a.admit_every == 0:
+            m = message("admitted", a.rows, "a%d" % sid)
+            c.send(c.headers_frame(sid, a.port) + frame(DATA, END_STREAM, sid, m))
+            admitted.append(sid)
+            sid += 2
+            # let the answer go out before the next rejection
+            c.wait(lambda: c.streams.get(admitted[-1], {}).get("done"), 10)
+        m = message("rejected", a.rows, "r%d" % sid)
+        c.send(c.headers_frame(sid, a.port) + rejected_frames(sid, m, a.trigger))
+        rejected_bytes += len(m)
+        # the rest of the stream: frames the verdict turns into unknown type
+        c.send(frame(UNKNOWN_TYPE, 0, sid, b"later DATA") +
+               frame(UNKNOWN_TYPE, END_STREAM, sid, b""))
+        rejected.append(sid)
+        if a.client_rst:
+            # what a client sends after our trailers-only answer, if it
+            # had not half-closed its side yet
+            want = len(rejected)
+            c.wait(lambda: (c.settings_acks if a.trigger == "settings" else c.ping_acks) >= want)
+            c.send(frame(RST_STREAM, 0, sid, struct.pack(">I", CANCEL)))
+        sid += 2
+        if c.goaway or c.closed:
+            break
+    acks = (lambda: c.settings_acks) if a.trigger == "settings" else (lambda: c.ping_acks)
+    c.wait(lambda: acks() >= len(rejected) and
+           all(c.streams.get(s, {}).get("done") for s in admitted), 20)
+    # a last admitted call proves the connection still works
+    m = message("admitted", a.rows, "last%d" % sid)
+    c.send(c.headers_frame(sid, a.port) + frame(DATA, END_STREAM, sid, m))
+    admitted.append(sid)
+    c.wait(lambda: c.streams.get(sid, {}).get("done"), 10)
+    time.sleep(0.2)  # anything the server would still write on rejected streams
+    ok = [s for s in admitted
+          if any(h.get("grpc-status") == "0" for h in c.streams.get(s, {}).get("headers", []))]
+    on_rejected, answered, after_ack = {}, [], 0
+    for k, s in enumerate(rejected):
+        st = c.streams.get(s, {})
+        # server frames on the stream after the answer to its own trigger:
+        # they would follow the kernel's trailers-only response
+        if st.get("seq") and k < len(c.ack_seq) and max(st["seq"]) > c.ack_seq[k]:
+            after_ack += 1
+        for f in st.get("frames", []):
+            on_rejected[f] = on_rejected.get(f, 0) + 1
+        if st.get("headers") and len(answered) < 3:
+            answered.append({"stream": s, "headers": st["headers"], "hpack": st.get("raw")})
+    return {"admitted": len(admitted), "admitted_ok": len(ok), "rejected": len(rejected),
+            "trigger_acks": acks(), "frames_on_rejected_streams": on_rejected,
+            "answered_rejected_examples": answered,
+            "rejected_streams_answered_after_trigger": after_ack,
+            "rejected_data_bytes": rejected_bytes}
+
+
+def scenario_window(c, a):
+    """Rejected bytes the server never saw as DATA: does it give window back?"""
+    sid, sent = 1, 0
+    c.wait(lambda: 4 in c.server_settings or c.settings_acks >= 1, 5)
+    rows = a.rows
+    for _ in range(a.rejects):
+        m = message("rejected", rows, "w%d" % sid)
+        c.send(c.headers_frame(sid, a.port) + rejected_frames(sid, m, "settings"))
+        sent += len(m)
+        sid += 2
+    c.wait(lambda: c.settings_acks >= a.rejects, 20)
+    time.sleep(0.2)
+    return {"rejected": a.rejects, "rejected_data_bytes": sent,
+            "server_conn_window_updates": c.conn_window_updates,
+            "client_conn_window_left": 65535 + c.conn_window_updates - sent}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--port", type=int, required=True, help="server's gRPC port")
+    ap.add_argument("--scenario", choices=("mix", "window"), required=True)
+    ap.add_argument("--rejects", type=int, default=100, help="rejected streams (default 100)")
+    ap.add_argument("--admit-every", type=int, default=10,
+                    help="an admitted call before every K-th rejection (default 10, 0: none)")
+    ap.add_argument("--rows", type=int, default=20, help="rows a message (default 20)")
+    ap.add_argument("--trigger", choices=("settings", "ping"), default="settings",
+                    help="frame that makes the server answer (default settings)")
+    ap.add_argument("--client-rst", action="store_true",
+                    help="send the client's RST_STREAM after each trigger answer")
+    a = ap.parse_args()
+    c = Conn(a.port)
+    if not c.wait(lambda: c.settings_acks >= 1, 10):
+        sys.exit("h2_probe: no SETTINGS ACK from the server")
+    base = c.settings_acks
+    c.settings_acks = 0
+    r = scenario_mix(c, a) if a.scenario == "mix" else scenario_window(c, a)
+    r.update({"goaway": c.goaway, "closed": c.closed,
+              "server_max_concurrent_streams": c.server_settings.get(3),
+              "handshake_acks": base})
+    print(json.dumps(r))
+
+
+if __name__ == "__main__":
+    main()
