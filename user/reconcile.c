@@ -89,7 +89,12 @@ static void correct(struct rg_reconciler *r, const struct rg_body_start *s, cons
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = &c, .data_size_in = sizeof(c),
 		    .repeat = 1);
 
-	if (raw_name) {
+	if (raw_name && rg_profile_is_go(s->profile)) {
+		/* only GreptimeDB knows catalogs: a Go server's name is as sent */
+		if (strlen(db) >= RG_DB_NAME_MAX)
+			return;
+		strcpy(c.db.name, db);
+	} else if (raw_name) {
 		if (rg_db_key_from_raw(&c.db, db, (__u32)strlen(db), (__u32)strlen(db)) < 0)
 			return;
 	} else {

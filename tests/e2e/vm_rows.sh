@@ -160,6 +160,17 @@ rg_check "dbt3: victoria-metrics stored 3 samples ($stored)" [ "$stored" -eq 3 ]
 rg_wait_for 10 charged_is dbt3 3 || rg_fail "dbt3: charged $(rg_stat dbt3 admitted_rows), stored 3"
 rg_log "ok: dbt3 charged 3"
 
+# only GreptimeDB knows catalogs: victoria-metrics files "greptime-dbg" as
+# it is, so database dbg is not charged for it
+rg_ctl limit set dbg $BIG >/dev/null
+printf 'dg,db=greptime-dbg a=1\n' >"$RG_TMP/dbtagg.lp"
+rg_check "a greptime- db tag admitted" [ "$(post "$RG_TMP/dbtagg.lp" "$BASE/write?db=dbq")" = 204 ]
+stored=$(rg_vm_rows_wait '{db="greptime-dbg"}' 1)
+rg_check "greptime-dbg: victoria-metrics stored 1 sample ($stored)" [ "$stored" -eq 1 ]
+settle dbq || rg_fail "dbq: reconciliation did not settle"
+rg_check "dbg not charged for greptime-dbg ($(rg_stat dbg admitted_rows))" \
+	[ "$(rg_stat dbg admitted_rows)" -eq 0 ]
+
 # remote write: victoria-metrics ignores the query's db; a series' `db`
 # label files it
 "$RG_PY" - "$RG_TMP/dblabel.bin" <<'PY'
