@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 #include <jansson.h>
@@ -16,6 +17,7 @@
 #include "log.h"
 #include "meta/http_client.h"
 #include "meta/proto.h"
+#include "pins.h"
 #include "sqlopt.h"
 #include "state.h"
 
@@ -29,8 +31,11 @@
 #define META_CONNECT_TIMEOUT_MS 2000L
 #define META_TIMEOUT_MS         10000L
 
+#define RG_DEFAULT_BPFFS "/sys/fs/bpf/rowgate"
+
 struct ctl_config {
 	const char *socket_path;
+	const char *bpffs;      /* pins, for status and detach */
 	const char *meta_url;   /* manage cluster limits at rowgate-meta */
 	const char *token_file;
 	bool json;
@@ -39,6 +44,7 @@ struct ctl_config {
 
 static const struct ctl_config ctl_defaults = {
 	.socket_path = RG_ADMIN_DEFAULT_PATH,
+	.bpffs = RG_DEFAULT_BPFFS,
 	.json = false,
 	.log_level = RG_LOG_DEFAULT,
 };
@@ -49,6 +55,7 @@ enum {
 	OPT_LOG_LEVEL = 256,
 	OPT_META,
 	OPT_TOKEN_FILE,
+	OPT_BPFFS,
 };
 
 struct ctl_option {
@@ -63,6 +70,10 @@ static const struct ctl_option ctl_options[] = {
 	  "PATH",
 	  "admin socket of rowgated",
 	  RG_ADMIN_DEFAULT_PATH },
+	{ { "bpffs", required_argument, NULL, OPT_BPFFS },
+	  "DIR",
+	  "rowgated's pin directory (status, detach)",
+	  RG_DEFAULT_BPFFS },
 	{ { "meta", required_argument, NULL, OPT_META },
 	  "URL[,URL]",
 	  "manage the cluster's limits at rowgate-meta instead of one rowgated",
@@ -99,6 +110,11 @@ static void usage(FILE *out)
 		     "                      with --meta, the allocation: each frontend's quota\n"
 		     "  sql \"STATEMENT\"     the GreptimeDB statements of the database option\n"
 		     "                      ingest_rows_rate_limit (see EXAMPLES)\n"
+		     "  detach              stop enforcing: detach the programs and release every\n"
+		     "                      guarded connection (limits, debt and counters stay\n"
+		     "                      pinned).  Through rowgated when it runs (it stays up,\n"
+		     "                      not enforcing, until restarted), else on the pins\n"
+		     "                      under --bpffs directly\n"
 		     "\n"
 		     "Options:\n");
 	for (i = 0; i < N_OPTIONS; i++) {
@@ -652,6 +668,44 @@ static int cmd_sql(const char *statement)
 	return EXIT_SUCCESS;
 }
 
+/* Through the daemon when one answers (so it knows), else on the pins. */
+static int cmd_detach(void)
+{
+	json_t *request = json_pack("{s:s}", "op", "detach"), *reply = NULL;
+	char err[ERR_MAX];
+	int ret, lock_fd;
+
+	if (!request)
+		return fail("out of memory");
+	ret = rg_admin_call(cfg.socket_path, request, &reply, err, sizeof(err));
+	json_decref(request);
+	json_decref(reply);
+	if (ret == 0) {
+		if (cfg.json)
+			printf("{\"ok\":true,\"via\":\"rowgated\"}\n");
+		else
+			printf("detached: rowgated enforces nothing until it is restarted\n");
+		return EXIT_SUCCESS;
+	}
+	if (ret == -EREMOTEIO)
+		return fail(err);
+	pr_info("%s: detaching the pins under %s directly", err, cfg.bpffs);
+	if (access(cfg.bpffs, F_OK))
+		return fail("nothing to detach: no rowgate pins there (see --bpffs)");
+	lock_fd = rg_bpffs_lock(cfg.bpffs);
+	if (lock_fd < 0)
+		return fail(lock_fd == -EBUSY ?
+				    "a rowgated holds the pins but does not answer on --socket" :
+				    "cannot lock the pin directory");
+	rg_detach_all(cfg.bpffs);
+	close(lock_fd);
+	if (cfg.json)
+		printf("{\"ok\":true,\"via\":\"pins\"}\n");
+	else
+		printf("detached: nothing under %s is enforced any more\n", cfg.bpffs);
+	return EXIT_SUCCESS;
+}
+
 static int run_command(int argc, char **argv)
 {
 	struct rg_db_key db;
@@ -701,6 +755,11 @@ static int run_command(int argc, char **argv)
 			return usage_error("usage: sql \"STATEMENT\" (quote the whole statement)");
 		return cmd_sql(argv[1]);
 	}
+	if (!strcmp(argv[0], "detach")) {
+		if (argc != 1)
+			return usage_error("usage: detach");
+		return cmd_detach();
+	}
 	return usage_error("unknown command '%s'", argv[0]);
 }
 
@@ -731,6 +790,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_TOKEN_FILE:
 			cfg.token_file = optarg;
+			break;
+		case OPT_BPFFS:
+			cfg.bpffs = optarg;
 			break;
 		case OPT_LOG_LEVEL:
 			if (rg_log_parse_level(optarg, &cfg.log_level))

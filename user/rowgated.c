@@ -28,10 +28,12 @@
 #include "rowgate.skel.h"
 #include "rowgate/abi.h"
 #include "rowgate/bucket.h"
+#include "rowgate/guard.h"
 #include "admin.h"
 #include "limits.h"
 #include "log.h"
 #include "metrics.h"
+#include "pins.h"
 #include "reconcile.h"
 #include "xdp.h"
 #include "meta_agent.h"
@@ -42,12 +44,6 @@
 #define RG_DEFAULT_BPFFS    "/sys/fs/bpf/rowgate"
 #define RG_BPFFS_MAGIC      0xcafe4a11
 #define RG_POLL_INTERVAL_MS 1000
-
-/* Pins under the bpffs directory besides the maps (named as in abi.h). */
-#define RG_PIN_LINK_SOCKOPS "link_sockops"
-#define RG_PIN_LINK_PEER4   "link_getpeername4"
-#define RG_PIN_LINK_PEER6   "link_getpeername6"
-#define RG_PIN_PROG_VERDICT "prog_verdict"
 
 struct route_opt {
 	char path[RG_PATH_MAX];
@@ -63,7 +59,6 @@ struct config {
 	const char *admin_socket;
 	const char *state_file;
 	bool foreground;
-	bool keep;
 	bool cleanup;
 	const char *metrics_addr; /* /metrics listener, NULL = off */
 	const char *xdp_iface;    /* UDP path: interface, NULL = off */
@@ -87,12 +82,14 @@ struct daemon {
 	struct rg_reconciler *rec;
 	struct rg_xdp *xdp;
 	struct rg_meta_agent *agent; /* NULL in standalone mode */
+	bool detached; /* rowgatectl detach: enforcement removed on request */
 };
 
 /* Maps whose contents outlive a clean stop: limits, debt, counters. */
 static const char *const state_maps[] = {
 	RG_STR(RG_MAP_LIMITS), RG_STR(RG_MAP_BUCKETS), RG_STR(RG_MAP_DB_STATS),
-	RG_STR(RG_MAP_GLOBAL),
+	RG_STR(RG_MAP_GLOBAL), RG_STR(RG_MAP_PROTO_STATS), RG_STR(RG_MAP_RATIOS),
+	RG_STR(RG_MAP_GUARD), RG_STR(RG_MAP_GUARD_STATS),
 };
 
 /* The write routes of GreptimeDB, InfluxDB 1.x/2.x, Prometheus-compatible
@@ -169,8 +166,9 @@ static void usage(FILE *out)
 		"  -u, --udp PORT=DB       UDP port whose datagrams write to DB; repeatable;\n"
 		"                          needs --xdp-iface\n"
 		"      --foreground        stay in the foreground (default: detach once ready)\n"
-		"      --keep              on exit leave enforcement pinned and running\n"
-		"      --cleanup           detach and remove everything under --bpffs, exit\n"
+		"      --keep              accepted for compatibility: stopping never detaches\n"
+		"      --cleanup           detach and remove everything under --bpffs (limits,\n"
+		"                          debt and counters included), exit\n"
 		"      --meta URL[,URL]    distributed mode: heartbeat to rowgate-meta, which\n"
 		"                          sets the limits and this host's quotas (local\n"
 		"                          limit set/unset are refused; default standalone)\n"
@@ -180,9 +178,11 @@ static void usage(FILE *out)
 		"  -h, --help              this help\n"
 		"  -V, --version           version and libbpf version\n"
 		"\n"
-		"Signals: SIGTERM/SIGINT detach the programs (open connections go on,\n"
-		"unenforced) and keep limits, debt and counters pinned for the next start;\n"
-		"with --keep nothing is detached.  A restarted rowgated adopts the pins.\n"
+		"Signals: SIGTERM/SIGINT stop the daemon and leave enforcement attached\n"
+		"and pinned: programs, limits, debt, counters and every guarded connection\n"
+		"(a restart, upgrade or crash never opens an unlimited window).  A restarted\n"
+		"rowgated adopts the pins.  Removing enforcement is explicit:\n"
+		"'rowgatectl detach' (limits and counters stay pinned) or 'rowgated --cleanup'.\n"
 		"\n"
 		"Examples:\n"
 		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/greptimedb.service\n"
@@ -375,8 +375,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			cfg->foreground = true;
 			break;
 		case OPT_KEEP:
-			cfg->keep = true;
-			break;
+			break; /* the default now: kept for old unit files */
 		case OPT_CLEANUP:
 			cfg->cleanup = true;
 			break;
@@ -438,11 +437,6 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	return 0;
 }
 
-static void pin_path(char *buf, size_t len, const char *dir, const char *name)
-{
-	snprintf(buf, len, "%s/%s", dir, name);
-}
-
 static bool is_bpffs(const char *path)
 {
 	struct statfs st;
@@ -479,23 +473,6 @@ static int prepare_bpffs(const char *dir)
 	return 0;
 }
 
-/* One loader at a time per pin directory. */
-static int lock_bpffs(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0) {
-		pr_err("cannot open %s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		pr_err("another rowgated is using %s (its lock is held)", dir);
-		close(fd);
-		return -EBUSY;
-	}
-	return fd;
-}
-
 static int set_pin_paths(struct rowgate *skel, const char *dir)
 {
 	struct bpf_map *map;
@@ -506,7 +483,7 @@ static int set_pin_paths(struct rowgate *skel, const char *dir)
 
 		if (bpf_map__is_internal(map) || !strcmp(name, "conn_zero"))
 			continue; /* .rodata and templates belong to one load */
-		pin_path(path, sizeof(path), dir, name);
+		rg_pin_path(path, sizeof(path), dir, name);
 		if (bpf_map__set_pin_path(map, path))
 			return -ENOMEM;
 	}
@@ -522,7 +499,7 @@ static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, const cha
 	struct bpf_link *link;
 	int err;
 
-	pin_path(path, sizeof(path), dir, pin_name);
+	rg_pin_path(path, sizeof(path), dir, pin_name);
 	link = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
 	if (link) {
 		err = bpf_link__update_program(link, prog);
@@ -573,7 +550,7 @@ static int attach_all(struct daemon *d)
 		pr_err("cannot attach the verdict program to the sockhash: %s", strerror(errno));
 		goto out;
 	}
-	pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_VERDICT);
+	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_VERDICT);
 	unlink(path);
 	bpf_program__pin(skel->progs.rg_verdict, path);
 	err = attach_cgroup_link(skel->progs.rg_getpeername4, cgroup_fd, d->cfg->bpffs,
@@ -589,49 +566,75 @@ out:
 	return err;
 }
 
-static void map_clear(int fd, size_t key_size)
+/* The route a path ends up with: the last --route naming it, else a default;
+ * NULL when none (or "none"). */
+static const struct rg_route *wanted_route(const struct config *cfg, const char *path)
 {
-	char key[256], next[256];
-	bool first = true;
+	size_t i;
+	int j;
 
-	if (key_size > sizeof(key))
-		return;
-	while (bpf_map_get_next_key(fd, first ? NULL : key, next) == 0) {
-		memcpy(key, next, key_size);
-		first = false;
-		bpf_map_delete_elem(fd, key);
-		first = true; /* restart: the key we held is gone */
-	}
+	for (j = cfg->nroutes - 1; j >= 0; j--)
+		if (!strncmp(cfg->routes[j].path, path, RG_PATH_MAX))
+			return cfg->routes[j].route.protocol == RG_PROTO_NONE ?
+				       NULL :
+				       &cfg->routes[j].route;
+	for (i = 0; i < sizeof(default_routes) / sizeof(default_routes[0]); i++)
+		if (!strncmp(default_routes[i].path, path, RG_PATH_MAX))
+			return &default_routes[i].route;
+	return NULL;
 }
 
+static bool port_wanted(const struct config *cfg, __u32 port)
+{
+	for (int j = 0; j < cfg->nports; j++)
+		if (cfg->ports[j] == port)
+			return true;
+	return false;
+}
+
+/* Write the wanted entries first, then drop stale ones: a restart under
+ * load never leaves a guarded port or route missing for a moment. */
 static int populate_ports_routes(struct daemon *d)
 {
 	int ports_fd = bpf_map__fd(d->skel->maps.RG_MAP_PORTS);
 	int routes_fd = bpf_map__fd(d->skel->maps.RG_MAP_ROUTES);
-	__u32 one = 1;
+	struct rg_route_key key, next;
+	__u32 one = 1, port, pnext;
+	bool first = true;
 	size_t i;
 	int j;
 
-	map_clear(ports_fd, sizeof(__u32));
 	for (j = 0; j < d->cfg->nports; j++)
 		if (bpf_map_update_elem(ports_fd, &d->cfg->ports[j], &one, BPF_ANY))
 			return -errno;
-	map_clear(routes_fd, sizeof(struct rg_route_key));
+	while (bpf_map_get_next_key(ports_fd, first ? NULL : &port, &pnext) == 0) {
+		port = pnext;
+		first = false;
+		if (!port_wanted(d->cfg, port) && !bpf_map_delete_elem(ports_fd, &port))
+			first = true;
+	}
 	for (i = 0; i < sizeof(default_routes) / sizeof(default_routes[0]); i++) {
-		struct rg_route_key key = {};
+		const struct rg_route *r = wanted_route(d->cfg, default_routes[i].path);
 
+		memset(&key, 0, sizeof(key));
 		memcpy(key.path, default_routes[i].path, strlen(default_routes[i].path));
-		if (bpf_map_update_elem(routes_fd, &key, &default_routes[i].route, BPF_ANY))
+		if (r && bpf_map_update_elem(routes_fd, &key, r, BPF_ANY))
 			return -errno;
 	}
 	for (j = 0; j < d->cfg->nroutes; j++) {
-		struct rg_route_key key = {};
+		const struct rg_route *r = wanted_route(d->cfg, d->cfg->routes[j].path);
 
+		memset(&key, 0, sizeof(key));
 		memcpy(key.path, d->cfg->routes[j].path, sizeof(key.path));
-		if (d->cfg->routes[j].route.protocol == RG_PROTO_NONE)
-			bpf_map_delete_elem(routes_fd, &key);
-		else if (bpf_map_update_elem(routes_fd, &key, &d->cfg->routes[j].route, BPF_ANY))
+		if (r && bpf_map_update_elem(routes_fd, &key, r, BPF_ANY))
 			return -errno;
+	}
+	first = true;
+	while (bpf_map_get_next_key(routes_fd, first ? NULL : &key, &next) == 0) {
+		key = next;
+		first = false;
+		if (!wanted_route(d->cfg, key.path) && !bpf_map_delete_elem(routes_fd, &key))
+			first = true;
 	}
 	return 0;
 }
@@ -950,59 +953,41 @@ nomem:
 	return -ENOMEM;
 }
 
+/* rowgatectl detach: the daemon stays up (a supervisor would restart it and
+ * re-attach) and says it is not enforcing until it is restarted. */
+static int op_detach(void *ctx, char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+
+	(void)err;
+	(void)errlen;
+	rg_detach_all(d->cfg->bpffs);
+	d->detached = true;
+	pr_warn("detached on request: nothing is enforced until rowgated restarts");
+	return 0;
+}
+
 static const struct rg_admin_ops admin_ops = {
 	.limit_set = op_limit_set,
 	.limit_unset = op_limit_unset,
 	.limit_show = op_limit_show,
 	.stats = op_stats,
+	.detach = op_detach,
 };
 
 /* ---- lifecycle ---- */
 
-static void unpin(const char *dir, const char *name)
+/* rowgated --cleanup: no enforcement, no state left under the directory. */
+static void purge_all(const char *dir)
 {
-	char path[PATH_MAX];
-
-	pin_path(path, sizeof(path), dir, name);
-	if (unlink(path) && errno != ENOENT)
-		pr_warn("cannot remove %s: %s", path, strerror(errno));
-}
-
-/* Stop enforcing: detach everything, release guarded sockets so open
- * connections go on untouched, keep the state maps unless purging. */
-static void detach_all(const char *dir, bool purge)
-{
-	char path[PATH_MAX];
-	int sockhash_fd, prog_fd;
 	size_t i;
 
-	unpin(dir, RG_PIN_LINK_SOCKOPS); /* no new connections are guarded */
-	unpin(dir, RG_PIN_LINK_PEER4);
-	unpin(dir, RG_PIN_LINK_PEER6);
-	pin_path(path, sizeof(path), dir, RG_STR(RG_MAP_SOCKHASH));
-	sockhash_fd = bpf_obj_get(path);
-	pin_path(path, sizeof(path), dir, RG_PIN_PROG_VERDICT);
-	prog_fd = bpf_obj_get(path);
-	if (sockhash_fd >= 0) {
-		if (prog_fd >= 0)
-			bpf_prog_detach2(prog_fd, sockhash_fd, BPF_SK_SKB_VERDICT);
-		map_clear(sockhash_fd, sizeof(__u64));
-		close(sockhash_fd);
-	}
-	if (prog_fd >= 0)
-		close(prog_fd);
-	unpin(dir, RG_PIN_PROG_VERDICT);
-	unpin(dir, RG_STR(RG_MAP_SOCKHASH));
-	unpin(dir, RG_STR(RG_MAP_CONNS));
-	unpin(dir, RG_STR(RG_MAP_PORTS));
-	unpin(dir, RG_STR(RG_MAP_ROUTES));
-	if (purge) {
-		rg_xdp_cleanup(dir, true);
-		for (i = 0; i < sizeof(state_maps) / sizeof(state_maps[0]); i++)
-			unpin(dir, state_maps[i]);
-		if (rmdir(dir) && errno != ENOENT)
-			pr_warn("cannot remove %s: %s", dir, strerror(errno));
-	}
+	rg_detach_all(dir);
+	rg_xdp_cleanup(dir, true);
+	for (i = 0; i < sizeof(state_maps) / sizeof(state_maps[0]); i++)
+		rg_unpin(dir, state_maps[i]);
+	if (rmdir(dir) && errno != ENOENT)
+		pr_warn("cannot remove %s: %s", dir, strerror(errno));
 }
 
 static int load(struct daemon *d)
@@ -1125,10 +1110,10 @@ int main(int argc, char **argv)
 	if (cfg.cleanup) {
 		if (!is_bpffs(cfg.bpffs) && access(cfg.bpffs, F_OK))
 			return 0;
-		d.lock_fd = lock_bpffs(cfg.bpffs);
+		d.lock_fd = rg_bpffs_lock(cfg.bpffs);
 		if (d.lock_fd < 0)
 			return 1;
-		detach_all(cfg.bpffs, true);
+		purge_all(cfg.bpffs);
 		return 0;
 	}
 	rg_limit_list_init(&d.limits);
@@ -1138,7 +1123,7 @@ int main(int argc, char **argv)
 	}
 	if (prepare_bpffs(cfg.bpffs))
 		return 1;
-	d.lock_fd = lock_bpffs(cfg.bpffs);
+	d.lock_fd = rg_bpffs_lock(cfg.bpffs);
 	if (d.lock_fd < 0)
 		return 1;
 	if (!cfg.foreground && daemonize(&notify_fd))
@@ -1165,9 +1150,9 @@ int main(int argc, char **argv)
 			goto out;
 	}
 	if (attach_all(&d))
-		goto detach;
+		goto stop;
 	if (cfg.xdp_iface && rg_xdp_start(cfg.bpffs, cfg.xdp_iface, cfg.udp, cfg.nudp, &d.xdp))
-		goto detach;
+		goto stop;
 	if (cfg.metrics_addr) {
 		struct rg_metrics_maps mm = {
 			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
@@ -1177,7 +1162,7 @@ int main(int argc, char **argv)
 		};
 
 		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))
-			goto detach;
+			goto stop;
 	}
 	if (cfg.meta_url) {
 		struct rg_meta_agent_config mc = {
@@ -1192,17 +1177,18 @@ int main(int argc, char **argv)
 		};
 
 		if (rg_meta_agent_start(&mc, &d.agent))
-			goto detach;
+			goto stop;
 	}
 	ret = serve(&d, notify_fd) ? 1 : 0;
 	rg_meta_agent_stop(d.agent);
 	d.agent = NULL;
-detach:
-	rg_xdp_stop(d.xdp, cfg.keep);
-	if (!cfg.keep)
-		detach_all(cfg.bpffs, false);
-	else
-		pr_info("--keep: enforcement stays pinned under %s", cfg.bpffs);
+stop:
+	/* enforcement outlives the daemon; removing it is explicit */
+	rg_xdp_stop(d.xdp, true);
+	if (ret == 0 && !d.detached)
+		pr_info("stopped; enforcement stays attached (pins under %s): "
+			"'rowgatectl detach' or 'rowgated --cleanup' removes it",
+			cfg.bpffs);
 out:
 	rg_metrics_stop(d.metrics);
 	rg_reconciler_free(d.rec);

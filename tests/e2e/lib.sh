@@ -95,7 +95,7 @@ rg_wait_for() {
 	done
 }
 
-rg_ctl() { "$RG_ROWGATECTL" --socket "$RG_SOCK" "$@"; }
+rg_ctl() { "$RG_ROWGATECTL" --socket "$RG_SOCK" --bpffs "$RG_BPFFS" "$@"; }
 
 # Start victoria-metrics inside a fresh cgroup on a free loopback port.
 rg_start_vm() {

@@ -8,7 +8,7 @@ it with PYTHONPATH=tests/e2e) and as a command:
   rgclient.py load --port P --db D --seconds S --threads T [--max-rows N]
       writes line protocol with unique series ids until S seconds pass and
       prints a JSON summary: admitted/rejected requests and rows, the ids of
-      rejected requests, and any protocol errors.
+      rejected requests, connections opened, and any protocol errors.
 """
 import argparse
 import json
@@ -120,7 +120,7 @@ def load(args):
     lock = threading.Lock()
     summary = {"admitted_requests": 0, "admitted_rows": 0, "rejected_requests": 0,
                "rejected_rows": 0, "rejected_ids": [], "admitted_ids": [],
-               "errors": [], "other_status": 0}
+               "errors": [], "other_status": 0, "connects": 0}
     deadline = time.time() + args.seconds
 
     def worker(tid):
@@ -128,13 +128,15 @@ def load(args):
         conn = None
         seq = 0
         while time.time() < deadline:
-            rows = rnd.randint(1, args.max_rows)
+            rows = rnd.randint(args.min_rows, args.max_rows)
             rid = "t%dr%d" % (tid, seq)
             seq += 1
             body = lines(rows, series=args.series, tag="req=%s" % rid)
             try:
                 if conn is None:
                     conn = Conn(args.port)
+                    with lock:
+                        summary["connects"] += 1
                 resp = conn.request("/write?db=%s" % args.db, body)
                 if resp.header("connection", "").lower() == "close":
                     conn.close()
@@ -180,6 +182,8 @@ def main():
     lp.add_argument("--seconds", type=float, default=3.0)
     lp.add_argument("--threads", type=int, default=4)
     lp.add_argument("--max-rows", type=int, default=50)
+    lp.add_argument("--min-rows", type=int, default=1,
+                    help="rows of the smallest request (10+ keeps 429s keep-alive)")
     lp.add_argument("--series", default="rg_load")
     lp.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()

@@ -1,0 +1,54 @@
+/* Enforcement continuity: the pins that make up "enforcing" besides the maps
+ * of abi.h, what rowgated records about the cgroup it guards, the
+ * connection-table policy and the adoption of connections that predate a
+ * start.  Read by BPF (adoption, fail-closed), rowgated and rowgatectl status.
+ */
+#ifndef ROWGATE_GUARD_H
+#define ROWGATE_GUARD_H
+
+#include "types.h"
+
+/* Pins under the bpffs directory besides the maps (names as in abi.h). */
+#define RG_PIN_LINK_SOCKOPS "link_sockops"
+#define RG_PIN_LINK_PEER4   "link_getpeername4"
+#define RG_PIN_LINK_PEER6   "link_getpeername6"
+#define RG_PIN_LINK_REFUSE  "link_refuse"  /* --conns-full=fail-closed only */
+#define RG_PIN_PROG_VERDICT "prog_verdict"
+
+#define RG_MAP_GUARD       guard        /* [0] -> struct rg_guard */
+#define RG_MAP_GUARD_STATS guard_stats  /* [0] -> struct rg_guard_stats */
+#define RG_MAP_ADOPT       adopting     /* cookie -> struct rg_adopt */
+
+#define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */
+
+/* guard: what rowgated attached, for rowgatectl status and the re-attach
+ * check (the attachments themselves are queried from the kernel). */
+struct rg_guard {
+	__u64 cgroup_id; /* inode of the cgroup directory when attached */
+	__u32 conns_full_close; /* 1: --conns-full=fail-closed */
+	__u32 max_conns;
+	char cgroup_path[RG_CGROUP_PATH_MAX];
+};
+
+/* guard_stats: host-wide counters of adoption and the connection table. */
+struct rg_guard_stats {
+	__u64 adopted;            /* connections found established at a start */
+	__u64 adopt_synced;       /* ... then enforced from a request boundary */
+	__u64 adopt_sync_ns_total; /* adoption -> first enforced request, summed */
+	__u64 adopt_sync_ns_max;
+	__u64 adopt_passed_bytes; /* passed unparsed while synchronising */
+	__u64 conns_refused;      /* fail-closed: untracked connections whose
+				   * data segments were dropped */
+	__u64 refused_segments;
+};
+
+/* adopting: a connection adopted mid-stream, passed until a request
+ * boundary is provable. */
+struct rg_adopt {
+	__u64 adopted_ns;    /* bpf_ktime_get_ns() at adoption */
+	__u64 write_seq;     /* server's write_seq at the last client bytes seen */
+	__u32 at_boundary;   /* at adoption: everything read and answered */
+	__u32 pad;
+};
+
+#endif /* ROWGATE_GUARD_H */

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/* The pins under rowgated's bpffs directory; see pins.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "rowgate/abi.h"
+#include "rowgate/guard.h"
+#include "log.h"
+#include "pins.h"
+#include "xdp.h"
+
+void rg_pin_path(char *buf, size_t len, const char *dir, const char *name)
+{
+	snprintf(buf, len, "%s/%s", dir, name);
+}
+
+void rg_unpin(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	rg_pin_path(path, sizeof(path), dir, name);
+	if (unlink(path) && errno != ENOENT)
+		pr_warn("cannot remove %s: %s", path, strerror(errno));
+}
+
+int rg_bpffs_lock(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0) {
+		pr_err("cannot open %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		pr_err("another rowgated is using %s (its lock is held)", dir);
+		close(fd);
+		return -EBUSY;
+	}
+	return fd;
+}
+
+static void map_clear_u64(int fd)
+{
+	__u64 key;
+
+	/* restart from the first key each time: the key we held is gone */
+	while (bpf_map_get_next_key(fd, NULL, &key) == 0)
+		if (bpf_map_delete_elem(fd, &key))
+			break;
+}
+
+/* Detach a pinned link from its hook (it may be held elsewhere) and unpin. */
+static void detach_link(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	rg_pin_path(path, sizeof(path), dir, name);
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		bpf_link_detach(fd);
+		close(fd);
+	}
+	rg_unpin(dir, name);
+}
+
+void rg_detach_all(const char *dir)
+{
+	char path[PATH_MAX];
+	int sockhash_fd, prog_fd;
+
+	detach_link(dir, RG_PIN_LINK_SOCKOPS); /* no new connections are guarded */
+	detach_link(dir, RG_PIN_LINK_PEER4);
+	detach_link(dir, RG_PIN_LINK_PEER6);
+	detach_link(dir, RG_PIN_LINK_REFUSE);
+	rg_pin_path(path, sizeof(path), dir, RG_STR(RG_MAP_SOCKHASH));
+	sockhash_fd = bpf_obj_get(path);
+	rg_pin_path(path, sizeof(path), dir, RG_PIN_PROG_VERDICT);
+	prog_fd = bpf_obj_get(path);
+	if (sockhash_fd >= 0) {
+		if (prog_fd >= 0)
+			bpf_prog_detach2(prog_fd, sockhash_fd, BPF_SK_SKB_VERDICT);
+		map_clear_u64(sockhash_fd);
+		close(sockhash_fd);
+	}
+	if (prog_fd >= 0)
+		close(prog_fd);
+	rg_unpin(dir, RG_PIN_PROG_VERDICT);
+	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
+	rg_unpin(dir, RG_STR(RG_MAP_CONNS));
+	rg_unpin(dir, RG_STR(RG_MAP_ADOPT));
+	rg_unpin(dir, RG_STR(RG_MAP_PORTS));
+	rg_unpin(dir, RG_STR(RG_MAP_ROUTES));
+	rg_xdp_cleanup(dir, false);
+}
