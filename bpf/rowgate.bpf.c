@@ -12,6 +12,7 @@
 
 #include "admit.h"
 #include "conn.h"
+#include "guard.h"
 
 char LICENSE[] SEC("license") = "GPL";
 

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "rowgate/abi.h"
 #include "rowgate/bucket.h"
+#include "health.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -111,6 +112,24 @@ static void put_db(struct text *t, const char *name)
 	}
 }
 
+/* rowgate_enforcing{port}: 1 while every part of enforcement is in force. */
+static void put_enforcing(struct text *t, const char *bpffs)
+{
+	struct rg_health h;
+
+	put(t, "# HELP rowgate_enforcing Enforcement in force for the port (programs "
+	       "attached, cgroup present); 0 means writes pass unlimited.\n"
+	       "# TYPE rowgate_enforcing gauge\n");
+	if (!bpffs || rg_health_read(bpffs, &h))
+		return;
+	for (int i = 0; i < h.nports; i++)
+		put(t, "rowgate_enforcing{port=\"%u\"} %d\n", h.ports[i], h.enforcing);
+	put(t, "# HELP rowgate_connections_adopting Connections adopted at a start, not yet "
+	       "at a request boundary.\n# TYPE rowgate_connections_adopting gauge\n"
+	       "rowgate_connections_adopting %llu\n",
+	    (unsigned long long)h.adopting_now);
+}
+
 char *rg_metrics_render(const struct rg_metrics_maps *maps)
 {
 	struct text t = { 0 };
@@ -171,6 +190,7 @@ char *rg_metrics_render(const struct rg_metrics_maps *maps)
 		put(&t, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", global_series[i].name,
 		    global_series[i].help, global_series[i].name, global_series[i].name,
 		    (unsigned long long)*(__u64 *)((char *)&g + global_series[i].off));
+	put_enforcing(&t, maps->bpffs);
 	if (t.err) {
 		free(t.buf);
 		return NULL;

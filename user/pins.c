@@ -96,7 +96,5 @@ void rg_detach_all(const char *dir)
 	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
 	rg_unpin(dir, RG_STR(RG_MAP_CONNS));
 	rg_unpin(dir, RG_STR(RG_MAP_ADOPT));
-	rg_unpin(dir, RG_STR(RG_MAP_PORTS));
-	rg_unpin(dir, RG_STR(RG_MAP_ROUTES));
 	rg_xdp_cleanup(dir, false);
 }

@@ -15,8 +15,9 @@ void rg_unpin(const char *dir, const char *name);
 int rg_bpffs_lock(const char *dir);
 
 /* Stop enforcing: detach the cgroup programs, the verdict and XDP, release
- * the guarded sockets so open connections go on untouched.  Limits, debt and
- * counters stay pinned for the next start. */
+ * the guarded sockets so open connections go on untouched.  Limits, debt,
+ * counters and the guarded ports stay pinned for the next start (and for
+ * rowgatectl status to name what is not enforced). */
 void rg_detach_all(const char *dir);
 
 #endif /* ROWGATE_USER_PINS_H */

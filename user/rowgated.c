@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -32,6 +33,7 @@
 #include "admin.h"
 #include "limits.h"
 #include "log.h"
+#include "health.h"
 #include "metrics.h"
 #include "pins.h"
 #include "reconcile.h"
@@ -83,13 +85,16 @@ struct daemon {
 	struct rg_xdp *xdp;
 	struct rg_meta_agent *agent; /* NULL in standalone mode */
 	bool detached; /* rowgatectl detach: enforcement removed on request */
+	bool cgroup_gone; /* the guarded cgroup is absent (said once) */
+	int cgroup_watch_fd; /* inotify on its parent, -1 = none */
 };
 
 /* Maps whose contents outlive a clean stop: limits, debt, counters. */
 static const char *const state_maps[] = {
 	RG_STR(RG_MAP_LIMITS), RG_STR(RG_MAP_BUCKETS), RG_STR(RG_MAP_DB_STATS),
 	RG_STR(RG_MAP_GLOBAL), RG_STR(RG_MAP_PROTO_STATS), RG_STR(RG_MAP_RATIOS),
-	RG_STR(RG_MAP_GUARD), RG_STR(RG_MAP_GUARD_STATS),
+	RG_STR(RG_MAP_GUARD), RG_STR(RG_MAP_GUARD_STATS), RG_STR(RG_MAP_PORTS),
+	RG_STR(RG_MAP_ROUTES),
 };
 
 /* The write routes of GreptimeDB, InfluxDB 1.x/2.x, Prometheus-compatible
@@ -146,8 +151,10 @@ static void usage(FILE *out)
 		"\n"
 		"Options:\n"
 		"  -p, --port N            ingest TCP port to guard, repeatable (default %d)\n"
-		"  -c, --cgroup PATH       cgroup v2 directory holding the ingest servers\n"
-		"                          (default: the cgroup2 root)\n"
+		"  -c, --cgroup PATH       cgroup v2 directory holding the ingest servers, or\n"
+		"                          a parent (a slice: guarded by port); re-attached\n"
+		"                          when it is removed and recreated (default: the\n"
+		"                          cgroup2 root)\n"
 		"  -b, --bpffs DIR         pin directory on a bpf filesystem (default %s)\n"
 		"  -s, --admin-socket PATH admin unix socket (default %s)\n"
 		"  -f, --state-file PATH   limits that survive restarts (default %s)\n"
@@ -185,7 +192,8 @@ static void usage(FILE *out)
 		"'rowgatectl detach' (limits and counters stay pinned) or 'rowgated --cleanup'.\n"
 		"\n"
 		"Examples:\n"
-		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/greptimedb.service\n"
+		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/system.slice/greptimedb.service\n"
+		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/system.slice\n"
 		"  rowgated --foreground --port 8428 --log-level info\n"
 		"  rowgatectl limit set logs 10000\n",
 		RG_DEFAULT_PORT, RG_DEFAULT_BPFFS, RG_ADMIN_DEFAULT_PATH, RG_STATE_DEFAULT_PATH,
@@ -491,17 +499,20 @@ static int set_pin_paths(struct rowgate *skel, const char *dir)
 }
 
 /* Attach prog to the cgroup through a pinned link, or adopt the link a
- * previous rowgated pinned and swap its program atomically. */
-static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, const char *dir,
-			      const char *pin_name)
+ * previous rowgated pinned on the same cgroup and swap its program
+ * atomically.  A pinned link on another cgroup (--cgroup changed, or the
+ * cgroup was removed and recreated) is replaced: the new link first. */
+static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, __u64 cgroup_id,
+			      const char *dir, const char *pin_name)
 {
+	struct bpf_link *link, *stale = NULL;
 	char path[PATH_MAX];
-	struct bpf_link *link;
+	__u64 linked = 0;
 	int err;
 
 	rg_pin_path(path, sizeof(path), dir, pin_name);
 	link = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
-	if (link) {
+	if (link && rg_link_cgroup(dir, pin_name, &linked, NULL) == 0 && linked == cgroup_id) {
 		err = bpf_link__update_program(link, prog);
 		if (!err) {
 			pr_info("adopted %s", path);
@@ -510,16 +521,25 @@ static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, const cha
 			return 0;
 		}
 		pr_warn("cannot update pinned link %s (%s): replacing it", path, strerror(-err));
-		bpf_link__unpin(link);
-		bpf_link__destroy(link);
+	} else if (link) {
+		pr_info("%s is attached to cgroup id %llu, not %llu: replacing it", path,
+			(unsigned long long)linked, (unsigned long long)cgroup_id);
 	}
+	stale = link;
 	link = bpf_program__attach_cgroup(prog, cgroup_fd);
 	err = libbpf_get_error(link);
 	if (err) {
 		pr_err("cannot attach %s to the cgroup: %s", bpf_program__name(prog),
 		       strerror(-err));
+		bpf_link__destroy(stale);
 		return err;
 	}
+	if (stale) {
+		bpf_link__detach(stale);
+		bpf_link__unpin(stale);
+		bpf_link__destroy(stale);
+	}
+	unlink(path);
 	err = bpf_link__pin(link, path);
 	if (err) {
 		pr_err("cannot pin %s: %s", path, strerror(-err));
@@ -531,39 +551,117 @@ static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, const cha
 	return 0;
 }
 
+/* The cgroup hooks, and the record rowgatectl status and the re-attach
+ * check compare the kernel's attachments with. */
+static int attach_cgroup(struct daemon *d)
+{
+	struct rowgate *skel = d->skel;
+	struct rg_guard guard = {};
+	struct stat st;
+	__u32 zero = 0;
+	int cgroup_fd, err;
+
+	cgroup_fd = open(d->cfg->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cgroup_fd < 0 || fstat(cgroup_fd, &st)) {
+		err = -errno;
+		pr_err("cannot open cgroup %s: %s", d->cfg->cgroup, strerror(errno));
+		if (cgroup_fd >= 0)
+			close(cgroup_fd);
+		return err;
+	}
+	guard.cgroup_id = st.st_ino; /* cgroup2: the inode number is the cgroup id */
+	guard.max_conns = bpf_map__max_entries(skel->maps.RG_MAP_CONNS);
+	snprintf(guard.cgroup_path, sizeof(guard.cgroup_path), "%s", d->cfg->cgroup);
+	bpf_map_update_elem(bpf_map__fd(skel->maps.RG_MAP_GUARD), &zero, &guard, BPF_ANY);
+	err = attach_cgroup_link(skel->progs.rg_getpeername4, cgroup_fd, guard.cgroup_id,
+				 d->cfg->bpffs, RG_PIN_LINK_PEER4);
+	if (!err)
+		err = attach_cgroup_link(skel->progs.rg_getpeername6, cgroup_fd, guard.cgroup_id,
+					 d->cfg->bpffs, RG_PIN_LINK_PEER6);
+	if (!err)
+		err = attach_cgroup_link(skel->progs.rg_sockops, cgroup_fd, guard.cgroup_id,
+					 d->cfg->bpffs, RG_PIN_LINK_SOCKOPS);
+	close(cgroup_fd);
+	return err;
+}
+
 static int attach_all(struct daemon *d)
 {
 	struct rowgate *skel = d->skel;
 	char path[PATH_MAX];
-	int cgroup_fd, err;
+	int err;
 
-	cgroup_fd = open(d->cfg->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cgroup_fd < 0) {
-		pr_err("cannot open cgroup %s: %s", d->cfg->cgroup, strerror(errno));
-		return -errno;
-	}
 	/* verdict first, so no socket enters the sockhash unguarded;
 	 * attaching again replaces a previous rowgated's program */
 	err = bpf_prog_attach(bpf_program__fd(skel->progs.rg_verdict),
 			      bpf_map__fd(skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT, 0);
 	if (err) {
 		pr_err("cannot attach the verdict program to the sockhash: %s", strerror(errno));
-		goto out;
+		return -errno;
 	}
 	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_VERDICT);
 	unlink(path);
 	bpf_program__pin(skel->progs.rg_verdict, path);
-	err = attach_cgroup_link(skel->progs.rg_getpeername4, cgroup_fd, d->cfg->bpffs,
-				 RG_PIN_LINK_PEER4);
-	if (!err)
-		err = attach_cgroup_link(skel->progs.rg_getpeername6, cgroup_fd, d->cfg->bpffs,
-					 RG_PIN_LINK_PEER6);
-	if (!err)
-		err = attach_cgroup_link(skel->progs.rg_sockops, cgroup_fd, d->cfg->bpffs,
-					 RG_PIN_LINK_SOCKOPS);
-out:
-	close(cgroup_fd);
-	return err;
+	return attach_cgroup(d);
+}
+
+/*
+ * The guarded cgroup may be removed and recreated under us (systemd does so
+ * on every restart of a service): its cgroup links detach with it.  Checked
+ * on inotify events of the parent directory and every poll interval: when
+ * the directory at the path is not the cgroup the sockops link is on,
+ * re-attach; while it is absent, say so once.
+ */
+static void guard_check(struct daemon *d)
+{
+	__u64 linked = 0;
+	struct stat st;
+
+	if (d->detached)
+		return;
+	rg_link_cgroup(d->cfg->bpffs, RG_PIN_LINK_SOCKOPS, &linked, NULL);
+	if (stat(d->cfg->cgroup, &st)) {
+		if (!d->cgroup_gone)
+			pr_warn("cgroup %s is gone: a server started in it again is not guarded "
+				"until it reappears (open guarded connections stay guarded)",
+				d->cfg->cgroup);
+		d->cgroup_gone = true;
+		return;
+	}
+	if (linked == st.st_ino)
+		return;
+	pr_warn("cgroup %s was %s (programs on id %llu, the directory is id %llu): "
+		"re-attaching",
+		d->cfg->cgroup, d->cgroup_gone ? "recreated" : "replaced",
+		(unsigned long long)linked, (unsigned long long)st.st_ino);
+	d->cgroup_gone = false;
+	if (attach_cgroup(d) == 0)
+		pr_warn("re-attached to cgroup %s (id %llu): enforcing again", d->cfg->cgroup,
+			(unsigned long long)st.st_ino);
+}
+
+/* Wake on entries created or removed beside the guarded cgroup. */
+static int watch_cgroup_parent(const char *cgroup)
+{
+	char parent[PATH_MAX], *slash;
+	int fd;
+
+	snprintf(parent, sizeof(parent), "%s", cgroup);
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return -1;
+	*slash = 0;
+	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (inotify_add_watch(fd, parent, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+						  IN_ONLYDIR) < 0) {
+		pr_info("cannot watch %s (%s): checking the cgroup every %d ms only", parent,
+			strerror(errno), RG_POLL_INTERVAL_MS);
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* The route a path ends up with: the last --route naming it, else a default;
@@ -1055,7 +1153,7 @@ static void notify_ready(int fd)
 
 static int serve(struct daemon *d, int notify_fd)
 {
-	struct pollfd pfd[3];
+	struct pollfd pfd[4];
 	sigset_t mask;
 	int sfd;
 
@@ -1073,11 +1171,17 @@ static int serve(struct daemon *d, int notify_fd)
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = d->admin_fd, .events = POLLIN };
 	pfd[2] = (struct pollfd){ .fd = rg_reconciler_fd(d->rec), .events = POLLIN };
+	pfd[3] = (struct pollfd){ .fd = d->cgroup_watch_fd, .events = POLLIN };
 	for (;;) {
 		struct signalfd_siginfo si;
+		char ev[4096];
 
-		if (poll(pfd, 3, RG_POLL_INTERVAL_MS) < 0 && errno != EINTR)
+		if (poll(pfd, 4, RG_POLL_INTERVAL_MS) < 0 && errno != EINTR)
 			break;
+		if (pfd[3].revents & POLLIN)
+			while (read(d->cgroup_watch_fd, ev, sizeof(ev)) > 0)
+				;
+		guard_check(d);
 		/* body copies first: corrections decide the next admissions */
 		rg_reconciler_poll(d->rec, 0);
 		if (pfd[0].revents & POLLIN) {
@@ -1098,7 +1202,7 @@ static int serve(struct daemon *d, int notify_fd)
 int main(int argc, char **argv)
 {
 	struct config cfg = {};
-	struct daemon d = { .cfg = &cfg, .lock_fd = -1, .admin_fd = -1 };
+	struct daemon d = { .cfg = &cfg, .lock_fd = -1, .admin_fd = -1, .cgroup_watch_fd = -1 };
 	char err[256] = "";
 	int notify_fd = -1, ret = 1;
 
@@ -1151,6 +1255,7 @@ int main(int argc, char **argv)
 	}
 	if (attach_all(&d))
 		goto stop;
+	d.cgroup_watch_fd = watch_cgroup_parent(cfg.cgroup);
 	if (cfg.xdp_iface && rg_xdp_start(cfg.bpffs, cfg.xdp_iface, cfg.udp, cfg.nudp, &d.xdp))
 		goto stop;
 	if (cfg.metrics_addr) {
@@ -1159,6 +1264,7 @@ int main(int argc, char **argv)
 			.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
 			.db_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
 			.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
+			.bpffs = cfg.bpffs,
 		};
 
 		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))
@@ -1190,6 +1296,8 @@ stop:
 			"'rowgatectl detach' or 'rowgated --cleanup' removes it",
 			cfg.bpffs);
 out:
+	if (d.cgroup_watch_fd >= 0)
+		close(d.cgroup_watch_fd);
 	rg_metrics_stop(d.metrics);
 	rg_reconciler_free(d.rec);
 	if (d.admin_fd >= 0) {
