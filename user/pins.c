@@ -56,8 +56,7 @@ static void map_clear_u64(int fd)
 			break;
 }
 
-/* Detach a pinned link from its hook (it may be held elsewhere) and unpin. */
-static void detach_link(const char *dir, const char *name)
+void rg_detach_pinned_link(const char *dir, const char *name)
 {
 	char path[PATH_MAX];
 	int fd;
@@ -76,10 +75,10 @@ void rg_detach_all(const char *dir)
 	char path[PATH_MAX];
 	int sockhash_fd, prog_fd;
 
-	detach_link(dir, RG_PIN_LINK_SOCKOPS); /* no new connections are guarded */
-	detach_link(dir, RG_PIN_LINK_PEER4);
-	detach_link(dir, RG_PIN_LINK_PEER6);
-	detach_link(dir, RG_PIN_LINK_REFUSE);
+	rg_detach_pinned_link(dir, RG_PIN_LINK_SOCKOPS); /* no new connections are guarded */
+	rg_detach_pinned_link(dir, RG_PIN_LINK_PEER4);
+	rg_detach_pinned_link(dir, RG_PIN_LINK_PEER6);
+	rg_detach_pinned_link(dir, RG_PIN_LINK_REFUSE);
 	rg_pin_path(path, sizeof(path), dir, RG_STR(RG_MAP_SOCKHASH));
 	sockhash_fd = bpf_obj_get(path);
 	rg_pin_path(path, sizeof(path), dir, RG_PIN_PROG_VERDICT);

@@ -14,6 +14,9 @@ void rg_unpin(const char *dir, const char *name);
  * after saying why (-EBUSY: a running rowgated holds it). */
 int rg_bpffs_lock(const char *dir);
 
+/* Detach a pinned link from its hook (held elsewhere or not) and unpin it. */
+void rg_detach_pinned_link(const char *dir, const char *name);
+
 /* Stop enforcing: detach the cgroup programs, the verdict and XDP, release
  * the guarded sockets so open connections go on untouched.  Limits, debt,
  * counters and the guarded ports stay pinned for the next start (and for

@@ -46,6 +46,8 @@
 #define RG_DEFAULT_BPFFS    "/sys/fs/bpf/rowgate"
 #define RG_BPFFS_MAGIC      0xcafe4a11
 #define RG_POLL_INTERVAL_MS 1000
+#define RG_CONNS_FULL_LOG_MS 10000 /* at most one connection-table alarm per 10 s */
+#define RG_MAX_CONNS_LIMIT  (1U << 22) /* --max-conns: 4 Mi connections */
 
 struct route_opt {
 	char path[RG_PATH_MAX];
@@ -61,6 +63,8 @@ struct config {
 	const char *admin_socket;
 	const char *state_file;
 	bool foreground;
+	__u32 max_conns;       /* connection table entries, set before load */
+	bool conns_full_close; /* --conns-full=fail-closed */
 	bool cleanup;
 	const char *metrics_addr; /* /metrics listener, NULL = off */
 	const char *xdp_iface;    /* UDP path: interface, NULL = off */
@@ -172,6 +176,15 @@ static void usage(FILE *out)
 		"                          mode where the driver has it, else generic)\n"
 		"  -u, --udp PORT=DB       UDP port whose datagrams write to DB; repeatable;\n"
 		"                          needs --xdp-iface\n"
+		"      --max-conns N       connections tracked at once (default %u); a change\n"
+		"                          needs 'rowgatectl detach' first (it releases the\n"
+		"                          guarded connections)\n"
+		"      --conns-full POLICY what a connection gets when the table is full:\n"
+		"                          fail-open: it passes unlimited, counted\n"
+		"                          (conns_untracked) and logged; fail-closed: none\n"
+		"                          of its data reaches the server (dropped in the\n"
+		"                          cgroup's ingress, its writes time out), counted\n"
+		"                          (conns_refused) and logged (default fail-open)\n"
 		"      --foreground        stay in the foreground (default: detach once ready)\n"
 		"      --keep              accepted for compatibility: stopping never detaches\n"
 		"      --cleanup           detach and remove everything under --bpffs (limits,\n"
@@ -197,7 +210,7 @@ static void usage(FILE *out)
 		"  rowgated --foreground --port 8428 --log-level info\n"
 		"  rowgatectl limit set logs 10000\n",
 		RG_DEFAULT_PORT, RG_DEFAULT_BPFFS, RG_ADMIN_DEFAULT_PATH, RG_STATE_DEFAULT_PATH,
-		RG_LOG_LEVELS);
+		RG_MAX_CONNS, RG_LOG_LEVELS);
 }
 
 static int parse_port(const char *s, __u32 *port)
@@ -286,7 +299,7 @@ static int find_cgroup2_root(char *buf, size_t len)
 
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
-	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE };
+	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_MAX_CONNS, OPT_CONNS_FULL };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -306,6 +319,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "node-id", required_argument, NULL, OPT_NODE_ID },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
+		{ "conns-full", required_argument, NULL, OPT_CONNS_FULL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -396,6 +411,31 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		case OPT_TOKEN_FILE:
 			cfg->token_file = optarg;
 			break;
+		case OPT_MAX_CONNS: {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || optarg[0] == '-' || optarg[0] == '+' ||
+			    v == 0 || v > RG_MAX_CONNS_LIMIT) {
+				pr_err("--max-conns '%s': expected a whole number from 1 to %u",
+				       optarg, RG_MAX_CONNS_LIMIT);
+				return -EINVAL;
+			}
+			cfg->max_conns = (__u32)v;
+			break;
+		}
+		case OPT_CONNS_FULL:
+			if (!strcmp(optarg, "fail-open")) {
+				cfg->conns_full_close = false;
+			} else if (!strcmp(optarg, "fail-closed")) {
+				cfg->conns_full_close = true;
+			} else {
+				pr_err("--conns-full '%s': expected fail-open or fail-closed", optarg);
+				return -EINVAL;
+			}
+			break;
 		case 'l':
 			if (rg_log_parse_level(optarg, &level)) {
 				pr_err("--log-level '%s': expected %s", optarg, RG_LOG_LEVELS);
@@ -424,6 +464,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	}
 	if (cfg->nports == 0)
 		cfg->ports[cfg->nports++] = RG_DEFAULT_PORT;
+	if (cfg->max_conns == 0)
+		cfg->max_conns = RG_MAX_CONNS;
 	if (!cfg->cgroup) {
 		if (find_cgroup2_root(cfg->cgroup_buf, sizeof(cfg->cgroup_buf))) {
 			pr_err("no cgroup v2 hierarchy is mounted; mount one or pass --cgroup");
@@ -571,6 +613,7 @@ static int attach_cgroup(struct daemon *d)
 	}
 	guard.cgroup_id = st.st_ino; /* cgroup2: the inode number is the cgroup id */
 	guard.max_conns = bpf_map__max_entries(skel->maps.RG_MAP_CONNS);
+	guard.conns_full_close = d->cfg->conns_full_close;
 	snprintf(guard.cgroup_path, sizeof(guard.cgroup_path), "%s", d->cfg->cgroup);
 	bpf_map_update_elem(bpf_map__fd(skel->maps.RG_MAP_GUARD), &zero, &guard, BPF_ANY);
 	err = attach_cgroup_link(skel->progs.rg_getpeername4, cgroup_fd, guard.cgroup_id,
@@ -581,6 +624,11 @@ static int attach_cgroup(struct daemon *d)
 	if (!err)
 		err = attach_cgroup_link(skel->progs.rg_sockops, cgroup_fd, guard.cgroup_id,
 					 d->cfg->bpffs, RG_PIN_LINK_SOCKOPS);
+	if (!err && d->cfg->conns_full_close)
+		err = attach_cgroup_link(skel->progs.rg_refuse, cgroup_fd, guard.cgroup_id,
+					 d->cfg->bpffs, RG_PIN_LINK_REFUSE);
+	else if (!err)
+		rg_detach_pinned_link(d->cfg->bpffs, RG_PIN_LINK_REFUSE); /* fail-open now */
 	close(cgroup_fd);
 	return err;
 }
@@ -1088,6 +1136,39 @@ static void purge_all(const char *dir)
 		pr_warn("cannot remove %s: %s", dir, strerror(errno));
 }
 
+/* The connection table's maps get --max-conns entries; pinned ones of
+ * another size are kept (open connections live in them): refuse clearly. */
+static int size_conn_table(struct daemon *d)
+{
+	struct bpf_map *maps[] = { d->skel->maps.RG_MAP_CONNS, d->skel->maps.RG_MAP_SOCKHASH,
+				   d->skel->maps.RG_MAP_ADOPT };
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		int fd;
+
+		rg_pin_path(path, sizeof(path), d->cfg->bpffs, bpf_map__name(maps[i]));
+		fd = bpf_obj_get(path);
+		if (fd >= 0) {
+			int ret = bpf_obj_get_info_by_fd(fd, &info, &len);
+
+			close(fd);
+			if (!ret && info.max_entries != d->cfg->max_conns) {
+				pr_err("the pinned connection table %s has %u entries, not --max-conns "
+				       "%u: start with --max-conns %u, or 'rowgatectl detach' first "
+				       "(it releases every guarded connection)",
+				       path, info.max_entries, d->cfg->max_conns, info.max_entries);
+				return -EEXIST;
+			}
+		}
+		if (bpf_map__set_max_entries(maps[i], d->cfg->max_conns))
+			return -EINVAL;
+	}
+	return 0;
+}
+
 static int load(struct daemon *d)
 {
 	int err;
@@ -1098,6 +1179,11 @@ static int load(struct daemon *d)
 		return -errno;
 	}
 	err = set_pin_paths(d->skel, d->cfg->bpffs);
+	if (!err)
+		err = size_conn_table(d);
+	if (err == -EEXIST)
+		return err;
+	d->skel->rodata->rg_conns_full_close = d->cfg->conns_full_close;
 	if (!err)
 		err = rowgate__load(d->skel);
 	if (err) {
@@ -1151,6 +1237,46 @@ static void notify_ready(int fd)
 	}
 }
 
+/* The connection table's alarm: a log line when connections went
+ * unguarded (fail-open) or were refused (fail-closed), at most every
+ * RG_CONNS_FULL_LOG_MS. */
+static void conns_full_alarm(struct daemon *d)
+{
+	static __u64 seen_untracked, seen_refused, last_log_ns;
+	static bool started;
+	struct rg_global_stats g = {};
+	struct rg_guard_stats gs = {};
+	__u64 now = rg_monotonic_ns();
+	__u32 zero = 0;
+
+	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GLOBAL), &zero, &g);
+	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD_STATS), &zero, &gs);
+	if (!started) { /* what happened before this start was reported then */
+		seen_untracked = g.conns_untracked;
+		seen_refused = gs.conns_refused;
+		started = true;
+		return;
+	}
+	if (g.conns_untracked == seen_untracked && gs.conns_refused == seen_refused)
+		return;
+	if (last_log_ns && now - last_log_ns < (__u64)RG_CONNS_FULL_LOG_MS * 1000000)
+		return;
+	if (g.conns_untracked > seen_untracked)
+		pr_warn("connection table full (--max-conns %u): %llu connection(s) passed "
+			"UNLIMITED since the last report (fail-open; conns_untracked %llu)",
+			d->cfg->max_conns, (unsigned long long)(g.conns_untracked - seen_untracked),
+			(unsigned long long)g.conns_untracked);
+	if (gs.conns_refused > seen_refused)
+		pr_warn("connection table full (--max-conns %u): %llu connection(s) refused "
+			"since the last report (fail-closed: their data is dropped; conns_refused "
+			"%llu)",
+			d->cfg->max_conns, (unsigned long long)(gs.conns_refused - seen_refused),
+			(unsigned long long)gs.conns_refused);
+	seen_untracked = g.conns_untracked;
+	seen_refused = gs.conns_refused;
+	last_log_ns = now;
+}
+
 static int serve(struct daemon *d, int notify_fd)
 {
 	struct pollfd pfd[4];
@@ -1182,6 +1308,7 @@ static int serve(struct daemon *d, int notify_fd)
 			while (read(d->cgroup_watch_fd, ev, sizeof(ev)) > 0)
 				;
 		guard_check(d);
+		conns_full_alarm(d);
 		/* body copies first: corrections decide the next admissions */
 		rg_reconciler_poll(d->rec, 0);
 		if (pfd[0].revents & POLLIN) {
