@@ -946,6 +946,8 @@ int rg_verdict(struct __sk_buff *skb)
 	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!c || c->mode == RG_MODE_PASSTHROUGH)
 		return SK_PASS;
+	if (!c->started && rg_adopt_hold(skb, cookie, rg_server_write_seq(skb)))
+		return SK_PASS; /* adopted mid-stream: no request boundary yet */
 	if (c->mode == RG_MODE_CLOSING)
 		return SK_DROP; /* after a close response nothing reaches the server */
 	if (!c->started) {

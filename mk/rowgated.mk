@@ -2,7 +2,7 @@
 # libraries of mk/ctl.mk.  Other fragments add sources and libraries with
 # RG_D_SRCS += / RG_D_LIBS += (the rule expands them late).
 
-RG_D_SRCS += user/rowgated.c user/metrics.c user/reconcile.c user/xdp.c user/pins.c user/health.c \
+RG_D_SRCS += user/rowgated.c user/metrics.c user/reconcile.c user/xdp.c user/pins.c user/health.c user/adopt.c \
              $(RG_CTL_LIB_SRCS) \
              $(DECODE_LIB_SRCS)
 RG_D_LIBS += $(RG_CTL_LIB_LIBS) $(DECODE_LIB_LIBS) -lmicrohttpd -lelf -lz

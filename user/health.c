@@ -115,6 +115,7 @@ int rg_health_read(const char *dir, struct rg_health *h)
 			h->cgroup_path[sizeof(h->cgroup_path) - 1] = 0;
 			h->refuse_wanted = guard.conns_full_close;
 			h->max_conns = guard.max_conns;
+			h->adopted = guard.adopted;
 		}
 		close(fd);
 	}
@@ -245,7 +246,7 @@ json_t *rg_health_json(const struct rg_health *h)
 	set_u64(conns, "refused_total", h->gs.conns_refused);
 	set_u64(conns, "refused_segments_total", h->gs.refused_segments);
 	json_object_set_new(o, "connections", conns);
-	set_u64(adopt, "adopted_total", h->gs.adopted);
+	set_u64(adopt, "adopted_total", h->adopted);
 	set_u64(adopt, "synced_total", h->gs.adopt_synced);
 	set_u64(adopt, "sync_ms_avg",
 		h->gs.adopt_synced ? h->gs.adopt_sync_ns_total / h->gs.adopt_synced / 1000000 : 0);

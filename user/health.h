@@ -25,6 +25,7 @@ struct rg_health {
 	__u64 conns_now;       /* connections with state now */
 	__u64 adopting_now;    /* of which still synchronising */
 	__u64 conns_tracked, conns_untracked; /* counters since the maps exist */
+	__u64 adopted;         /* connections adopted at starts (guard record) */
 	struct rg_guard_stats gs;
 	int nports;
 	__u32 ports[RG_MAX_PORTS];

@@ -736,7 +736,7 @@ static void print_status(const struct rg_health *h, bool daemon_up)
 	       (unsigned long long)h->conns_tracked, (unsigned long long)h->conns_untracked,
 	       (unsigned long long)h->gs.conns_refused);
 	printf("adoption: %llu adopted, %llu synchronised (avg %llu ms, max %llu ms)\n",
-	       (unsigned long long)h->gs.adopted, (unsigned long long)h->gs.adopt_synced,
+	       (unsigned long long)h->adopted, (unsigned long long)h->gs.adopt_synced,
 	       (unsigned long long)(h->gs.adopt_synced ?
 					    h->gs.adopt_sync_ns_total / h->gs.adopt_synced / 1000000 :
 					    0),

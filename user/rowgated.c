@@ -33,6 +33,7 @@
 #include "admin.h"
 #include "limits.h"
 #include "log.h"
+#include "adopt.h"
 #include "health.h"
 #include "metrics.h"
 #include "pins.h"
@@ -46,6 +47,7 @@
 #define RG_DEFAULT_BPFFS    "/sys/fs/bpf/rowgate"
 #define RG_BPFFS_MAGIC      0xcafe4a11
 #define RG_POLL_INTERVAL_MS 1000
+#define RG_GC_INTERVAL_MS   10000 /* state of closed adopted connections */
 #define RG_CONNS_FULL_LOG_MS 10000 /* at most one connection-table alarm per 10 s */
 #define RG_MAX_CONNS_LIMIT  (1U << 22) /* --max-conns: 4 Mi connections */
 
@@ -91,6 +93,7 @@ struct daemon {
 	bool detached; /* rowgatectl detach: enforcement removed on request */
 	bool cgroup_gone; /* the guarded cgroup is absent (said once) */
 	int cgroup_watch_fd; /* inotify on its parent, -1 = none */
+	struct rg_guard guard; /* what the pinned guard record says */
 };
 
 /* Maps whose contents outlive a clean stop: limits, debt, counters. */
@@ -593,6 +596,49 @@ static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, __u64 cgr
 	return 0;
 }
 
+static struct rg_adopt_maps adopt_maps(struct daemon *d)
+{
+	return (struct rg_adopt_maps){
+		.conns_fd = bpf_map__fd(d->skel->maps.RG_MAP_CONNS),
+		.sockhash_fd = bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH),
+		.adopt_fd = bpf_map__fd(d->skel->maps.RG_MAP_ADOPT),
+		.conn_value_size = bpf_map__value_size(d->skel->maps.RG_MAP_CONNS),
+	};
+}
+
+static void write_guard(struct daemon *d)
+{
+	__u32 zero = 0;
+
+	bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD), &zero, &d->guard, BPF_ANY);
+}
+
+/* Guard the connections the servers already have (the sockops program only
+ * sees new ones): after sockops is attached, so none falls in between. */
+static void adopt_now(struct daemon *d)
+{
+	struct rg_adopt_maps m = adopt_maps(d);
+	struct rg_adopt_result r;
+	__u64 t0 = rg_monotonic_ns();
+
+	if (rg_adopt_existing(d->cfg->cgroup, d->cfg->ports, d->cfg->nports, &m, &r)) {
+		pr_warn("cannot look for established connections: out of memory");
+		return;
+	}
+	d->guard.adopted += r.adopted;
+	write_guard(d);
+	if (r.adopted || r.failed)
+		pr_info("adopted %u established connection(s) in %llu ms (%u between requests "
+			"already, the others once they reach one); %u already tracked, %u could "
+			"not be adopted",
+			r.adopted, (unsigned long long)((rg_monotonic_ns() - t0) / 1000000),
+			r.at_boundary, r.tracked, r.failed);
+	if (r.failed)
+		pr_warn("%u established connection(s) could not be adopted (connection table "
+			"full?): they pass unlimited until they reconnect",
+			r.failed);
+}
+
 /* The cgroup hooks, and the record rowgatectl status and the re-attach
  * check compare the kernel's attachments with. */
 static int attach_cgroup(struct daemon *d)
@@ -602,6 +648,9 @@ static int attach_cgroup(struct daemon *d)
 	struct stat st;
 	__u32 zero = 0;
 	int cgroup_fd, err;
+
+	/* the record outlives restarts: carry its counters */
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.RG_MAP_GUARD), &zero, &guard);
 
 	cgroup_fd = open(d->cfg->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (cgroup_fd < 0 || fstat(cgroup_fd, &st)) {
@@ -615,7 +664,8 @@ static int attach_cgroup(struct daemon *d)
 	guard.max_conns = bpf_map__max_entries(skel->maps.RG_MAP_CONNS);
 	guard.conns_full_close = d->cfg->conns_full_close;
 	snprintf(guard.cgroup_path, sizeof(guard.cgroup_path), "%s", d->cfg->cgroup);
-	bpf_map_update_elem(bpf_map__fd(skel->maps.RG_MAP_GUARD), &zero, &guard, BPF_ANY);
+	d->guard = guard;
+	write_guard(d);
 	err = attach_cgroup_link(skel->progs.rg_getpeername4, cgroup_fd, guard.cgroup_id,
 				 d->cfg->bpffs, RG_PIN_LINK_PEER4);
 	if (!err)
@@ -624,6 +674,8 @@ static int attach_cgroup(struct daemon *d)
 	if (!err)
 		err = attach_cgroup_link(skel->progs.rg_sockops, cgroup_fd, guard.cgroup_id,
 					 d->cfg->bpffs, RG_PIN_LINK_SOCKOPS);
+	if (!err)
+		adopt_now(d);
 	if (!err && d->cfg->conns_full_close)
 		err = attach_cgroup_link(skel->progs.rg_refuse, cgroup_fd, guard.cgroup_id,
 					 d->cfg->bpffs, RG_PIN_LINK_REFUSE);
@@ -1280,6 +1332,7 @@ static void conns_full_alarm(struct daemon *d)
 static int serve(struct daemon *d, int notify_fd)
 {
 	struct pollfd pfd[4];
+	__u64 last_gc_ns = rg_monotonic_ns();
 	sigset_t mask;
 	int sfd;
 
@@ -1309,6 +1362,12 @@ static int serve(struct daemon *d, int notify_fd)
 				;
 		guard_check(d);
 		conns_full_alarm(d);
+		if (!d->detached && rg_monotonic_ns() - last_gc_ns >= RG_GC_INTERVAL_MS * 1000000ULL) {
+			struct rg_adopt_maps m = adopt_maps(d);
+
+			rg_adopt_gc(&m);
+			last_gc_ns = rg_monotonic_ns();
+		}
 		/* body copies first: corrections decide the next admissions */
 		rg_reconciler_poll(d->rec, 0);
 		if (pfd[0].revents & POLLIN) {

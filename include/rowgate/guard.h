@@ -25,6 +25,7 @@
  * check (the attachments themselves are queried from the kernel). */
 struct rg_guard {
 	__u64 cgroup_id; /* inode of the cgroup directory when attached */
+	__u64 adopted;   /* connections adopted at starts and re-attaches */
 	__u32 conns_full_close; /* 1: --conns-full=fail-closed */
 	__u32 max_conns;
 	char cgroup_path[RG_CGROUP_PATH_MAX];
@@ -32,8 +33,7 @@ struct rg_guard {
 
 /* guard_stats: host-wide counters of adoption and the connection table. */
 struct rg_guard_stats {
-	__u64 adopted;            /* connections found established at a start */
-	__u64 adopt_synced;       /* ... then enforced from a request boundary */
+	__u64 adopt_synced;       /* adopted, then enforced from a request boundary */
 	__u64 adopt_sync_ns_total; /* adoption -> first enforced request, summed */
 	__u64 adopt_sync_ns_max;
 	__u64 adopt_passed_bytes; /* passed unparsed while synchronising */
@@ -42,13 +42,16 @@ struct rg_guard_stats {
 	__u64 refused_segments;
 };
 
-/* adopting: a connection adopted mid-stream, passed until a request
- * boundary is provable. */
+/* adopting: a connection found established at a start (rowgated inserts
+ * it with a zeroed state), passed untouched until its next byte provably
+ * starts a request: the server has written since the last client bytes (or
+ * had, at adoption, read everything and answered after it) and the bytes
+ * begin with a request line.  Then the verdict takes it like a new one. */
 struct rg_adopt {
-	__u64 adopted_ns;    /* bpf_ktime_get_ns() at adoption */
-	__u64 write_seq;     /* server's write_seq at the last client bytes seen */
-	__u32 at_boundary;   /* at adoption: everything read and answered */
-	__u32 pad;
+	__u64 adopted_ns;  /* CLOCK_MONOTONIC (bpf_ktime_get_ns) at adoption */
+	__u64 write_seq;   /* server's write_seq when client bytes last passed */
+	__u32 at_boundary; /* at adoption: nothing unread, answered since */
+	__u32 seq_known;   /* write_seq is set */
 };
 
 #endif /* ROWGATE_GUARD_H */

@@ -9,6 +9,11 @@ it with PYTHONPATH=tests/e2e) and as a command:
       writes line protocol with unique series ids until S seconds pass and
       prints a JSON summary: admitted/rejected requests and rows, the ids of
       rejected requests, connections opened, and any protocol errors.
+
+  rgclient.py paced --port P --db D --seconds S --threads T --rows N --interval-ms I
+      T keep-alive connections, each writing N rows every I ms for S seconds;
+      prints a JSON summary with, per connection, the wall-clock time of its
+      first 429, and in all admitted rows, connections opened and errors.
 """
 import argparse
 import json
@@ -172,6 +177,58 @@ def load(args):
     print()
 
 
+def paced(args):
+    lock = threading.Lock()
+    summary = {"admitted_rows": 0, "admitted_requests": 0, "rejected_requests": 0,
+               "first_429": [None] * args.threads, "connects": 0, "errors": []}
+    deadline = time.time() + args.seconds
+
+    def worker(tid):
+        conn = None
+        seq = 0
+        while time.time() < deadline:
+            rid = "p%dr%d" % (tid, seq)
+            seq += 1
+            body = lines(args.rows, series=args.series, tag="req=%s" % rid)
+            try:
+                if conn is None:
+                    conn = Conn(args.port)
+                    with lock:
+                        summary["connects"] += 1
+                resp = conn.request("/write?db=%s" % args.db, body)
+            except (OSError, ValueError) as e:
+                with lock:
+                    summary["errors"].append("%s: %s" % (rid, e))
+                if conn:
+                    conn.close()
+                conn = None
+                continue
+            with lock:
+                if resp.status == 204:
+                    summary["admitted_requests"] += 1
+                    summary["admitted_rows"] += args.rows
+                elif resp.status == 429:
+                    summary["rejected_requests"] += 1
+                    if summary["first_429"][tid] is None:
+                        summary["first_429"][tid] = time.time()
+                else:
+                    summary["errors"].append("%s: status %d" % (rid, resp.status))
+            if resp.header("connection", "").lower() == "close":
+                conn.close()
+                conn = None
+            time.sleep(args.interval_ms / 1000.0)
+        if conn:
+            conn.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    json.dump(summary, sys.stdout)
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -186,9 +243,19 @@ def main():
                     help="rows of the smallest request (10+ keeps 429s keep-alive)")
     lp.add_argument("--series", default="rg_load")
     lp.add_argument("--seed", type=int, default=1)
+    pp = sub.add_parser("paced", help="keep-alive connections writing at a pace")
+    pp.add_argument("--port", type=int, required=True)
+    pp.add_argument("--db", required=True)
+    pp.add_argument("--seconds", type=float, default=3.0)
+    pp.add_argument("--threads", type=int, default=10)
+    pp.add_argument("--rows", type=int, default=20)
+    pp.add_argument("--interval-ms", type=float, default=50.0)
+    pp.add_argument("--series", default="rg_paced")
     args = ap.parse_args()
     if args.cmd == "load":
         load(args)
+    elif args.cmd == "paced":
+        paced(args)
 
 
 if __name__ == "__main__":
