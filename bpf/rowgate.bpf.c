@@ -1044,6 +1044,12 @@ pass:
 	return verdict;
 }
 
+#ifndef RG_BUILD_ID
+#define RG_BUILD_ID 1
+#endif
+/* Which build of this object is loaded (bpftool map dump of .rodata). */
+const volatile __u32 rg_build_id = RG_BUILD_ID;
+
 /* --conns-full: 0 = fail-open (an untracked connection passes, counted),
  * 1 = fail-closed (rg_refuse drops its data). */
 const volatile __u32 rg_conns_full_close = 0;

@@ -663,6 +663,7 @@ static int attach_cgroup(struct daemon *d)
 	guard.cgroup_id = st.st_ino; /* cgroup2: the inode number is the cgroup id */
 	guard.max_conns = bpf_map__max_entries(skel->maps.RG_MAP_CONNS);
 	guard.conns_full_close = d->cfg->conns_full_close;
+	guard.abi_version = RG_ABI_VERSION;
 	snprintf(guard.cgroup_path, sizeof(guard.cgroup_path), "%s", d->cfg->cgroup);
 	d->guard = guard;
 	write_guard(d);
@@ -1188,6 +1189,58 @@ static void purge_all(const char *dir)
 		pr_warn("cannot remove %s: %s", dir, strerror(errno));
 }
 
+/* A pinned map this object cannot share: different layout or version.
+ * Checked before loading, so an incompatible upgrade attaches nothing. */
+static int check_pinned_abi(struct daemon *d)
+{
+	char path[PATH_MAX];
+	struct bpf_map *map;
+	struct rg_guard g = {};
+	__u32 zero = 0;
+	int fd;
+
+	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_STR(RG_MAP_GUARD));
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		int ret = bpf_map_lookup_elem(fd, &zero, &g);
+
+		close(fd);
+		if (!ret && g.abi_version && g.abi_version != RG_ABI_VERSION) {
+			pr_err("the pins under %s are rowgate map ABI %u, this rowgated speaks %u: "
+			       "nothing was changed; run the rowgated that matches them, or "
+			       "'rowgated --cleanup' first (drops limits, debt and counters; "
+			       "open connections go on unlimited until this one adopts them)",
+			       d->cfg->bpffs, g.abi_version, RG_ABI_VERSION);
+			return -EPROTO;
+		}
+	}
+	bpf_object__for_each_map(map, d->skel->obj) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		const char *name = bpf_map__name(map);
+
+		if (bpf_map__is_internal(map) || !strcmp(name, "conn_zero"))
+			continue;
+		rg_pin_path(path, sizeof(path), d->cfg->bpffs, name);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			info.type = BPF_MAP_TYPE_UNSPEC;
+		close(fd);
+		if (info.type != bpf_map__type(map) || info.key_size != bpf_map__key_size(map) ||
+		    info.value_size != bpf_map__value_size(map)) {
+			pr_err("pinned map %s has another layout (key %u / value %u bytes, this "
+			       "rowgated: %u / %u): nothing was changed; run the rowgated that "
+			       "matches the pins, or 'rowgated --cleanup' first",
+			       path, info.key_size, info.value_size, bpf_map__key_size(map),
+			       bpf_map__value_size(map));
+			return -EPROTO;
+		}
+	}
+	return 0;
+}
+
 /* The connection table's maps get --max-conns entries; pinned ones of
  * another size are kept (open connections live in them): refuse clearly. */
 static int size_conn_table(struct daemon *d)
@@ -1232,8 +1285,10 @@ static int load(struct daemon *d)
 	}
 	err = set_pin_paths(d->skel, d->cfg->bpffs);
 	if (!err)
+		err = check_pinned_abi(d);
+	if (!err)
 		err = size_conn_table(d);
-	if (err == -EEXIST)
+	if (err == -EEXIST || err == -EPROTO)
 		return err;
 	d->skel->rodata->rg_conns_full_close = d->cfg->conns_full_close;
 	if (!err)

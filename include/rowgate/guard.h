@@ -19,6 +19,12 @@
 #define RG_MAP_GUARD_STATS guard_stats  /* [0] -> struct rg_guard_stats */
 #define RG_MAP_ADOPT       adopting     /* cookie -> struct rg_adopt */
 
+/* The layout of every pinned map.  Bump it when a pinned map's key or
+ * value changes (abi.h, guard.h, bpf/conn.h): a rowgated refuses pins of
+ * another version rather than reading them wrong.  Pins without a guard
+ * record predate the number and are version 1. */
+#define RG_ABI_VERSION 1
+
 #define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */
 
 /* guard: what rowgated attached, for rowgatectl status and the re-attach
@@ -28,6 +34,8 @@ struct rg_guard {
 	__u64 adopted;   /* connections adopted at starts and re-attaches */
 	__u32 conns_full_close; /* 1: --conns-full=fail-closed */
 	__u32 max_conns;
+	__u32 abi_version;      /* RG_ABI_VERSION of the rowgated that attached */
+	__u32 pad;
 	char cgroup_path[RG_CGROUP_PATH_MAX];
 };
 

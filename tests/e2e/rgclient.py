@@ -11,12 +11,14 @@ it with PYTHONPATH=tests/e2e) and as a command:
       rejected requests, connections opened, and any protocol errors.
 
   rgclient.py paced --port P --db D --seconds S --threads T --rows N --interval-ms I
-      T keep-alive connections, each writing N rows every I ms for S seconds;
+      T keep-alive connections, each writing N rows every I ms for S seconds
+      (or until --stop-file exists);
       prints a JSON summary with, per connection, the wall-clock time of its
       first 429, and in all admitted rows, connections opened and errors.
 """
 import argparse
 import json
+import os
 import random
 import socket
 import sys
@@ -186,7 +188,7 @@ def paced(args):
     def worker(tid):
         conn = None
         seq = 0
-        while time.time() < deadline:
+        while time.time() < deadline and not (args.stop_file and os.path.exists(args.stop_file)):
             rid = "p%dr%d" % (tid, seq)
             seq += 1
             body = lines(args.rows, series=args.series, tag="req=%s" % rid)
@@ -251,6 +253,7 @@ def main():
     pp.add_argument("--rows", type=int, default=20)
     pp.add_argument("--interval-ms", type=float, default=50.0)
     pp.add_argument("--series", default="rg_paced")
+    pp.add_argument("--stop-file", help="stop early once this file exists")
     args = ap.parse_args()
     if args.cmd == "load":
         load(args)
