@@ -156,6 +156,8 @@ static void adopt_pid(pid_t pid, const __u32 *ports, int nports, const struct rg
 			continue;
 		fd = (int)syscall(SYS_pidfd_getfd, pidfd, atoi(de->d_name), 0);
 		if (fd < 0) {
+			if (errno != EBADF) /* EBADF: closed meanwhile */
+				res->unreadable++;
 			pr_debug("pidfd_getfd %d/%s: %s", (int)pid, de->d_name, strerror(errno));
 			continue;
 		}

@@ -24,6 +24,8 @@ struct rg_adopt_result {
 	unsigned at_boundary; /* of which provably between requests already */
 	unsigned tracked;     /* already in the table */
 	unsigned failed;      /* could not be inserted (table full, closed) */
+	unsigned unreadable;  /* sockets pidfd_getfd() refused (EPERM: ptrace
+			       * restrictions such as yama ptrace_scope 3) */
 };
 
 /* Adopt what the processes of cgroup (and its descendants) hold on ports. */

@@ -637,6 +637,11 @@ static void adopt_now(struct daemon *d)
 		pr_warn("%u established connection(s) could not be adopted (connection table "
 			"full?): they pass unlimited until they reconnect",
 			r.failed);
+	if (r.unreadable)
+		pr_warn("%u socket(s) of the guarded servers could not be taken with "
+			"pidfd_getfd() (ptrace restrictions?): connections among them are not "
+			"adopted and pass unlimited until they reconnect",
+			r.unreadable);
 }
 
 /* The cgroup hooks, and the record rowgatectl status and the re-attach
@@ -708,18 +713,29 @@ static int attach_all(struct daemon *d)
 
 /*
  * The guarded cgroup may be removed and recreated under us (systemd does so
- * on every restart of a service): its cgroup links detach with it.  Checked
+ * on every restart of a service): its cgroup links detach with it (and a
+ * link detached by hand looks the same).  Checked
  * on inotify events of the parent directory and every poll interval: when
  * the directory at the path is not the cgroup the sockops link is on,
  * re-attach; while it is absent, say so once.
  */
 static void guard_check(struct daemon *d)
 {
+	__u32 ids[4], n = 4;
 	__u64 linked = 0;
 	struct stat st;
 
 	if (d->detached)
 		return;
+	/* the verdict taken off the sockhash (by hand): put it back */
+	if (bpf_prog_query(bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT, 0,
+			   NULL, ids, &n) == 0 && n == 0) {
+		pr_warn("the verdict program was detached from the sockhash: re-attaching");
+		if (bpf_prog_attach(bpf_program__fd(d->skel->progs.rg_verdict),
+				    bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT,
+				    0))
+			pr_err("cannot re-attach the verdict program: %s", strerror(errno));
+	}
 	rg_link_cgroup(d->cfg->bpffs, RG_PIN_LINK_SOCKOPS, &linked, NULL);
 	if (stat(d->cfg->cgroup, &st)) {
 		if (!d->cgroup_gone)
@@ -731,9 +747,12 @@ static void guard_check(struct daemon *d)
 	}
 	if (linked == st.st_ino)
 		return;
-	pr_warn("cgroup %s was %s (programs on id %llu, the directory is id %llu): "
+	pr_warn("cgroup %s %s (programs on cgroup id %llu, the directory is id %llu): "
 		"re-attaching",
-		d->cfg->cgroup, d->cgroup_gone ? "recreated" : "replaced",
+		d->cfg->cgroup,
+		d->cgroup_gone ? "was recreated" :
+		linked	       ? "was replaced" :
+				 "lost its programs (removed and recreated, or detached by hand)",
 		(unsigned long long)linked, (unsigned long long)st.st_ino);
 	d->cgroup_gone = false;
 	if (attach_cgroup(d) == 0)

@@ -3,7 +3,8 @@
 # does when it restarts a service: rowgatectl status and rowgate_enforcing
 # report the gap (exit 1, gauge 0), rowgated re-attaches as soon as the
 # directory is back, and the restarted server's new connections are limited
-# again.  Then 'rowgatectl detach': status exits 1 with the reason.
+# again.  Programs detached by hand are put back.  Then 'rowgatectl detach':
+# status exits 1 with the reason.
 source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd victoria-metrics curl ss "$RG_PY"
@@ -55,6 +56,16 @@ rg_check "status exits 0 again" [ "$(status_rc)" -eq 0 ]
 rg_check "rowgate_enforcing is 1 again" [ "$(gauge)" = 1 ]
 sleep 1.1 # a full bucket for the next check
 rg_check "the restarted server's new connections are limited" limited
+
+# attachments removed by hand come back too
+if command -v bpftool >/dev/null; then
+	bpftool link detach pinned "$RG_BPFFS/link_sockops" || rg_fail "bpftool link detach"
+	bpftool prog detach pinned "$RG_BPFFS/prog_verdict" skb_verdict pinned "$RG_BPFFS/sockhash" ||
+		rg_fail "bpftool prog detach"
+	rg_check "rowgated put the verdict back" rg_wait_for 5 grep -q "verdict program was detached" "$RG_TMP/rowgated.log"
+	rg_check "... and re-attached the sockops link" rg_wait_for 5 sh -c "[ \$(grep -c 're-attached to cgroup' '$RG_TMP/rowgated.log') -ge 2 ]"
+	rg_check "status exits 0 after the repair" rg_wait_for 5 rg_ctl status
+fi
 
 rg_ctl detach >/dev/null || rg_fail "detach"
 rc=$(status_rc)
