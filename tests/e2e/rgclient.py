@@ -6,7 +6,8 @@ is pipelined and which connection is reused.  Used as a module (tests import
 it with PYTHONPATH=tests/e2e) and as a command:
 
   rgclient.py load --port P --db D --seconds S --threads T [--max-rows N]
-      writes line protocol with unique series ids until S seconds pass and
+      writes line protocol with unique series ids until S seconds pass (or
+      --stop-file exists) and
       prints a JSON summary: admitted/rejected requests and rows, the ids of
       rejected requests, connections opened, and any protocol errors.
 
@@ -134,7 +135,7 @@ def load(args):
         rnd = random.Random(args.seed * 1000 + tid)
         conn = None
         seq = 0
-        while time.time() < deadline:
+        while time.time() < deadline and not (args.stop_file and os.path.exists(args.stop_file)):
             rows = rnd.randint(args.min_rows, args.max_rows)
             rid = "t%dr%d" % (tid, seq)
             seq += 1
@@ -243,6 +244,7 @@ def main():
     lp.add_argument("--max-rows", type=int, default=50)
     lp.add_argument("--min-rows", type=int, default=1,
                     help="rows of the smallest request (10+ keeps 429s keep-alive)")
+    lp.add_argument("--stop-file", help="stop early once this file exists")
     lp.add_argument("--series", default="rg_load")
     lp.add_argument("--seed", type=int, default=1)
     pp = sub.add_parser("paced", help="keep-alive connections writing at a pace")
