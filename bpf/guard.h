@@ -31,13 +31,12 @@ struct {
 	__type(value, struct rg_adopt);
 } RG_MAP_ADOPT SEC(".maps");
 
-#define rg_guard_add(field, n)                                                \
-	do {                                                                  \
-		__u32 zero__ = 0;                                             \
-		struct rg_guard_stats *g__ =                                  \
-			bpf_map_lookup_elem(&RG_MAP_GUARD_STATS, &zero__);    \
-		if (g__)                                                      \
-			__sync_fetch_and_add(&g__->field, (n));               \
+#define rg_guard_add(field, n)                                                                  \
+	do {                                                                                    \
+		__u32 zero__ = 0;                                                               \
+		struct rg_guard_stats *g__ = bpf_map_lookup_elem(&RG_MAP_GUARD_STATS, &zero__); \
+		if (g__)                                                                        \
+			__sync_fetch_and_add(&g__->field, (n));                                 \
 	} while (0)
 
 #define RG_REQ_LINE_PEEK 9 /* "OPTIONS /": the longest method, a space, a slash */
@@ -49,8 +48,7 @@ static __always_inline int rg_starts_request(struct __sk_buff *skb)
 	__u8 b[RG_REQ_LINE_PEEK];
 	int i;
 
-	if (skb->len < RG_REQ_LINE_PEEK ||
-	    bpf_skb_load_bytes(skb, 0, b, RG_REQ_LINE_PEEK))
+	if (skb->len < RG_REQ_LINE_PEEK || bpf_skb_load_bytes(skb, 0, b, RG_REQ_LINE_PEEK))
 		return 0;
 #pragma unroll
 	for (i = 0; i < RG_REQ_LINE_PEEK - 1; i++) {

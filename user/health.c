@@ -125,14 +125,10 @@ int rg_health_read(const char *dir, struct rg_health *h)
 		cgroup_fd = open(h->cgroup_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
 	rg_link_cgroup(dir, RG_PIN_LINK_SOCKOPS, &h->cgroup_id_attached, NULL);
-	h->sockops = link_effective(dir, RG_PIN_LINK_SOCKOPS, cgroup_fd,
-				    BPF_CGROUP_SOCK_OPS);
-	h->peer4 = link_effective(dir, RG_PIN_LINK_PEER4, cgroup_fd,
-				  BPF_CGROUP_INET4_GETPEERNAME);
-	h->peer6 = link_effective(dir, RG_PIN_LINK_PEER6, cgroup_fd,
-				  BPF_CGROUP_INET6_GETPEERNAME);
-	h->refuse = link_effective(dir, RG_PIN_LINK_REFUSE, cgroup_fd,
-				   BPF_CGROUP_INET_INGRESS);
+	h->sockops = link_effective(dir, RG_PIN_LINK_SOCKOPS, cgroup_fd, BPF_CGROUP_SOCK_OPS);
+	h->peer4 = link_effective(dir, RG_PIN_LINK_PEER4, cgroup_fd, BPF_CGROUP_INET4_GETPEERNAME);
+	h->peer6 = link_effective(dir, RG_PIN_LINK_PEER6, cgroup_fd, BPF_CGROUP_INET6_GETPEERNAME);
+	h->refuse = link_effective(dir, RG_PIN_LINK_REFUSE, cgroup_fd, BPF_CGROUP_INET_INGRESS);
 	if (cgroup_fd >= 0)
 		close(cgroup_fd);
 

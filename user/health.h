@@ -13,24 +13,24 @@
 #include "rowgate/guard.h"
 
 struct rg_health {
-	bool pins;             /* the ports map is pinned: rowgate was set up */
+	bool pins;		    /* the ports map is pinned: rowgate was set up */
 	bool sockops, peer4, peer6; /* links attached and effective in the cgroup */
 	bool refuse_wanted, refuse; /* fail-closed filter: asked for, attached */
-	bool verdict;          /* the verdict is attached to the sockhash */
-	bool cgroup_present;   /* the recorded cgroup path exists */
-	__u64 cgroup_id_attached; /* the sockops link's cgroup, 0 = detached */
-	__u64 cgroup_id_now;      /* inode of the recorded path, 0 = absent */
+	bool verdict;		    /* the verdict is attached to the sockhash */
+	bool cgroup_present;	    /* the recorded cgroup path exists */
+	__u64 cgroup_id_attached;   /* the sockops link's cgroup, 0 = detached */
+	__u64 cgroup_id_now;	    /* inode of the recorded path, 0 = absent */
 	char cgroup_path[RG_CGROUP_PATH_MAX];
 	__u32 max_conns;
-	__u64 conns_now;       /* connections with state now */
-	__u64 adopting_now;    /* of which still synchronising */
+	__u64 conns_now;		      /* connections with state now */
+	__u64 adopting_now;		      /* of which still synchronising */
 	__u64 conns_tracked, conns_untracked; /* counters since the maps exist */
-	__u64 adopted;         /* connections adopted at starts (guard record) */
+	__u64 adopted;			      /* connections adopted at starts (guard record) */
 	struct rg_guard_stats gs;
 	int nports;
 	__u32 ports[RG_MAX_PORTS];
-	bool enforcing;        /* every part above is in place */
-	char reason[160];      /* why not, when not */
+	bool enforcing;	  /* every part above is in place */
+	char reason[160]; /* why not, when not */
 };
 
 /* Read the state of the pins under dir.  Returns 0 (h filled, h->enforcing

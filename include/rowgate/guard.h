@@ -12,12 +12,12 @@
 #define RG_PIN_LINK_SOCKOPS "link_sockops"
 #define RG_PIN_LINK_PEER4   "link_getpeername4"
 #define RG_PIN_LINK_PEER6   "link_getpeername6"
-#define RG_PIN_LINK_REFUSE  "link_refuse"  /* --conns-full=fail-closed only */
+#define RG_PIN_LINK_REFUSE  "link_refuse" /* --conns-full=fail-closed only */
 #define RG_PIN_PROG_VERDICT "prog_verdict"
 
-#define RG_MAP_GUARD       guard        /* [0] -> struct rg_guard */
-#define RG_MAP_GUARD_STATS guard_stats  /* [0] -> struct rg_guard_stats */
-#define RG_MAP_ADOPT       adopting     /* cookie -> struct rg_adopt */
+#define RG_MAP_GUARD	   guard       /* [0] -> struct rg_guard */
+#define RG_MAP_GUARD_STATS guard_stats /* [0] -> struct rg_guard_stats */
+#define RG_MAP_ADOPT	   adopting    /* cookie -> struct rg_adopt */
 
 /* The layout of every pinned map.  Bump it when a pinned map's key or
  * value changes (abi.h, guard.h, bpf/conn.h): a rowgated refuses pins of
@@ -30,22 +30,22 @@
 /* guard: what rowgated attached, for rowgatectl status and the re-attach
  * check (the attachments themselves are queried from the kernel). */
 struct rg_guard {
-	__u64 cgroup_id; /* inode of the cgroup directory when attached */
-	__u64 adopted;   /* connections adopted at starts and re-attaches */
+	__u64 cgroup_id;	/* inode of the cgroup directory when attached */
+	__u64 adopted;		/* connections adopted at starts and re-attaches */
 	__u32 conns_full_close; /* 1: --conns-full=fail-closed */
 	__u32 max_conns;
-	__u32 abi_version;      /* RG_ABI_VERSION of the rowgated that attached */
+	__u32 abi_version; /* RG_ABI_VERSION of the rowgated that attached */
 	__u32 pad;
 	char cgroup_path[RG_CGROUP_PATH_MAX];
 };
 
 /* guard_stats: host-wide counters of adoption and the connection table. */
 struct rg_guard_stats {
-	__u64 adopt_synced;       /* adopted, then enforced from a request boundary */
+	__u64 adopt_synced;	   /* adopted, then enforced from a request boundary */
 	__u64 adopt_sync_ns_total; /* adoption -> first enforced request, summed */
 	__u64 adopt_sync_ns_max;
 	__u64 adopt_passed_bytes; /* passed unparsed while synchronising */
-	__u64 conns_refused;      /* fail-closed: untracked connections whose
+	__u64 conns_refused;	  /* fail-closed: untracked connections whose
 				   * data segments were dropped */
 	__u64 refused_segments;
 };
