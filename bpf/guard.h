@@ -12,6 +12,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct rg_guard);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_GUARD SEC(".maps");
 
 /* guard_stats: [0] -> adoption and connection-table counters */
@@ -20,6 +21,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct rg_guard_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_GUARD_STATS SEC(".maps");
 
 /* adopting: socket cookie -> adoption state, until a request boundary */
@@ -29,6 +31,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct rg_adopt);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_ADOPT SEC(".maps");
 
 #define rg_guard_add(field, n)                                                                  \

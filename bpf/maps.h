@@ -13,6 +13,7 @@ struct {
 	__uint(max_entries, RG_MAX_DATABASES);
 	__type(key, struct rg_db_key);
 	__type(value, struct rg_limit);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_LIMITS SEC(".maps");
 
 /* buckets: database -> token bucket (kernel writes, under its lock) */
@@ -21,6 +22,7 @@ struct {
 	__uint(max_entries, RG_MAX_DATABASES);
 	__type(key, struct rg_db_key);
 	__type(value, struct rg_bucket_value);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_BUCKETS SEC(".maps");
 
 /* db_stats: database -> admission counters */
@@ -29,6 +31,7 @@ struct {
 	__uint(max_entries, RG_MAX_DATABASES);
 	__type(key, struct rg_db_key);
 	__type(value, struct rg_db_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_DB_STATS SEC(".maps");
 
 /* global_stats: [0] -> host-wide counters */
@@ -37,6 +40,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct rg_global_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_GLOBAL SEC(".maps");
 
 #define rg_global_inc(field)                                                  \

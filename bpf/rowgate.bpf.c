@@ -26,6 +26,7 @@ struct {
 	__uint(max_entries, RG_MAX_PORTS);
 	__type(key, __u32);
 	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_PORTS SEC(".maps");
 
 /* routes: request path -> protocol of its body */
@@ -34,6 +35,7 @@ struct {
 	__uint(max_entries, RG_MAX_ROUTES);
 	__type(key, struct rg_route_key);
 	__type(value, struct rg_route);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_ROUTES SEC(".maps");
 
 /* sockhash: socket cookie -> guarded socket; the verdict is attached here */
@@ -42,6 +44,7 @@ struct {
 	__uint(max_entries, RG_MAX_CONNS);
 	__type(key, __u64);
 	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_SOCKHASH SEC(".maps");
 
 /* conns: socket cookie -> connection state, allocated on demand */
@@ -51,6 +54,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct rg_conn);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_CONNS SEC(".maps");
 
 /* proto_stats: (database, protocol) -> per-protocol counters */
@@ -59,6 +63,7 @@ struct {
 	__uint(max_entries, RG_MAX_DATABASES);
 	__type(key, struct rg_proto_key);
 	__type(value, struct rg_proto_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_PROTO_STATS SEC(".maps");
 
 /* ratios: (database, protocol) -> body bytes per row, learned by rowgated */
@@ -67,15 +72,18 @@ struct {
 	__uint(max_entries, RG_MAX_DATABASES);
 	__type(key, struct rg_proto_key);
 	__type(value, struct rg_ratio);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_RATIOS SEC(".maps");
 
 /* bodies: copies of bodies the kernel cannot count, for rowgated */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, RG_BODY_RING_BYTES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_BODIES SEC(".maps");
 
-/* conn_zero: [0] -> an all-zero connection, the template sockops copies */
+/* conn_zero: [0] -> an all-zero connection, the template sockops copies;
+ * not pinned: it belongs to one load */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);

@@ -50,6 +50,7 @@ struct {
 	__uint(max_entries, RG_MAX_UDP_PORTS);
 	__type(key, struct rg_udp_port_key);
 	__type(value, struct rg_db_key);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_UDP_PORTS SEC(".maps");
 
 /* udp_stats: database -> UDP datagram counters, per CPU (daemon creates) */
@@ -58,6 +59,7 @@ struct {
 	__uint(max_entries, RG_MAX_UDP_PORTS);
 	__type(key, struct rg_db_key);
 	__type(value, struct rg_udp_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_UDP_STATS SEC(".maps");
 
 /* xdp_stats: [0] -> host-wide XDP counters, per CPU */
@@ -66,6 +68,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct rg_xdp_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_XDP_STATS SEC(".maps");
 
 /* What the header parser found; its own range, never an XDP action. */

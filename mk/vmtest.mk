@@ -26,3 +26,9 @@ $(VMTEST_OUT)/smoke/%.bpf.o: vmtest/smoke/%.bpf.c $(BUILD)/vmlinux.h
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# Instruction counts of every BPF program as this kernel's verifier walks
+# them: compare before and after a change to the kernel path.
+.PHONY: bpf-insns
+bpf-insns: bpf $(VMTEST_OUT)/bpf_load
+	$(Q)$(VMTEST_OUT)/bpf_load $(BPF_OBJS)

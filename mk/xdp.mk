@@ -2,8 +2,8 @@
 # BPF_PROG_TEST_RUN test, and the small loader the e2e test and the benchmark
 # drive until rowgated has --xdp-iface/--udp.
 
-RG_XDP_SRCS := user/xdp.c user/log.c user/limits.c user/state.c
-RG_XDP_HDRS := user/xdp.h user/log.h user/limits.h user/state.h
+RG_XDP_SRCS := user/xdp.c user/log.c user/limits.c user/state.c $(RG_LIB_SRCS)
+RG_XDP_HDRS := user/xdp.h user/log.h user/limits.h user/state.h $(RG_LIB_HDRS)
 
 XDP_TEST_BINS := $(BUILD)/tests/bpf/test_xdp $(BUILD)/tests/bpf/xdp_loader
 EXTRA_ALL += $(XDP_TEST_BINS)

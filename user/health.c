@@ -15,22 +15,14 @@
 
 #define RG_QUERY_PROGS_MAX 64 /* programs listed per hook by a query */
 
-static int open_pin(const char *dir, const char *name)
-{
-	char path[PATH_MAX];
-
-	rg_pin_path(path, sizeof(path), dir, name);
-	return bpf_obj_get(path);
-}
-
 int rg_link_cgroup(const char *dir, const char *pin, __u64 *cgroup_id, __u32 *prog_id)
 {
 	struct bpf_link_info info = {};
 	__u32 len = sizeof(info);
-	int fd = open_pin(dir, pin), err = 0;
+	int fd = rg_pin_open(dir, pin), err = 0;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		err = -errno;
 	close(fd);
@@ -97,7 +89,7 @@ int rg_health_read(const char *dir, struct rg_health *h)
 	memset(h, 0, sizeof(*h));
 	if (access(dir, F_OK))
 		return -errno;
-	fd = open_pin(dir, RG_STR(RG_MAP_PORTS));
+	fd = rg_pin_open(dir, RG_STR(RG_MAP_PORTS));
 	if (fd >= 0) {
 		h->pins = true;
 		while (h->nports < RG_MAX_PORTS &&
@@ -108,7 +100,7 @@ int rg_health_read(const char *dir, struct rg_health *h)
 		}
 		close(fd);
 	}
-	fd = open_pin(dir, RG_STR(RG_MAP_GUARD));
+	fd = rg_pin_open(dir, RG_STR(RG_MAP_GUARD));
 	if (fd >= 0) {
 		if (bpf_map_lookup_elem(fd, &zero, &guard) == 0) {
 			memcpy(h->cgroup_path, guard.cgroup_path, sizeof(h->cgroup_path));
@@ -132,41 +124,41 @@ int rg_health_read(const char *dir, struct rg_health *h)
 	if (cgroup_fd >= 0)
 		close(cgroup_fd);
 
-	fd = open_pin(dir, RG_STR(RG_MAP_SOCKHASH));
+	fd = rg_pin_open(dir, RG_STR(RG_MAP_SOCKHASH));
 	if (fd >= 0) {
 		__u32 ids[RG_QUERY_PROGS_MAX], n = RG_QUERY_PROGS_MAX;
 
 		h->verdict = bpf_prog_query(fd, BPF_SK_SKB_VERDICT, 0, NULL, ids, &n) == 0 && n > 0;
 		close(fd);
 	}
-	fd = open_pin(dir, RG_STR(RG_MAP_CONNS));
+	fd = rg_pin_open(dir, RG_STR(RG_MAP_CONNS));
 	if (fd >= 0) {
 		h->conns_now = count_keys(fd);
 		close(fd);
 	}
-	fd = open_pin(dir, RG_STR(RG_MAP_ADOPT));
+	fd = rg_pin_open(dir, RG_STR(RG_MAP_ADOPT));
 	if (fd >= 0) {
 		h->adopting_now = count_keys(fd);
 		close(fd);
 	}
-	fd = open_pin(dir, RG_STR(RG_MAP_GLOBAL));
+	fd = rg_pin_open(dir, RG_STR(RG_MAP_GLOBAL));
 	if (fd >= 0) {
 		bpf_map_lookup_elem(fd, &zero, &g);
 		close(fd);
 	}
 	h->conns_tracked = g.conns_tracked;
 	h->conns_untracked = g.conns_untracked;
-	fd = open_pin(dir, RG_STR(RG_MAP_GUARD_STATS));
+	fd = rg_pin_open(dir, RG_STR(RG_MAP_GUARD_STATS));
 	if (fd >= 0) {
 		bpf_map_lookup_elem(fd, &zero, &h->gs);
 		close(fd);
 	}
 
-	fd = open_pin(dir, RG_PIN_LINK_SOCKOPS);
+	fd = rg_pin_open(dir, RG_PIN_LINK_SOCKOPS);
 	attached_pins = fd >= 0;
 	if (fd >= 0)
 		close(fd);
-	fd = open_pin(dir, RG_STR(RG_MAP_SOCKHASH));
+	fd = rg_pin_open(dir, RG_STR(RG_MAP_SOCKHASH));
 	attached_pins = attached_pins || fd >= 0;
 	if (fd >= 0)
 		close(fd);

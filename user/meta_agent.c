@@ -12,11 +12,11 @@
 
 #include "clock.h"
 #include "rowgate/alloc.h" /* RG_NSEC_PER_MSEC */
-#include "rowgate/bucket.h"
 #include "log.h"
 #include "meta/http_client.h"
 #include "meta/proto.h"
 #include "meta_agent.h"
+#include "lib/maps.h"
 
 /* One limited database as the agent last saw it. */
 struct agent_db {
@@ -107,6 +107,12 @@ static int sample(struct rg_meta_agent *a, struct rg_meta_hb_req *req, __u64 now
 	size_t n = 0, cap = 0, i;
 	__u64 elapsed = now - a->last_sample_ns;
 	bool first = true, holding = a->lease_expiry_ns && now < a->lease_expiry_ns;
+	const struct rg_db_maps maps = {
+		.limits_fd = a->cfg.limits_fd,
+		.buckets_fd = a->cfg.buckets_fd,
+		.db_stats_fd = a->cfg.stats_fd,
+		.proto_stats_fd = -1,
+	};
 
 	while (bpf_map_get_next_key(a->cfg.limits_fd, first ? NULL : &key, &next) == 0) {
 		key = next;
@@ -157,8 +163,7 @@ static int sample(struct rg_meta_agent *a, struct rg_meta_hb_req *req, __u64 now
 	}
 	for (i = 0; i < n; i++) {
 		struct rg_meta_hb_db *e = &req->dbs[i];
-		struct rg_db_stats st = {};
-		struct rg_bucket_value bv;
+		struct rg_db_snapshot snap;
 
 		old = find_db(a->dbs, a->nr_dbs, &dbs[i].db);
 		if (old) {
@@ -167,23 +172,20 @@ static int sample(struct rg_meta_agent *a, struct rg_meta_hb_req *req, __u64 now
 			dbs[i].granted = old->granted;
 		}
 		e->db = dbs[i].db;
-		if (bpf_map_lookup_elem(a->cfg.stats_fd, &dbs[i].db, &st) == 0) {
-			dbs[i].admitted_rows = st.admitted_rows;
-			dbs[i].rejected_rows = st.rejected_rows;
+		rg_db_snapshot_read(&maps, &dbs[i].db, now, &snap);
+		if (snap.has_stats) {
+			dbs[i].admitted_rows = snap.stats.admitted_rows;
+			dbs[i].rejected_rows = snap.stats.rejected_rows;
 			dbs[i].sampled = true;
 			/* a database new since the last sample: no delta yet */
 			if (old && old->sampled) {
 				e->admitted_rows_per_s =
-					rate(st.admitted_rows - old->admitted_rows, elapsed);
+					rate(snap.stats.admitted_rows - old->admitted_rows, elapsed);
 				e->rejected_rows_per_s =
-					rate(st.rejected_rows - old->rejected_rows, elapsed);
+					rate(snap.stats.rejected_rows - old->rejected_rows, elapsed);
 			}
 		}
-		if (bpf_map_lookup_elem_flags(a->cfg.buckets_fd, &dbs[i].db, &bv, BPF_F_LOCK) ==
-		    0) {
-			rg_bucket_refill(&bv.b, now);
-			e->debt_rows = bv.b.debt_rows;
-		}
+		e->debt_rows = snap.stats.debt_rows;
 		e->quota_rows_per_s = holding ? dbs[i].quota : 0;
 	}
 	free(a->dbs);
@@ -303,6 +305,7 @@ static void publish_limits(struct rg_meta_agent *a, const struct rg_meta_hb_repl
 static void apply_reply(struct rg_meta_agent *a, const struct rg_meta_hb_reply *reply,
 			__u64 sent_ns)
 {
+	const struct rg_db_maps maps = { .limits_fd = a->cfg.limits_fd };
 	struct rg_db_key key, next;
 	bool first = true;
 	size_t i, added = 0;
@@ -348,7 +351,7 @@ static void apply_reply(struct rg_meta_agent *a, const struct rg_meta_hb_reply *
 
 		for (i = 0; i < reply->count && !listed; i++)
 			listed = !strncmp(reply->dbs[i].db.name, key.name, RG_DB_NAME_MAX);
-		if (!listed && bpf_map_delete_elem(a->cfg.limits_fd, &key) == 0) {
+		if (!listed && rg_limit_remove(&maps, &key) == 0) {
 			pr_info("meta: %s has no cluster limit any more", key.name);
 			first = true; /* restart: the key we held is gone */
 		}

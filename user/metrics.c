@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <microhttpd.h>
@@ -18,6 +19,8 @@
 #include "health.h"
 #include "log.h"
 #include "metrics.h"
+#include "lib/counters.h"
+#include "lib/maps.h"
 
 struct rg_metrics {
 	struct MHD_Daemon *mhd;
@@ -59,57 +62,193 @@ static void put(struct text *t, const char *fmt, ...)
 	}
 }
 
-/* Per-database series: name, help, type, and where the value comes from. */
-enum src { SRC_STAT, SRC_LIMIT, SRC_QUOTA, SRC_DEBT, SRC_TOKENS };
-static const struct {
-	const char *name, *help, *type;
-	enum src src;
-	size_t off;
-} db_series[] = {
-#define STAT(n, f, h) { "rowgate_" n, h, "counter", SRC_STAT, offsetof(struct rg_db_stats, f) }
-	STAT("admitted_requests_total", admitted_requests, "Write requests admitted."),
-	STAT("admitted_rows_total", admitted_rows, "Rows of admitted writes, charged to the bucket."),
-	STAT("rejected_requests_total", rejected_requests, "Write requests answered 429 by the kernel."),
-	STAT("rejected_rows_total", rejected_rows, "Rows of rejected writes."),
-	STAT("unenforced_requests_total", unenforced_requests,
-	     "Writes that should have been rejected but could not be answered in order: passed."),
-	STAT("unenforced_rows_total", unenforced_rows, "Rows of unenforced writes."),
-#undef STAT
-	{ "rowgate_limit_rows_per_second", "Configured limit (0 = disabled).", "gauge", SRC_LIMIT, 0 },
-	{ "rowgate_quota_rows_per_second", "Effective quota of this host.", "gauge", SRC_QUOTA, 0 },
-	{ "rowgate_debt_rows", "Rows admitted beyond the tokens there were, not yet repaid.", "gauge",
-	  SRC_DEBT, 0 },
-	{ "rowgate_tokens", "Whole tokens available now.", "gauge", SRC_TOKENS, 0 },
-};
-
-static const struct {
-	const char *name, *help;
-	size_t off;
-} global_series[] = {
-#define G(n, f, h) { "rowgate_" n, h, offsetof(struct rg_global_stats, f) }
-	G("connections_tracked_total", conns_tracked, "Ingest connections guarded."),
-	G("connections_untracked_total", conns_untracked, "Connections passed unguarded: state map full."),
-	G("non_http_connections_total", non_http_conns, "Connections whose first bytes were not HTTP."),
-	G("bad_requests_total", bad_requests, "Requests answered 400 (ambiguous or malformed framing)."),
-	G("heads_split_total", heads_split, "Request heads held back across segments."),
-	G("pipelined_unenforced_total", pipelined_unenforced, "Rejections passed to keep responses in order."),
-	G("recvmsg_failopen_total", recvmsg_failopen, "Verdicts run inside recvmsg: passed."),
-	G("responses_close_total", responses_close, "429s that had to close the connection."),
-	G("internal_errors_total", internal_errors, "Helper failures: passed unenforced."),
-#undef G
-};
-
 /* Label values escape backslash, quote and newline. */
-static void put_db(struct text *t, const char *name)
+static void put_label(struct text *t, const char *name, const char *value)
 {
-	for (; *name; name++) {
-		if (*name == '\\' || *name == '"')
-			put(t, "\\%c", *name);
-		else if (*name == '\n')
+	put(t, "%s=\"", name);
+	for (; *value; value++) {
+		if (*value == '\\' || *value == '"')
+			put(t, "\\%c", *value);
+		else if (*value == '\n')
 			put(t, "\\n");
 		else
-			put(t, "%c", *name);
+			put(t, "%c", *value);
 	}
+	put(t, "\"");
+}
+
+/* One labelled row of a table: the database, the protocol (or NULL) and
+ * the struct the table describes. */
+struct row {
+	struct rg_db_key db;
+	const char *protocol;
+	union {
+		struct rg_db_stats db;
+		struct rg_proto_stats proto;
+		struct rg_udp_stats udp;
+	} v;
+};
+
+struct rows {
+	struct row *r;
+	size_t n, cap;
+};
+
+static struct row *add_row(struct rows *rs)
+{
+	if (rs->n == rs->cap) {
+		size_t cap = rs->cap ? rs->cap * 2 : 16;
+		struct row *r = reallocarray(rs->r, cap, sizeof(*r));
+
+		if (!r)
+			return NULL;
+		rs->r = r;
+		rs->cap = cap;
+	}
+	memset(&rs->r[rs->n], 0, sizeof(rs->r[0]));
+	return &rs->r[rs->n++];
+}
+
+/* Every series of table t, one sample per row. */
+static void put_table(struct text *t, const struct rg_counter_table *tab, const struct rows *rs)
+{
+	for (size_t i = 0; i < tab->n; i++) {
+		const struct rg_counter_desc *d = &tab->d[i];
+
+		put(t, "# HELP %s %s\n# TYPE %s %s\n", d->series, d->help, d->series,
+		    rg_counter_kind_name(d->kind));
+		for (size_t k = 0; k < rs->n; k++) {
+			put(t, "%s{", d->series);
+			put_label(t, "db", rs->r[k].db.name);
+			if (rs->r[k].protocol) {
+				put(t, ",");
+				put_label(t, "protocol", rs->r[k].protocol);
+			}
+			put(t, "} %llu\n", (unsigned long long)rg_counter_get(d, &rs->r[k].v));
+		}
+	}
+}
+
+/* Host-wide series of table t from st. */
+static void put_global(struct text *t, const struct rg_counter_table *tab, const void *st)
+{
+	for (size_t i = 0; i < tab->n; i++) {
+		const struct rg_counter_desc *d = &tab->d[i];
+
+		put(t, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", d->series, d->help, d->series,
+		    rg_counter_kind_name(d->kind), d->series,
+		    (unsigned long long)rg_counter_get(d, st));
+	}
+}
+
+/* Adoption and connection-table counters (guard_stats), when pinned. */
+static void put_guard(struct text *t, const char *bpffs)
+{
+	struct rg_guard_stats gs = { 0 };
+	__u32 zero = 0;
+	int fd;
+
+	fd = bpffs ? rg_pin_open(bpffs, RG_STR(RG_MAP_GUARD_STATS)) : -ENOENT;
+	if (fd < 0)
+		return;
+	bpf_map_lookup_elem(fd, &zero, &gs);
+	close(fd);
+	put_global(t, &rg_guard_stats_table, &gs);
+}
+
+/* The per-database, per-protocol and global series of the HTTP path. */
+static void put_http(struct text *t, const struct rg_metrics_maps *maps)
+{
+	struct rg_db_maps m = {
+		.limits_fd = maps->limits_fd,
+		.buckets_fd = maps->buckets_fd,
+		.db_stats_fd = maps->db_stats_fd,
+		.proto_stats_fd = maps->proto_stats_fd,
+	};
+	struct rows dbs = { 0 }, protos = { 0 };
+	struct rg_global_stats g = { 0 };
+	struct rg_db_key key, next;
+	__u64 now = rg_monotonic_ns();
+	bool first = true;
+	__u32 zero = 0;
+
+	while (bpf_map_get_next_key(maps->db_stats_fd, first ? NULL : &key, &next) == 0) {
+		struct rg_db_snapshot snap;
+		struct row *r;
+
+		key = next;
+		first = false;
+		if (rg_db_snapshot_read(&m, &key, now, &snap) || !snap.has_stats)
+			continue;
+		r = add_row(&dbs);
+		if (!r)
+			goto nomem;
+		r->db = key;
+		r->v.db = snap.stats;
+		for (__u32 p = RG_PROTO_NONE + 1; maps->proto_stats_fd >= 0 && p < RG_PROTO_MAX; p++) {
+			struct rg_proto_key pk = { .db = key, .protocol = p };
+			struct rg_proto_stats ps;
+
+			if (bpf_map_lookup_elem(maps->proto_stats_fd, &pk, &ps) ||
+			    !rg_proto_stats_seen(&ps))
+				continue;
+			r = add_row(&protos);
+			if (!r)
+				goto nomem;
+			r->db = key;
+			r->protocol = rg_protocol_name(p);
+			r->v.proto = ps;
+		}
+	}
+	put_table(t, &rg_db_stats_table, &dbs);
+	put_table(t, &rg_proto_stats_table, &protos);
+	bpf_map_lookup_elem(maps->global_fd, &zero, &g);
+	put_global(t, &rg_global_stats_table, &g);
+	put_guard(t, maps->bpffs);
+	goto out;
+nomem:
+	t->err = -ENOMEM;
+out:
+	free(dbs.r);
+	free(protos.r);
+}
+
+/* The UDP path's series, when its maps are pinned. */
+static void put_udp(struct text *t, const char *bpffs)
+{
+	struct rows udp = { 0 };
+	struct rg_xdp_stats xs = { 0 };
+	struct rg_db_key key, next;
+	bool first = true;
+	__u32 zero = 0;
+	int fd, xfd;
+
+	fd = bpffs ? rg_pin_open(bpffs, RG_STR(RG_MAP_UDP_STATS)) : -ENOENT;
+	if (fd < 0)
+		return;
+	while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+		struct row *r;
+
+		key = next;
+		first = false;
+		r = add_row(&udp);
+		if (!r) {
+			t->err = -ENOMEM;
+			break;
+		}
+		r->db = key;
+		if (rg_percpu_sum(fd, &key, &r->v.udp, sizeof(r->v.udp)))
+			udp.n--;
+	}
+	close(fd);
+	put_table(t, &rg_udp_stats_table, &udp);
+	free(udp.r);
+	xfd = rg_pin_open(bpffs, RG_STR(RG_MAP_XDP_STATS));
+	if (xfd >= 0) {
+		rg_percpu_sum(xfd, &zero, &xs, sizeof(xs));
+		close(xfd);
+	}
+	put_global(t, &rg_xdp_stats_table, &xs);
 }
 
 /* rowgate_enforcing{port}: 1 while every part of enforcement is in force. */
@@ -133,63 +272,13 @@ static void put_enforcing(struct text *t, const char *bpffs)
 char *rg_metrics_render(const struct rg_metrics_maps *maps)
 {
 	struct text t = { 0 };
-	struct rg_global_stats g = { 0 };
-	struct rg_db_key key, next;
-	size_t i;
-	__u32 zero = 0;
 
 	t.cap = 4096;
 	t.buf = malloc(t.cap);
 	if (!t.buf)
 		return NULL;
-	for (i = 0; i < sizeof(db_series) / sizeof(db_series[0]); i++) {
-		bool first = true;
-
-		put(&t, "# HELP %s %s\n# TYPE %s %s\n", db_series[i].name, db_series[i].help,
-		    db_series[i].name, db_series[i].type);
-		while (bpf_map_get_next_key(maps->db_stats_fd, first ? NULL : &key, &next) == 0) {
-			struct rg_db_stats st;
-			struct rg_limit lim = { 0 };
-			struct rg_bucket_value bv;
-			bool has_bucket;
-			__u64 v = 0;
-
-			key = next;
-			first = false;
-			if (bpf_map_lookup_elem(maps->db_stats_fd, &key, &st))
-				continue;
-			bpf_map_lookup_elem(maps->limits_fd, &key, &lim);
-			has_bucket = bpf_map_lookup_elem_flags(maps->buckets_fd, &key, &bv,
-							       BPF_F_LOCK) == 0;
-			if (has_bucket)
-				rg_bucket_refill(&bv.b, rg_monotonic_ns());
-			switch (db_series[i].src) {
-			case SRC_STAT:
-				v = *(__u64 *)((char *)&st + db_series[i].off);
-				break;
-			case SRC_LIMIT:
-				v = lim.limit_rows_per_s;
-				break;
-			case SRC_QUOTA:
-				v = lim.limit_rows_per_s ? rg_effective_quota(&lim) : 0;
-				break;
-			case SRC_DEBT:
-				v = has_bucket ? bv.b.debt_rows : 0;
-				break;
-			case SRC_TOKENS:
-				v = has_bucket ? bv.b.tokens : 0;
-				break;
-			}
-			put(&t, "%s{db=\"", db_series[i].name);
-			put_db(&t, key.name);
-			put(&t, "\"} %llu\n", (unsigned long long)v);
-		}
-	}
-	bpf_map_lookup_elem(maps->global_fd, &zero, &g);
-	for (i = 0; i < sizeof(global_series) / sizeof(global_series[0]); i++)
-		put(&t, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", global_series[i].name,
-		    global_series[i].help, global_series[i].name, global_series[i].name,
-		    (unsigned long long)*(__u64 *)((char *)&g + global_series[i].off));
+	put_http(&t, maps);
+	put_udp(&t, maps->bpffs);
 	put_enforcing(&t, maps->bpffs);
 	if (t.err) {
 		free(t.buf);

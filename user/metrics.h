@@ -10,7 +10,8 @@ struct rg_metrics_maps {
 	int buckets_fd;
 	int db_stats_fd;
 	int global_fd;
-	const char *bpffs; /* pins, for rowgate_enforcing */
+	int proto_stats_fd;
+	const char *bpffs; /* the pins: UDP maps, guard_stats, rowgate_enforcing */
 };
 
 /* Serve http://ADDR:PORT/metrics; addr is "IP:PORT" (IPv4 or [IPv6]).

@@ -16,46 +16,6 @@
 #include "pins.h"
 #include "xdp.h"
 
-void rg_pin_path(char *buf, size_t len, const char *dir, const char *name)
-{
-	snprintf(buf, len, "%s/%s", dir, name);
-}
-
-void rg_unpin(const char *dir, const char *name)
-{
-	char path[PATH_MAX];
-
-	rg_pin_path(path, sizeof(path), dir, name);
-	if (unlink(path) && errno != ENOENT)
-		pr_warn("cannot remove %s: %s", path, strerror(errno));
-}
-
-int rg_bpffs_lock(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0) {
-		pr_err("cannot open %s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		pr_err("another rowgated is using %s (its lock is held)", dir);
-		close(fd);
-		return -EBUSY;
-	}
-	return fd;
-}
-
-static void map_clear_u64(int fd)
-{
-	__u64 key;
-
-	/* restart from the first key each time: the key we held is gone */
-	while (bpf_map_get_next_key(fd, NULL, &key) == 0)
-		if (bpf_map_delete_elem(fd, &key))
-			break;
-}
-
 void rg_detach_pinned_link(const char *dir, const char *name)
 {
 	char path[PATH_MAX];
@@ -86,7 +46,7 @@ void rg_detach_all(const char *dir)
 	if (sockhash_fd >= 0) {
 		if (prog_fd >= 0)
 			bpf_prog_detach2(prog_fd, sockhash_fd, BPF_SK_SKB_VERDICT);
-		map_clear_u64(sockhash_fd);
+		rg_map_clear(sockhash_fd, sizeof(__u64));
 		close(sockhash_fd);
 	}
 	if (prog_fd >= 0)

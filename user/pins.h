@@ -1,18 +1,9 @@
-/* The pins under rowgated's bpffs directory: one loader at a time, and the
- * explicit removal of enforcement (rowgatectl detach, rowgated --cleanup).
- * Stopping rowgated removes nothing: enforcement outlives the daemon. */
+/* The explicit removal of enforcement from rowgated's bpffs directory
+ * (rowgatectl detach, rowgated --cleanup).  Stopping rowgated removes nothing: enforcement outlives the daemon. */
 #ifndef ROWGATE_USER_PINS_H
 #define ROWGATE_USER_PINS_H
 
-#include <stdbool.h>
-#include <stddef.h>
-
-void rg_pin_path(char *buf, size_t len, const char *dir, const char *name);
-void rg_unpin(const char *dir, const char *name);
-
-/* Take the pin directory's lock (flock, non-blocking): fd, or negative errno
- * after saying why (-EBUSY: a running rowgated holds it). */
-int rg_bpffs_lock(const char *dir);
+#include "lib/maps.h" /* rg_pin_path, rg_unpin, rg_bpffs_lock */
 
 /* Detach a pinned link from its hook (held elsewhere or not) and unpin it. */
 void rg_detach_pinned_link(const char *dir, const char *name);

@@ -56,22 +56,6 @@ static void pending_free(struct pending *p)
 	free(p);
 }
 
-static enum rg_payload_protocol payload_of(__u32 protocol)
-{
-	switch (protocol) {
-	case RG_PROTO_LINE: return RG_PAYLOAD_LINE;
-	case RG_PROTO_PROM_RW: return RG_PAYLOAD_PROM_RW;
-	case RG_PROTO_OTLP_METRICS: return RG_PAYLOAD_OTLP_METRICS;
-	case RG_PROTO_OTLP_LOGS: return RG_PAYLOAD_OTLP_LOGS;
-	case RG_PROTO_OTLP_TRACES: return RG_PAYLOAD_OTLP_TRACES;
-	case RG_PROTO_LOKI: return RG_PAYLOAD_LOKI;
-	case RG_PROTO_ES_BULK: return RG_PAYLOAD_ES_BULK;
-	case RG_PROTO_NDJSON: return RG_PAYLOAD_NDJSON;
-	case RG_PROTO_OPENTSDB: return RG_PAYLOAD_OPENTSDB;
-	}
-	return RG_PAYLOAD_INVALID;
-}
-
 long rg_dechunk(unsigned char *buf, size_t len)
 {
 	size_t in = 0, out = 0;
@@ -166,7 +150,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 	__u64 lag = rg_monotonic_ns() - e->end_ns;
 	char ct[RG_CT_BYTES + 1] = "", ce[RG_CE_BYTES + 1] = "";
 	long len = (long)p->len;
-	enum rg_payload_protocol proto = payload_of(s->protocol);
+	enum rg_payload_protocol proto = rg_payload_of(s->protocol);
 	__u32 i;
 
 	memcpy(ct, s->content_type, RG_CT_BYTES);

@@ -19,12 +19,10 @@
 #include "meta/http_client.h"
 #include "meta/proto.h"
 #include "pins.h"
+#include "rowgate_version.h"
 #include "sqlopt.h"
 #include "state.h"
 
-#ifndef ROWGATE_VERSION
-#define ROWGATE_VERSION "0.1.0"
-#endif
 
 #define EXIT_USAGE 2 /* bad command line, as getopt-based tools do */
 #define ERR_MAX	   512
@@ -880,7 +878,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return EXIT_SUCCESS;
 		case 'V':
-			printf("rowgatectl %s (libbpf %s)\n", ROWGATE_VERSION,
+			printf("rowgatectl %s (libbpf %s)\n", RG_VERSION,
 			       libbpf_version_string());
 			return EXIT_SUCCESS;
 		case ':':

@@ -27,6 +27,7 @@
 
 #include "clock.h"
 #include "rowgate.skel.h"
+#include "rowgate_version.h"
 #include "rowgate/abi.h"
 #include "rowgate/bucket.h"
 #include "rowgate/guard.h"
@@ -39,13 +40,13 @@
 #include "pins.h"
 #include "reconcile.h"
 #include "xdp.h"
+#include "lib/counters.h"
+#include "lib/maps.h"
 #include "meta_agent.h"
 #include "state.h"
 
-#define RG_VERSION          "0.1.0"
 #define RG_DEFAULT_PORT     4000
 #define RG_DEFAULT_BPFFS    "/sys/fs/bpf/rowgate"
-#define RG_BPFFS_MAGIC      0xcafe4a11
 #define RG_POLL_INTERVAL_MS 1000
 #define RG_GC_INTERVAL_MS   10000 /* state of closed adopted connections */
 #define RG_CONNS_FULL_LOG_MS 10000 /* at most one connection-table alarm per 10 s */
@@ -128,22 +129,17 @@ static const struct route_opt default_routes[] = {
 	{ "/loki/api/v1/push", { RG_PROTO_LOKI, RG_ROUTE_TENANT } },
 };
 
-/* Route protocol names, as --route and the routes file spell them. */
+/* Route protocol names, as --route and the routes file spell them: every
+ * protocol by its name, and the variants that also set a route flag. */
 static const struct {
 	const char *name;
 	struct rg_route route;
 } route_names[] = {
-	{ "influx", { RG_PROTO_LINE, 0 } },
+#define RG_X_(id, ID, name, k) { name, { RG_PROTO_##ID, 0 } },
+	RG_PROTOCOLS(RG_X_)
+#undef RG_X_
 	{ "influx-v2", { RG_PROTO_LINE, RG_ROUTE_BUCKET_PARAM } },
-	{ "prom-rw", { RG_PROTO_PROM_RW, 0 } },
-	{ "otlp-metrics", { RG_PROTO_OTLP_METRICS, 0 } },
-	{ "otlp-logs", { RG_PROTO_OTLP_LOGS, 0 } },
-	{ "otlp-traces", { RG_PROTO_OTLP_TRACES, 0 } },
-	{ "loki", { RG_PROTO_LOKI, 0 } },
 	{ "loki-tenant", { RG_PROTO_LOKI, RG_ROUTE_TENANT } },
-	{ "es-bulk", { RG_PROTO_ES_BULK, 0 } },
-	{ "ndjson", { RG_PROTO_NDJSON, 0 } },
-	{ "opentsdb", { RG_PROTO_OPENTSDB, 0 } },
 	{ "none", { RG_PROTO_NONE, 0 } },
 };
 
@@ -490,59 +486,6 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 	return 0;
 }
 
-static bool is_bpffs(const char *path)
-{
-	struct statfs st;
-
-	return statfs(path, &st) == 0 && (unsigned long)st.f_type == RG_BPFFS_MAGIC;
-}
-
-/* Create the pin directory on a bpf filesystem, mounting /sys/fs/bpf as
- * systemd would when nothing is mounted there. */
-static int prepare_bpffs(const char *dir)
-{
-	char parent[PATH_MAX], *slash;
-
-	snprintf(parent, sizeof(parent), "%s", dir);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent)
-		*slash = 0;
-	if (!is_bpffs(parent) && !strcmp(parent, "/sys/fs/bpf")) {
-		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700")) {
-			pr_err("cannot mount a bpf filesystem on /sys/fs/bpf: %s", strerror(errno));
-			return -errno;
-		}
-		pr_info("mounted a bpf filesystem on /sys/fs/bpf");
-	}
-	if (!is_bpffs(parent)) {
-		pr_err("%s is not on a bpf filesystem; mount one with: mount -t bpf bpf %s",
-		       dir, parent);
-		return -EINVAL;
-	}
-	if (mkdir(dir, 0700) && errno != EEXIST) {
-		pr_err("cannot create %s: %s", dir, strerror(errno));
-		return -errno;
-	}
-	return 0;
-}
-
-static int set_pin_paths(struct rowgate *skel, const char *dir)
-{
-	struct bpf_map *map;
-	char path[PATH_MAX];
-
-	bpf_object__for_each_map(map, skel->obj) {
-		const char *name = bpf_map__name(map);
-
-		if (bpf_map__is_internal(map) || !strcmp(name, "conn_zero"))
-			continue; /* .rodata and templates belong to one load */
-		rg_pin_path(path, sizeof(path), dir, name);
-		if (bpf_map__set_pin_path(map, path))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
 /* Attach prog to the cgroup through a pinned link, or adopt the link a
  * previous rowgated pinned on the same cgroup and swap its program
  * atomically.  A pinned link on another cgroup (--cgroup changed, or the
@@ -857,37 +800,23 @@ static int populate_ports_routes(struct daemon *d)
 	return 0;
 }
 
-/* Put one limit into the maps.  A new database gets a full bucket and zeroed
- * counters; an existing bucket is kept, debt included (DESIGN §1). */
+/* The maps of a database, for lib/maps.h. */
+static struct rg_db_maps db_maps(const struct daemon *d)
+{
+	return (struct rg_db_maps){
+		.limits_fd = bpf_map__fd(d->skel->maps.RG_MAP_LIMITS),
+		.buckets_fd = bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS),
+		.db_stats_fd = bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS),
+		.proto_stats_fd = bpf_map__fd(d->skel->maps.RG_MAP_PROTO_STATS),
+	};
+}
+
+/* A configured limit, no quota: the standalone write. */
 static int apply_limit(struct daemon *d, const struct rg_db_key *db, __u64 limit)
 {
-	struct rg_limit lim = { .limit_rows_per_s = limit };
-	struct rg_bucket_value bv = {};
-	struct rg_db_stats st = {};
+	struct rg_db_maps m = db_maps(d);
 
-	if (limit) {
-		rg_bucket_init(&bv.b, limit, rg_monotonic_ns());
-		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS), db, &bv,
-					BPF_NOEXIST) &&
-		    errno != EEXIST)
-			return -errno;
-	}
-	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS), db, &st,
-				BPF_NOEXIST) &&
-	    errno != EEXIST)
-		return -errno;
-	for (__u32 p = RG_PROTO_LINE; p < RG_PROTO_MAX; p++) {
-		struct rg_proto_key pk = { .db = *db, .protocol = p };
-		struct rg_proto_stats ps = {};
-
-		if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_PROTO_STATS), &pk, &ps,
-					BPF_NOEXIST) &&
-		    errno != EEXIST)
-			return -errno;
-	}
-	if (bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), db, &lim, BPF_ANY))
-		return -errno;
-	return 0;
+	return rg_limit_write(&m, db, limit, 0);
 }
 
 static const char *map_errno(int err)
@@ -943,20 +872,12 @@ static int meta_refuse(struct daemon *d, char *err, size_t errlen)
 	return -EPERM;
 }
 
-/* The meta agent's callback: a new database gets its bucket and counters as
- * for a local limit (apply_limit), then the limit and quota are written. */
+/* The meta agent's callback: the cluster's limit and this host's quota. */
 static int meta_apply(void *ctx, const struct rg_db_key *db, __u64 limit, __u64 quota)
 {
-	struct daemon *d = ctx;
-	struct rg_limit lim = { .limit_rows_per_s = limit, .quota_rows_per_s = quota };
-	int fd = bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), err;
+	struct rg_db_maps m = db_maps(ctx);
 
-	if (bpf_map_update_elem(fd, db, &lim, BPF_EXIST)) {
-		err = apply_limit(d, db, limit);
-		if (err)
-			return err;
-	}
-	return bpf_map_update_elem(fd, db, &lim, BPF_ANY) ? -errno : 0;
+	return rg_limit_write(&m, db, limit, quota);
 }
 
 static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, char *err,
@@ -1013,7 +934,11 @@ static int op_limit_unset(void *ctx, const struct rg_db_key *db, char *err, size
 		return ret;
 	}
 	/* the bucket stays: re-enabling must not forgive debt */
-	bpf_map_delete_elem(bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), db);
+	{
+		struct rg_db_maps m = db_maps(d);
+
+		rg_limit_remove(&m, db);
+	}
 	pr_info("limit %s unset", db->name);
 	return 0;
 }
@@ -1037,80 +962,42 @@ static int op_limit_show(void *ctx, const struct rg_db_key *db, json_t *arr, cha
 	return 0;
 }
 
-static int json_set_u64(json_t *obj, const char *key, __u64 v)
-{
-	return json_object_set_new(obj, key, rg_json_u64(v));
-}
-
-static const char *const protocol_names[RG_PROTO_MAX] = {
-	[RG_PROTO_LINE] = "influx",	     [RG_PROTO_PROM_RW] = "prom-rw",
-	[RG_PROTO_OTLP_METRICS] = "otlp-metrics", [RG_PROTO_OTLP_LOGS] = "otlp-logs",
-	[RG_PROTO_OTLP_TRACES] = "otlp-traces", [RG_PROTO_LOKI] = "loki",
-	[RG_PROTO_ES_BULK] = "es-bulk",	     [RG_PROTO_NDJSON] = "ndjson",
-	[RG_PROTO_OPENTSDB] = "opentsdb",
-};
-
 /* Counters per protocol that saw traffic: estimated vs reconciled rows. */
 static json_t *proto_stats_json(struct daemon *d, const struct rg_db_key *db)
 {
 	json_t *all = json_object();
 
-	for (__u32 p = RG_PROTO_LINE; all && p < RG_PROTO_MAX; p++) {
+	for (__u32 p = RG_PROTO_NONE + 1; all && p < RG_PROTO_MAX; p++) {
 		struct rg_proto_key k = { .db = *db, .protocol = p };
 		struct rg_proto_stats ps;
 		json_t *o;
 
-		/* per-series databases get rows without requests of their own */
 		if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_PROTO_STATS), &k, &ps) ||
-		    (!ps.admitted_requests && !ps.rejected_requests && !ps.admitted_rows &&
-		     !ps.rejected_rows && !ps.reconciled_rows))
+		    !rg_proto_stats_seen(&ps))
 			continue;
 		o = json_object();
-		json_set_u64(o, "admitted_requests", ps.admitted_requests);
-		json_set_u64(o, "admitted_rows", ps.admitted_rows);
-		json_set_u64(o, "rejected_requests", ps.rejected_requests);
-		json_set_u64(o, "rejected_rows", ps.rejected_rows);
-		json_set_u64(o, "estimated_rows", ps.estimated_rows);
-		json_set_u64(o, "reconciled_requests", ps.reconciled_requests);
-		json_set_u64(o, "reconciled_rows", ps.reconciled_rows);
-		json_set_u64(o, "unreconciled_requests", ps.unreconciled_requests);
-		json_set_u64(o, "unreconciled_bytes", ps.unreconciled_bytes);
-		json_set_u64(o, "undecodable_requests", ps.undecodable_requests);
-		json_set_u64(o, "body_bytes", ps.body_bytes);
-		json_set_u64(o, "lag_avg_us",
-			     ps.reconciled_requests ? ps.lag_ns_total / ps.reconciled_requests / 1000 : 0);
-		json_object_set_new(all, protocol_names[p], o);
+		rg_counters_json(o, &rg_proto_stats_table, &ps);
+		/* derived, for people: the table has the sum */
+		json_object_set_new(o, "lag_avg_us",
+				    rg_json_u64(ps.reconciled_requests ?
+							ps.lag_ns_total / ps.reconciled_requests / 1000 :
+							0));
+		json_object_set_new(all, rg_protocol_name(p), o);
 	}
 	return all;
 }
 
-static json_t *db_stats_json(struct daemon *d, const struct rg_db_key *db,
-			     const struct rg_db_stats *st)
+static json_t *db_stats_json(struct daemon *d, const struct rg_db_key *db)
 {
+	struct rg_db_maps m = db_maps(d);
+	struct rg_db_snapshot snap;
 	json_t *o = json_object();
-	struct rg_bucket_value bv;
-	struct rg_limit lim;
-	bool has_limit;
 
 	if (!o)
 		return NULL;
-	has_limit = bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_LIMITS), db, &lim) == 0;
+	rg_db_snapshot_read(&m, db, rg_monotonic_ns(), &snap);
 	json_object_set_new(o, "db", json_string(db->name));
-	json_set_u64(o, "limit", has_limit ? lim.limit_rows_per_s : 0);
-	json_set_u64(o, "quota", has_limit && lim.limit_rows_per_s ? rg_effective_quota(&lim) : 0);
-	json_set_u64(o, "admitted_requests", st->admitted_requests);
-	json_set_u64(o, "admitted_rows", st->admitted_rows);
-	json_set_u64(o, "rejected_requests", st->rejected_requests);
-	json_set_u64(o, "rejected_rows", st->rejected_rows);
-	json_set_u64(o, "unenforced_requests", st->unenforced_requests);
-	json_set_u64(o, "unenforced_rows", st->unenforced_rows);
-	if (bpf_map_lookup_elem_flags(bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS), db, &bv,
-				      BPF_F_LOCK) == 0) {
-		/* the level now, as the kernel would see it */
-		rg_bucket_refill(&bv.b, rg_monotonic_ns());
-		json_set_u64(o, "tokens", bv.b.tokens);
-		json_set_u64(o, "debt_rows", bv.b.debt_rows);
-	}
+	rg_counters_json(o, &rg_db_stats_table, &snap.stats);
 	json_object_set_new(o, "protocols", proto_stats_json(d, db));
 	return o;
 }
@@ -1122,8 +1009,8 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	int fd = bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS);
 	json_t *arr = json_array(), *g = json_object();
 	struct rg_global_stats gs = {};
+	struct rg_guard_stats guard = {};
 	struct rg_db_key key, next;
-	struct rg_db_stats st;
 	bool first = true;
 	__u32 zero = 0;
 
@@ -1134,9 +1021,7 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 		first = false;
 		if (db && strcmp(db->name, key.name))
 			continue;
-		if (bpf_map_lookup_elem(fd, &key, &st))
-			continue;
-		if (json_array_append_new(arr, db_stats_json(d, &key, &st)))
+		if (json_array_append_new(arr, db_stats_json(d, &key)))
 			goto nomem;
 	}
 	if (db && json_array_size(arr) == 0) {
@@ -1147,16 +1032,9 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 		return -ENOENT;
 	}
 	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GLOBAL), &zero, &gs);
-	json_set_u64(g, "conns_tracked", gs.conns_tracked);
-	json_set_u64(g, "conns_untracked", gs.conns_untracked);
-	json_set_u64(g, "non_http_conns", gs.non_http_conns);
-	json_set_u64(g, "bad_requests", gs.bad_requests);
-	json_set_u64(g, "heads_split", gs.heads_split);
-	json_set_u64(g, "pipelined_unenforced", gs.pipelined_unenforced);
-	json_set_u64(g, "recvmsg_failopen", gs.recvmsg_failopen);
-	json_set_u64(g, "responses_close", gs.responses_close);
-	json_set_u64(g, "internal_errors", gs.internal_errors);
-	json_set_u64(g, "body_ring_full", gs.body_ring_full);
+	rg_counters_json(g, &rg_global_stats_table, &gs);
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD_STATS), &zero, &guard) == 0)
+		rg_counters_json(g, &rg_guard_stats_table, &guard);
 	rg_reconciler_stats_json(d->rec, g);
 	rg_xdp_stats_json(d->cfg->bpffs, db, reply); /* -ENOENT: no UDP path */
 	json_object_set_new(reply, "databases", arr);
@@ -1236,11 +1114,11 @@ static int check_pinned_abi(struct daemon *d)
 	bpf_object__for_each_map(map, d->skel->obj) {
 		struct bpf_map_info info = {};
 		__u32 len = sizeof(info);
-		const char *name = bpf_map__name(map);
+		const char *pin = bpf_map__pin_path(map); /* set by pin_root_path */
 
-		if (bpf_map__is_internal(map) || !strcmp(name, "conn_zero"))
-			continue;
-		rg_pin_path(path, sizeof(path), d->cfg->bpffs, name);
+		if (!pin)
+			continue; /* .rodata and templates belong to one load */
+		snprintf(path, sizeof(path), "%s", pin);
 		fd = bpf_obj_get(path);
 		if (fd < 0)
 			continue;
@@ -1297,14 +1175,15 @@ static int load(struct daemon *d)
 {
 	int err;
 
-	d->skel = rowgate__open();
+	/* maps declared LIBBPF_PIN_BY_NAME are pinned there, or adopted */
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = d->cfg->bpffs);
+
+	d->skel = rowgate__open_opts(&opts);
 	if (!d->skel) {
 		pr_err("cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
-	err = set_pin_paths(d->skel, d->cfg->bpffs);
-	if (!err)
-		err = check_pinned_abi(d);
+	err = check_pinned_abi(d);
 	if (!err)
 		err = size_conn_table(d);
 	if (err == -EEXIST || err == -EPROTO)
@@ -1313,10 +1192,7 @@ static int load(struct daemon *d)
 	if (!err)
 		err = rowgate__load(d->skel);
 	if (err) {
-		pr_err("cannot load the BPF programs: %s%s", strerror(-err),
-		       err == -EINVAL ? " (pinned maps from an incompatible rowgated? "
-					"run 'rowgated --cleanup' with the same --bpffs)" :
-					" (run with --log-level debug for the verifier log)");
+		pr_err("cannot load the BPF programs: %s%s", strerror(-err), rg_load_hint(err));
 		return err;
 	}
 	return 0;
@@ -1472,7 +1348,7 @@ int main(int argc, char **argv)
 	if (geteuid() != 0)
 		pr_warn("not running as root: loading BPF programs will likely fail");
 	if (cfg.cleanup) {
-		if (!is_bpffs(cfg.bpffs) && access(cfg.bpffs, F_OK))
+		if (!rg_is_bpffs(cfg.bpffs) && access(cfg.bpffs, F_OK))
 			return 0;
 		d.lock_fd = rg_bpffs_lock(cfg.bpffs);
 		if (d.lock_fd < 0)
@@ -1485,7 +1361,7 @@ int main(int argc, char **argv)
 		pr_err("%s", err);
 		return 1;
 	}
-	if (prepare_bpffs(cfg.bpffs))
+	if (rg_bpffs_prepare(cfg.bpffs))
 		return 1;
 	d.lock_fd = rg_bpffs_lock(cfg.bpffs);
 	if (d.lock_fd < 0)
@@ -1524,6 +1400,7 @@ int main(int argc, char **argv)
 			.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
 			.db_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
 			.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
+			.proto_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_PROTO_STATS),
 			.bpffs = cfg.bpffs,
 		};
 

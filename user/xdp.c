@@ -19,6 +19,8 @@
 #include "log.h"
 #include "state.h"
 #include "xdp.h"
+#include "lib/counters.h"
+#include "lib/maps.h"
 
 /* Maps of the XDP object shared with the HTTP path (rowgated pins them). */
 static const char *const shared_maps[] = {
@@ -38,11 +40,6 @@ struct rg_xdp {
 	int link_fd;
 	enum rg_xdp_mode mode;
 };
-
-static void pin_path(char *buf, size_t len, const char *dir, const char *name)
-{
-	snprintf(buf, len, "%s/%s", dir, name);
-}
 
 const char *rg_xdp_mode_name(enum rg_xdp_mode mode)
 {
@@ -107,47 +104,18 @@ static const char *xdp_errno(int err)
 	}
 }
 
-static int set_pin_paths(struct rg_xdp *x)
-{
-	struct bpf_map *map;
-	char path[PATH_MAX];
-
-	bpf_object__for_each_map(map, x->skel->obj) {
-		if (bpf_map__is_internal(map))
-			continue;
-		pin_path(path, sizeof(path), x->bpffs, bpf_map__name(map));
-		if (bpf_map__set_pin_path(map, path))
-			return -ENOMEM;
-	}
-	return 0;
-}
-
 static void warn_unshared(const struct rg_xdp *x)
 {
 	char path[PATH_MAX];
 	size_t i;
 
 	for (i = 0; i < sizeof(shared_maps) / sizeof(shared_maps[0]); i++) {
-		pin_path(path, sizeof(path), x->bpffs, shared_maps[i]);
+		rg_pin_path(path, sizeof(path), x->bpffs, shared_maps[i]);
 		if (access(path, F_OK))
 			pr_warn("%s is not pinned yet: the XDP path creates it, and rowgated "
 				"must reuse it so HTTP and UDP share one bucket",
 				path);
 	}
-}
-
-static int map_clear(int fd, size_t key_size)
-{
-	char key[256], next[256];
-
-	if (key_size > sizeof(key))
-		return -EINVAL;
-	while (bpf_map_get_next_key(fd, NULL, next) == 0) {
-		memcpy(key, next, key_size);
-		if (bpf_map_delete_elem(fd, key))
-			return -errno;
-	}
-	return 0;
 }
 
 static int write_mappings(struct rg_xdp *x, const struct rg_udp_mapping *maps, int n)
@@ -170,7 +138,7 @@ static int write_mappings(struct rg_xdp *x, const struct rg_udp_mapping *maps, i
 	zero = calloc((size_t)ncpu, sizeof(*zero));
 	if (!zero)
 		return -ENOMEM;
-	err = map_clear(ports_fd, sizeof(struct rg_udp_port_key));
+	err = rg_map_clear(ports_fd, sizeof(struct rg_udp_port_key));
 	for (i = 0; !err && i < n; i++) {
 		struct rg_udp_port_key key = { .port = maps[i].port };
 
@@ -321,21 +289,21 @@ int rg_xdp_start_mode(const char *bpffs_dir, const char *ifname, enum rg_xdp_mod
 		pr_err("cannot use interface %s: %s", ifname, xdp_errno(err));
 		goto fail;
 	}
-	x->skel = xdp__open();
+	{
+		/* maps declared LIBBPF_PIN_BY_NAME are pinned there, or adopted */
+		LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = x->bpffs);
+
+		x->skel = xdp__open_opts(&opts);
+	}
 	if (!x->skel) {
 		err = -errno;
 		pr_err("cannot open the XDP object: %s", strerror(errno));
 		goto fail;
 	}
 	warn_unshared(x);
-	err = set_pin_paths(x);
-	if (!err)
-		err = xdp__load(x->skel);
+	err = xdp__load(x->skel);
 	if (err) {
-		pr_err("cannot load the XDP program: %s%s", strerror(-err),
-		       err == -EINVAL ? " (pinned maps from an incompatible rowgate? "
-					"run 'rowgated --cleanup' with the same --bpffs)" :
-					" (run with --log-level debug for the verifier log)");
+		pr_err("cannot load the XDP program: %s%s", strerror(-err), rg_load_hint(err));
 		goto fail;
 	}
 	err = write_mappings(x, maps, n);
@@ -359,15 +327,6 @@ int rg_xdp_start(const char *bpffs_dir, const char *ifname, const struct rg_udp_
 	return rg_xdp_start_mode(bpffs_dir, ifname, RG_XDP_MODE_AUTO, maps, n, out);
 }
 
-static void unpin(const char *dir, const char *name)
-{
-	char path[PATH_MAX];
-
-	pin_path(path, sizeof(path), dir, name);
-	if (unlink(path) && errno != ENOENT)
-		pr_warn("cannot remove %s: %s", path, strerror(errno));
-}
-
 void rg_xdp_stop(struct rg_xdp *x, bool keep)
 {
 	if (!x)
@@ -381,7 +340,7 @@ void rg_xdp_stop(struct rg_xdp *x, bool keep)
 			pr_warn("cannot detach XDP from %s: %s", x->ifname, strerror(errno));
 		if (unlink(x->link_pin) && errno != ENOENT)
 			pr_warn("cannot remove %s: %s", x->link_pin, strerror(errno));
-		unpin(x->bpffs, RG_STR(RG_MAP_UDP_PORTS));
+		rg_unpin(x->bpffs, RG_STR(RG_MAP_UDP_PORTS));
 		pr_info("XDP detached from %s", x->ifname);
 	}
 	if (x->link_fd >= 0)
@@ -404,94 +363,47 @@ void rg_xdp_cleanup(const char *bpffs_dir, bool purge)
 
 			if (strncmp(de->d_name, RG_PIN_LINK_XDP_PREFIX, plen))
 				continue;
-			pin_path(path, sizeof(path), bpffs_dir, de->d_name);
+			rg_pin_path(path, sizeof(path), bpffs_dir, de->d_name);
 			fd = bpf_obj_get(path);
 			if (fd >= 0) {
 				bpf_link_detach(fd);
 				close(fd);
 			}
-			unpin(bpffs_dir, de->d_name);
+			rg_unpin(bpffs_dir, de->d_name);
 		}
 		closedir(dir);
 	}
-	unpin(bpffs_dir, RG_STR(RG_MAP_UDP_PORTS));
+	rg_unpin(bpffs_dir, RG_STR(RG_MAP_UDP_PORTS));
 	if (purge) {
-		unpin(bpffs_dir, RG_STR(RG_MAP_UDP_STATS));
-		unpin(bpffs_dir, RG_STR(RG_MAP_XDP_STATS));
+		rg_unpin(bpffs_dir, RG_STR(RG_MAP_UDP_STATS));
+		rg_unpin(bpffs_dir, RG_STR(RG_MAP_XDP_STATS));
 	}
 }
 
 /* ---- counters ---- */
 
-static int open_pinned(const char *dir, const char *name)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	pin_path(path, sizeof(path), dir, name);
-	fd = bpf_obj_get(path);
-	return fd < 0 ? -errno : fd;
-}
-
-/* Sum n u64 counters over the per-CPU copies in vals. */
-static void sum_percpu(const __u64 *vals, int ncpu, size_t nfields, __u64 *out)
-{
-	size_t f;
-	int c;
-
-	for (f = 0; f < nfields; f++) {
-		out[f] = 0;
-		for (c = 0; c < ncpu; c++)
-			out[f] += vals[(size_t)c * nfields + f];
-	}
-}
-
-static int read_percpu(int fd, const void *key, void *out, size_t size)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	__u64 *vals;
-	int err = 0;
-
-	if (ncpu <= 0)
-		return ncpu ? ncpu : -EINVAL;
-	vals = calloc((size_t)ncpu, size);
-	if (!vals)
-		return -ENOMEM;
-	if (bpf_map_lookup_elem(fd, key, vals))
-		err = -errno;
-	else
-		sum_percpu(vals, ncpu, size / sizeof(__u64), out);
-	free(vals);
-	return err;
-}
-
 int rg_xdp_read_db_stats(const char *bpffs_dir, const struct rg_db_key *db,
 			 struct rg_udp_stats *out)
 {
-	int fd = open_pinned(bpffs_dir, RG_STR(RG_MAP_UDP_STATS)), err;
+	int fd = rg_pin_open(bpffs_dir, RG_STR(RG_MAP_UDP_STATS)), err;
 
 	if (fd < 0)
 		return fd;
-	err = read_percpu(fd, db, out, sizeof(*out));
+	err = rg_percpu_sum(fd, db, out, sizeof(*out));
 	close(fd);
 	return err;
 }
 
 int rg_xdp_read_global_stats(const char *bpffs_dir, struct rg_xdp_stats *out)
 {
-	int fd = open_pinned(bpffs_dir, RG_STR(RG_MAP_XDP_STATS)), err;
+	int fd = rg_pin_open(bpffs_dir, RG_STR(RG_MAP_XDP_STATS)), err;
 	__u32 zero = 0;
 
 	if (fd < 0)
 		return fd;
-	err = read_percpu(fd, &zero, out, sizeof(*out));
+	err = rg_percpu_sum(fd, &zero, out, sizeof(*out));
 	close(fd);
 	return err;
-}
-
-static int json_set_u64(json_t *obj, const char *key, __u64 v)
-{
-	return json_object_set_new(obj, key, rg_json_u64(v));
 }
 
 /* The ports mapped to db, from udp_ports. */
@@ -522,10 +434,10 @@ int rg_xdp_stats_json(const char *bpffs_dir, const struct rg_db_key *db, json_t 
 	struct rg_xdp_stats gs = {};
 	bool first = true;
 
-	stats_fd = open_pinned(bpffs_dir, RG_STR(RG_MAP_UDP_STATS));
+	stats_fd = rg_pin_open(bpffs_dir, RG_STR(RG_MAP_UDP_STATS));
 	if (stats_fd < 0)
 		return stats_fd == -ENOENT ? -ENOENT : stats_fd;
-	ports_fd = open_pinned(bpffs_dir, RG_STR(RG_MAP_UDP_PORTS));
+	ports_fd = rg_pin_open(bpffs_dir, RG_STR(RG_MAP_UDP_PORTS));
 	udp = json_object();
 	arr = json_array();
 	g = json_object();
@@ -536,31 +448,17 @@ int rg_xdp_stats_json(const char *bpffs_dir, const struct rg_db_key *db, json_t 
 		first = false;
 		if (db && strcmp(db->name, key.name))
 			continue;
-		if (read_percpu(stats_fd, &key, &st, sizeof(st)))
+		if (rg_percpu_sum(stats_fd, &key, &st, sizeof(st)))
 			continue;
 		o = json_object();
 		if (!o || json_array_append_new(arr, o))
 			goto out;
 		json_object_set_new(o, "db", json_string(key.name));
 		json_object_set_new(o, "ports", ports_of(ports_fd, &key));
-		json_set_u64(o, "admitted_datagrams", st.admitted_datagrams);
-		json_set_u64(o, "admitted_rows", st.admitted_rows);
-		json_set_u64(o, "dropped_datagrams", st.dropped_datagrams);
-		json_set_u64(o, "dropped_rows", st.dropped_rows);
-		json_set_u64(o, "unlimited_datagrams", st.unlimited_datagrams);
-		json_set_u64(o, "empty_datagrams", st.empty_datagrams);
-		json_set_u64(o, "unaccounted_datagrams", st.unaccounted_datagrams);
+		rg_counters_json(o, &rg_udp_stats_table, &st);
 	}
 	rg_xdp_read_global_stats(bpffs_dir, &gs);
-	json_set_u64(g, "packets", gs.packets);
-	json_set_u64(g, "passed", gs.passed);
-	json_set_u64(g, "fragments", gs.fragments);
-	json_set_u64(g, "malformed", gs.malformed);
-	json_set_u64(g, "oversize", gs.oversize);
-	json_set_u64(g, "ipv6_unparsed", gs.ipv6_unparsed);
-	json_set_u64(g, "udp6_zero_csum", gs.udp6_zero_csum);
-	json_set_u64(g, "admitted", gs.admitted);
-	json_set_u64(g, "dropped", gs.dropped);
+	rg_counters_json(g, &rg_xdp_stats_table, &gs);
 	json_object_set_new(udp, "databases", arr);
 	json_object_set_new(udp, "global", g);
 	arr = g = NULL;

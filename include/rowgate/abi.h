@@ -7,6 +7,8 @@
 
 #include "types.h"
 #include "bucket.h"
+#include "protocols.h"
+#include "counters.h"
 #ifndef __bpf__
 #include <linux/bpf.h> /* struct bpf_spin_lock */
 #endif
@@ -53,38 +55,12 @@ struct rg_bucket_value {
 	struct rg_bucket b;
 };
 
-/* db_stats: db -> counters since the map was created (atomic adds). */
+/* db_stats: db -> counters since the map was created (counters.h). */
 struct rg_db_stats {
-	__u64 admitted_requests;
-	__u64 admitted_rows;
-	__u64 rejected_requests;
-	__u64 rejected_rows;
-	__u64 unenforced_requests; /* could not be answered in order: passed */
-	__u64 unenforced_rows;
-	__u64 debt_rows;           /* bucket snapshot at the last charge */
-	__u64 tokens;
-	__u64 quota_rows_per_s;
-	__u64 limit_rows_per_s;
+	RG_DB_STATS_FIELDS(RG_COUNTER_FIELD_)
 };
 
-/* Protocols a route can name; how the rows of its body are counted. */
-enum rg_protocol {
-	RG_PROTO_NONE = 0,
-	RG_PROTO_LINE = 1,         /* InfluxDB line protocol: counted in the kernel */
-	/* counted by rowgated from a copy of the body (compressed, binary, JSON) */
-	RG_PROTO_PROM_RW = 2,      /* Prometheus remote write: one row per sample */
-	RG_PROTO_OTLP_METRICS = 3, /* GreptimeDB's data point rules */
-	RG_PROTO_OTLP_LOGS = 4,    /* one row per log record */
-	RG_PROTO_OTLP_TRACES = 5,  /* one row per span */
-	RG_PROTO_LOKI = 6,         /* protobuf or JSON: one row per entry */
-	RG_PROTO_ES_BULK = 7,      /* one row per index/create document */
-	RG_PROTO_NDJSON = 8,       /* /v1/ingest: one row per object or line */
-	RG_PROTO_OPENTSDB = 9,     /* one row per data point */
-	RG_PROTO_MAX,
-};
-
-/* Whether the kernel counts a protocol's rows itself. */
-#define rg_protocol_in_kernel(p) ((p) == RG_PROTO_LINE)
+/* enum rg_protocol and its names: protocols.h. */
 
 #define RG_ROUTE_BUCKET_PARAM (1U << 0) /* InfluxDB v2 path: `bucket` names the db */
 #define RG_ROUTE_TENANT       (1U << 1) /* X-Scope-OrgID names the db (Loki) */
@@ -111,19 +87,7 @@ struct rg_proto_key {
 };
 
 struct rg_proto_stats {
-	__u64 admitted_requests;
-	__u64 admitted_rows;         /* charged: exact once reconciled */
-	__u64 rejected_requests;
-	__u64 rejected_rows;         /* exact once reconciled */
-	__u64 estimated_rows;        /* charged from the body size at admission */
-	__u64 reconciled_requests;   /* counted by rowgated, bucket corrected */
-	__u64 reconciled_rows;       /* the exact rows of those */
-	__u64 unreconciled_requests; /* body copy lost (ring full, rowgated
-				      * down or slow): the estimate stands */
-	__u64 unreconciled_bytes;
-	__u64 undecodable_requests;  /* rowgated could not decode: estimate stands */
-	__u64 body_bytes;
-	__u64 lag_ns_total;          /* request end -> correction, summed */
+	RG_PROTO_STATS_FIELDS(RG_COUNTER_FIELD_)
 };
 
 /* ratios: (database, protocol) -> learned body bytes per row, x16. */
@@ -197,18 +161,9 @@ struct rg_correction {
 	__u64 lag_ns;
 };
 
-/* global_stats: one entry of host-wide counters. */
+/* global_stats: one entry of host-wide counters (counters.h). */
 struct rg_global_stats {
-	__u64 conns_tracked;
-	__u64 conns_untracked;      /* conn state map full: passed unenforced */
-	__u64 non_http_conns;       /* first bytes were not HTTP: passed */
-	__u64 bad_requests;         /* answered 400 and closed */
-	__u64 heads_split;          /* request heads stashed across skbs */
-	__u64 pipelined_unenforced; /* rejections that could not be answered in order */
-	__u64 recvmsg_failopen;     /* verdicts run inside recvmsg: passed */
-	__u64 responses_close;      /* 429s that had to close the connection */
-	__u64 internal_errors;      /* helper failures: passed unenforced */
-	__u64 body_ring_full;       /* body copies lost: estimates stand */
+	RG_GLOBAL_STATS_FIELDS(RG_COUNTER_FIELD_)
 };
 
 /* The effective quota of DESIGN §1: the assignment, capped by the limit,

@@ -7,6 +7,7 @@
 #define ROWGATE_GUARD_H
 
 #include "types.h"
+#include "counters.h"
 
 /* Pins under the bpffs directory besides the maps (names as in abi.h). */
 #define RG_PIN_LINK_SOCKOPS "link_sockops"
@@ -41,13 +42,7 @@ struct rg_guard {
 
 /* guard_stats: host-wide counters of adoption and the connection table. */
 struct rg_guard_stats {
-	__u64 adopt_synced;	   /* adopted, then enforced from a request boundary */
-	__u64 adopt_sync_ns_total; /* adoption -> first enforced request, summed */
-	__u64 adopt_sync_ns_max;
-	__u64 adopt_passed_bytes; /* passed unparsed while synchronising */
-	__u64 conns_refused;	  /* fail-closed: untracked connections whose
-				   * data segments were dropped */
-	__u64 refused_segments;
+	RG_GUARD_STATS_FIELDS(RG_COUNTER_FIELD_)
 };
 
 /* adopting: a connection found established at a start (rowgated inserts

@@ -541,6 +541,7 @@ static void test_random_payloads(void)
 static void test_shared_bucket(void)
 {
 	struct rowgate *http = rowgate__open();
+	struct bpf_map *map;
 	struct bpf_map_info a = {}, b = {};
 	__u32 la = sizeof(a), lb = sizeof(b);
 	struct rg_db_key k = dbkey("shared");
@@ -551,6 +552,8 @@ static void test_shared_bucket(void)
 	CHECK(http != NULL, "open the HTTP object");
 	if (!http)
 		return;
+	bpf_object__for_each_map(map, http->obj)
+		bpf_map__set_pin_path(map, NULL); /* nothing pinned: private maps */
 	err = bpf_map__reuse_fd(http->maps.limits, bpf_map__fd(skel->maps.limits));
 	err = err ?: bpf_map__reuse_fd(http->maps.buckets, bpf_map__fd(skel->maps.buckets));
 	err = err ?: bpf_map__reuse_fd(http->maps.db_stats, bpf_map__fd(skel->maps.db_stats));
@@ -588,12 +591,21 @@ out:
 
 static int setup(void)
 {
+	struct bpf_map *map;
 	int err;
 
 	ncpu = libbpf_num_possible_cpus();
-	skel = xdp__open_and_load();
+	skel = xdp__open();
 	if (!skel) {
-		fprintf(stderr, "cannot load the XDP object: %s\n", strerror(errno));
+		fprintf(stderr, "cannot open the XDP object: %s\n", strerror(errno));
+		return -1;
+	}
+	/* private maps: nothing pinned under the default /sys/fs/bpf */
+	bpf_object__for_each_map(map, skel->obj)
+		bpf_map__set_pin_path(map, NULL);
+	err = xdp__load(skel);
+	if (err) {
+		fprintf(stderr, "cannot load the XDP object: %s\n", strerror(-err));
 		return -1;
 	}
 	err = set_limit("lim", LIM_LIMIT);

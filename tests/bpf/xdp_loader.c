@@ -20,6 +20,7 @@
 #include "../../user/limits.h"
 #include "../../user/log.h"
 #include "../../user/xdp.h"
+#include "../../user/lib/maps.h"
 
 #define MAX_MAPPINGS RG_MAX_UDP_PORTS
 
@@ -42,18 +43,16 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-/* What rowgated's apply_limit does: a full bucket, zeroed counters, the limit. */
+/* A limit written as rowgated writes it (lib/maps.h rg_limit_write). */
 static int write_limit(const char *bpffs, const char *arg)
 {
-	char err[256] = "", path[4096];
+	char err[256] = "";
 	const char *eq = strrchr(arg, '=');
 	struct rg_db_key db;
-	struct rg_limit lim = {};
-	struct rg_bucket_value bv = {};
-	struct rg_db_stats st = {};
-	struct timespec ts;
+	struct rg_db_maps m;
 	char name[RG_DB_NAME_MAX * 4];
-	int fd, ret = 0;
+	__u64 limit;
+	int ret;
 
 	if (!eq || (size_t)(eq - arg) >= sizeof(name)) {
 		pr_err("--limit expects DB=N");
@@ -62,34 +61,28 @@ static int write_limit(const char *bpffs, const char *arg)
 	memcpy(name, arg, (size_t)(eq - arg));
 	name[eq - arg] = 0;
 	if (rg_parse_db_name(name, &db, err, sizeof(err)) ||
-	    rg_parse_limit(eq + 1, &lim.limit_rows_per_s, err, sizeof(err))) {
+	    rg_parse_limit(eq + 1, &limit, err, sizeof(err))) {
 		pr_err("%s", err);
 		return -EINVAL;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if (lim.limit_rows_per_s)
-		rg_bucket_init(&bv.b, lim.limit_rows_per_s,
-			       (__u64)ts.tv_sec * RG_NSEC_PER_SEC + (__u64)ts.tv_nsec);
-	snprintf(path, sizeof(path), "%s/%s", bpffs, RG_STR(RG_MAP_BUCKETS));
-	fd = bpf_obj_get(path);
-	if (fd < 0 || (lim.limit_rows_per_s && bpf_map_update_elem(fd, &db, &bv, BPF_ANY)))
-		ret = -errno;
-	if (fd >= 0)
-		close(fd);
-	snprintf(path, sizeof(path), "%s/%s", bpffs, RG_STR(RG_MAP_DB_STATS));
-	fd = bpf_obj_get(path);
-	if (!ret && (fd < 0 || bpf_map_update_elem(fd, &db, &st, BPF_NOEXIST)) && errno != EEXIST)
-		ret = -errno;
-	if (fd >= 0)
-		close(fd);
-	snprintf(path, sizeof(path), "%s/%s", bpffs, RG_STR(RG_MAP_LIMITS));
-	fd = bpf_obj_get(path);
-	if (!ret && (fd < 0 || bpf_map_update_elem(fd, &db, &lim, BPF_ANY)))
-		ret = -errno;
-	if (fd >= 0)
-		close(fd);
+	m.limits_fd = rg_pin_open(bpffs, RG_STR(RG_MAP_LIMITS));
+	m.buckets_fd = rg_pin_open(bpffs, RG_STR(RG_MAP_BUCKETS));
+	m.db_stats_fd = rg_pin_open(bpffs, RG_STR(RG_MAP_DB_STATS));
+	m.proto_stats_fd = rg_pin_open(bpffs, RG_STR(RG_MAP_PROTO_STATS)); /* HTTP path only */
+	if (m.limits_fd < 0 || m.buckets_fd < 0 || m.db_stats_fd < 0)
+		ret = m.limits_fd < 0 ? m.limits_fd : m.buckets_fd < 0 ? m.buckets_fd : m.db_stats_fd;
+	else
+		ret = rg_limit_write(&m, &db, limit, 0);
 	if (ret)
 		pr_err("cannot write the limit under %s: %s", bpffs, strerror(-ret));
+	if (m.limits_fd >= 0)
+		close(m.limits_fd);
+	if (m.buckets_fd >= 0)
+		close(m.buckets_fd);
+	if (m.db_stats_fd >= 0)
+		close(m.db_stats_fd);
+	if (m.proto_stats_fd >= 0)
+		close(m.proto_stats_fd);
 	return ret;
 }
 

@@ -16,17 +16,11 @@
 #define RG_COUNT_MAX_CODINGS 4
 
 static const char *const proto_names[RG_PAYLOAD__COUNT] = {
-	[RG_PAYLOAD_LINE] = "influx",
-	[RG_PAYLOAD_PROM_RW] = "prom-rw",
-	[RG_PAYLOAD_OTLP_METRICS] = "otlp-metrics",
-	[RG_PAYLOAD_OTLP_LOGS] = "otlp-logs",
-	[RG_PAYLOAD_OTLP_TRACES] = "otlp-traces",
+#define RG_X_(id, ID, name, k) [RG_PAYLOAD_##ID] = name,
+	RG_PROTOCOLS(RG_X_)
+#undef RG_X_
 	[RG_PAYLOAD_LOKI_PROTO] = "loki-proto",
 	[RG_PAYLOAD_LOKI_JSON] = "loki-json",
-	[RG_PAYLOAD_ES_BULK] = "es-bulk",
-	[RG_PAYLOAD_NDJSON] = "ndjson",
-	[RG_PAYLOAD_OPENTSDB] = "opentsdb",
-	[RG_PAYLOAD_LOKI] = "loki",
 };
 
 static const struct {

@@ -42,19 +42,29 @@
 
 enum rg_payload_protocol {
 	RG_PAYLOAD_INVALID = -1,
-	RG_PAYLOAD_LINE = 0,       /* "influx", "line": InfluxDB line protocol */
-	RG_PAYLOAD_PROM_RW,        /* "prom-rw": Prometheus remote write v1 */
-	RG_PAYLOAD_OTLP_METRICS,   /* "otlp-metrics" */
-	RG_PAYLOAD_OTLP_LOGS,      /* "otlp-logs" */
-	RG_PAYLOAD_OTLP_TRACES,    /* "otlp-traces" */
+	/* one per route protocol (rowgate/protocols.h), named as there */
+#define RG_X_(id, ID, name, k) RG_PAYLOAD_##ID,
+	RG_PROTOCOLS(RG_X_)
+#undef RG_X_
+	/* loki with the body format fixed rather than read from Content-Type */
 	RG_PAYLOAD_LOKI_PROTO,     /* "loki-proto" */
 	RG_PAYLOAD_LOKI_JSON,      /* "loki-json" */
-	RG_PAYLOAD_ES_BULK,        /* "es-bulk" */
-	RG_PAYLOAD_NDJSON,         /* "ndjson": /v1/ingest */
-	RG_PAYLOAD_OPENTSDB,       /* "opentsdb" */
-	RG_PAYLOAD_LOKI,           /* "loki": protobuf or JSON by Content-Type */
 	RG_PAYLOAD__COUNT
 };
+
+/* The payload of a route's protocol (rowgate/protocols.h); INVALID for
+ * RG_PROTO_NONE and unknown ids. */
+static inline enum rg_payload_protocol rg_payload_of(__u32 protocol)
+{
+	switch (protocol) {
+#define RG_X_(id, ID, name, k) \
+	case id:               \
+		return RG_PAYLOAD_##ID;
+		RG_PROTOCOLS(RG_X_)
+#undef RG_X_
+	}
+	return RG_PAYLOAD_INVALID;
+}
 
 /* Error classes; every one has a sentence in rg_count_strerror(). */
 enum rg_count_err {

@@ -33,8 +33,8 @@
 #include "../limits.h"
 #include "../log.h"
 #include "../state.h"
+#include "rowgate_version.h"
 
-#define RG_META_VERSION            "0.1.0"
 #define RG_META_LISTEN_DEFAULT     "127.0.0.1:4100"
 #define RG_META_STATE_DEFAULT      "/var/lib/rowgate/meta-limits.json"
 #define RG_META_ETCD_PREFIX        "/rowgate/"
@@ -240,7 +240,7 @@ static int parse_args(int argc, char **argv, struct meta_config *cfg)
 			usage(stdout);
 			exit(0);
 		case 'V':
-			printf("rowgate-meta %s (libmicrohttpd %s)\n", RG_META_VERSION,
+			printf("rowgate-meta %s (libmicrohttpd %s)\n", RG_VERSION,
 			       MHD_get_version());
 			exit(0);
 		default:
@@ -379,7 +379,7 @@ static json_t *health_json(struct meta *m, __u64 now)
 			 rg_json_u64(m->leader ? left / RG_NSEC_PER_MSEC : 0), "lease_ms",
 			 rg_json_u64(m->cfg.lease_ms), "limits", (json_int_t)m->cl.limits.count,
 			 "frontends_live", (json_int_t)live, "store", store, "version",
-			 RG_META_VERSION);
+			 RG_VERSION);
 }
 
 static enum MHD_Result do_heartbeat(struct meta *m, struct MHD_Connection *conn, json_t *body)

@@ -47,9 +47,16 @@ static int load_one(const char *path)
 		goto out;
 	}
 	bpf_object__for_each_program(prog, obj) {
-		printf("      %-32s %-16s %6zu insns\n", bpf_program__name(prog),
+		struct bpf_prog_info info = {};
+		__u32 info_len = sizeof(info);
+
+		/* verified_insns: what the verifier walked, the budget that
+		 * runs out first (1M); 0 where the kernel does not report it */
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &info_len))
+			info.verified_insns = 0;
+		printf("      %-32s %-16s %6zu insns %8u verified\n", bpf_program__name(prog),
 		       libbpf_bpf_prog_type_str(bpf_program__type(prog)),
-		       bpf_program__insn_cnt(prog));
+		       bpf_program__insn_cnt(prog), info.verified_insns);
 		nprogs++;
 	}
 	bpf_object__for_each_map(map, obj)

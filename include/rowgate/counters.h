@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Every counter struct of the ABI as one table each, from which the struct
+ * (hence the field names bpftool prints), the keys of `rowgatectl --json
+ * stats` and the /metrics series (name, HELP, TYPE) are all expanded, so
+ * the three views cannot drift apart.  Field order is the layout of pinned
+ * maps that survive restarts: append only.
+ *
+ * X(field, json, series, kind, help): the struct field (__u64), its key in
+ * the stats JSON, its Prometheus name after "rowgate_", COUNTER or GAUGE,
+ * and the HELP text.
+ */
+#ifndef ROWGATE_COUNTERS_H
+#define ROWGATE_COUNTERS_H
+
+#include "types.h"
+
+/* db_stats: database -> counters since the map was created (atomic adds).
+ * The four gauges are the bucket as of the last charge in the map; every
+ * view shows them live (limits map, bucket refilled to now) instead. */
+#define RG_DB_STATS_FIELDS(X)                                                              \
+	X(admitted_requests, "admitted_requests", "admitted_requests_total", COUNTER,     \
+	  "Write requests admitted.")                                                    \
+	X(admitted_rows, "admitted_rows", "admitted_rows_total", COUNTER,                 \
+	  "Rows of admitted writes, charged to the bucket.")                             \
+	X(rejected_requests, "rejected_requests", "rejected_requests_total", COUNTER,     \
+	  "Write requests answered 429 by the kernel.")                                  \
+	X(rejected_rows, "rejected_rows", "rejected_rows_total", COUNTER,                 \
+	  "Rows of rejected writes.")                                                    \
+	X(unenforced_requests, "unenforced_requests", "unenforced_requests_total",        \
+	  COUNTER,                                                                        \
+	  "Writes that should have been rejected but could not be answered in order: "   \
+	  "passed.")                                                                     \
+	X(unenforced_rows, "unenforced_rows", "unenforced_rows_total", COUNTER,           \
+	  "Rows of unenforced writes.")                                                  \
+	X(debt_rows, "debt_rows", "debt_rows", GAUGE,                                     \
+	  "Rows admitted beyond the tokens there were, not yet repaid.")                 \
+	X(tokens, "tokens", "tokens", GAUGE, "Whole tokens available now.")               \
+	X(quota_rows_per_s, "quota", "quota_rows_per_second", GAUGE,                      \
+	  "Effective quota of this host.")                                               \
+	X(limit_rows_per_s, "limit", "limit_rows_per_second", GAUGE,                      \
+	  "Configured limit (0 = disabled).")
+
+/* proto_stats: (database, protocol) -> counters of that protocol; series
+ * carry a protocol label besides db. */
+#define RG_PROTO_STATS_FIELDS(X)                                                          \
+	X(admitted_requests, "admitted_requests", "protocol_admitted_requests_total",    \
+	  COUNTER, "Write requests admitted, by protocol.")                              \
+	X(admitted_rows, "admitted_rows", "protocol_admitted_rows_total", COUNTER,        \
+	  "Rows charged for admitted writes: exact once reconciled.")                    \
+	X(rejected_requests, "rejected_requests", "protocol_rejected_requests_total",    \
+	  COUNTER, "Write requests answered 429, by protocol.")                          \
+	X(rejected_rows, "rejected_rows", "protocol_rejected_rows_total", COUNTER,        \
+	  "Rows of rejected writes: exact once reconciled.")                             \
+	X(estimated_rows, "estimated_rows", "protocol_estimated_rows_total", COUNTER,     \
+	  "Rows charged from the body size at admission.")                               \
+	X(reconciled_requests, "reconciled_requests",                                     \
+	  "protocol_reconciled_requests_total", COUNTER,                                  \
+	  "Requests counted by rowgated, bucket corrected.")                             \
+	X(reconciled_rows, "reconciled_rows", "protocol_reconciled_rows_total", COUNTER,  \
+	  "The exact rows of reconciled requests.")                                      \
+	X(unreconciled_requests, "unreconciled_requests",                                 \
+	  "protocol_unreconciled_requests_total", COUNTER,                                \
+	  "Body copies lost (ring full, rowgated down or slow): the estimate stands.")   \
+	X(unreconciled_bytes, "unreconciled_bytes", "protocol_unreconciled_bytes_total",  \
+	  COUNTER, "Body bytes of unreconciled requests.")                               \
+	X(undecodable_requests, "undecodable_requests",                                   \
+	  "protocol_undecodable_requests_total", COUNTER,                                 \
+	  "Bodies rowgated could not decode: the estimate stands.")                      \
+	X(body_bytes, "body_bytes", "protocol_body_bytes_total", COUNTER,                 \
+	  "Body bytes of requests on routes of this protocol.")                          \
+	X(lag_ns_total, "lag_ns_total", "protocol_reconcile_lag_ns_total", COUNTER,       \
+	  "Request end to bucket correction, summed over reconciled requests.")
+
+/* global_stats: one entry of host-wide counters. */
+#define RG_GLOBAL_STATS_FIELDS(X)                                                         \
+	X(conns_tracked, "conns_tracked", "connections_tracked_total", COUNTER,           \
+	  "Ingest connections guarded.")                                                 \
+	X(conns_untracked, "conns_untracked", "connections_untracked_total", COUNTER,     \
+	  "Connections passed unguarded: state map full.")                               \
+	X(non_http_conns, "non_http_conns", "non_http_connections_total", COUNTER,        \
+	  "Connections whose first bytes were not HTTP.")                                \
+	X(bad_requests, "bad_requests", "bad_requests_total", COUNTER,                    \
+	  "Requests answered 400 (ambiguous or malformed framing).")                     \
+	X(heads_split, "heads_split", "heads_split_total", COUNTER,                       \
+	  "Request heads held back across segments.")                                    \
+	X(pipelined_unenforced, "pipelined_unenforced", "pipelined_unenforced_total",     \
+	  COUNTER, "Rejections passed to keep responses in order.")                      \
+	X(recvmsg_failopen, "recvmsg_failopen", "recvmsg_failopen_total", COUNTER,        \
+	  "Verdicts run inside recvmsg: passed.")                                        \
+	X(responses_close, "responses_close", "responses_close_total", COUNTER,           \
+	  "429s that had to close the connection.")                                      \
+	X(internal_errors, "internal_errors", "internal_errors_total", COUNTER,           \
+	  "Helper failures: passed unenforced.")                                         \
+	X(body_ring_full, "body_ring_full", "body_ring_full_total", COUNTER,              \
+	  "Body copies lost to a full ring: estimates stand.")
+
+/* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
+ * datagram is a batch, admitted or dropped whole; the same datagrams also
+ * count as requests in db_stats. */
+#define RG_UDP_STATS_FIELDS(X)                                                            \
+	X(admitted_datagrams, "admitted_datagrams", "udp_admitted_datagrams_total",      \
+	  COUNTER, "UDP datagrams passed, all rows charged.")                            \
+	X(admitted_rows, "admitted_rows", "udp_admitted_rows_total", COUNTER,             \
+	  "Rows of admitted UDP datagrams.")                                             \
+	X(dropped_datagrams, "dropped_datagrams", "udp_dropped_datagrams_total", COUNTER, \
+	  "UDP datagrams dropped in XDP: no whole token.")                               \
+	X(dropped_rows, "dropped_rows", "udp_dropped_rows_total", COUNTER,                \
+	  "Rows of dropped UDP datagrams.")                                              \
+	X(unlimited_datagrams, "unlimited_datagrams", "udp_unlimited_datagrams_total",    \
+	  COUNTER, "UDP datagrams to a database without a limit: passed, not counted.")  \
+	X(empty_datagrams, "empty_datagrams", "udp_empty_datagrams_total", COUNTER,       \
+	  "UDP datagrams of 0 rows (empty, blanks, comments): passed uncharged.")        \
+	X(unaccounted_datagrams, "unaccounted_datagrams",                                 \
+	  "udp_unaccounted_datagrams_total", COUNTER,                                     \
+	  "UDP datagrams that cannot be counted (first IP fragments, oversize): passed " \
+	  "uncharged.")
+
+/* xdp_stats: [0] -> host-wide XDP counters (per CPU: readers sum). */
+#define RG_XDP_STATS_FIELDS(X)                                                            \
+	X(packets, "packets", "xdp_packets_total", COUNTER, "Frames the XDP program ran on.") \
+	X(passed, "passed", "xdp_passed_total", COUNTER,                                  \
+	  "Frames not IPv4/IPv6 UDP to a mapped port: passed untouched.")                \
+	X(fragments, "fragments", "xdp_fragments_total", COUNTER,                         \
+	  "UDP in IP fragments: cannot be counted, passed.")                             \
+	X(malformed, "malformed", "xdp_malformed_total", COUNTER,                         \
+	  "Truncated headers, lengths beyond the whole frame.")                          \
+	X(oversize, "oversize", "xdp_oversize_total", COUNTER,                            \
+	  "Mapped datagrams not all in the linear part, or ending past the verifier's "  \
+	  "packet offset limit: passed uncounted.")                                      \
+	X(ipv6_unparsed, "ipv6_unparsed", "xdp_ipv6_unparsed_total", COUNTER,             \
+	  "IPv6 packets with more extension headers than parsed: passed.")               \
+	X(udp6_zero_csum, "udp6_zero_csum", "xdp_udp6_zero_csum_total", COUNTER,          \
+	  "IPv6 UDP with checksum 0 (the stack drops it): passed uncharged.")            \
+	X(admitted, "admitted", "xdp_admitted_total", COUNTER,                            \
+	  "UDP datagrams admitted (all databases).")                                     \
+	X(dropped, "dropped", "xdp_dropped_total", COUNTER,                               \
+	  "UDP datagrams dropped (all databases).")
+
+/* guard_stats: [0] -> host-wide counters of the adoption of connections
+ * that predate a start and of the connection-table policy (rowgate/guard.h). */
+#define RG_GUARD_STATS_FIELDS(X)                                                          \
+	X(adopt_synced, "adopt_synced", "adopt_synced_total", COUNTER,                    \
+	  "Adopted connections enforced from a request boundary on.")                    \
+	X(adopt_sync_ns_total, "adopt_sync_ns_total", "adopt_sync_ns_total", COUNTER,     \
+	  "Adoption to the first enforced request, summed over synced connections.")     \
+	X(adopt_sync_ns_max, "adopt_sync_ns_max", "adopt_sync_ns_max", GAUGE,             \
+	  "Longest adoption to first enforced request.")                                 \
+	X(adopt_passed_bytes, "adopt_passed_bytes", "adopt_passed_bytes_total", COUNTER,  \
+	  "Bytes passed unparsed while adopted connections synchronised.")               \
+	X(conns_refused, "conns_refused", "connections_refused_total", COUNTER,           \
+	  "Connections without state whose data is dropped (--conns-full=fail-closed).") \
+	X(refused_segments, "refused_segments", "refused_segments_total", COUNTER,        \
+	  "Data segments dropped for connections without state (fail-closed).")
+
+#define RG_COUNTER_FIELD_(field, json, series, kind, help) __u64 field;
+
+#endif /* ROWGATE_COUNTERS_H */
