@@ -48,7 +48,6 @@ rg_log "status: $adopted adopted, $synced synchronised (avg $sync_avg ms, max $s
 rg_check "every connection was adopted ($adopted)" [ "$adopted" -eq $CLIENTS ]
 rg_check "every connection reached a request boundary ($synced)" [ "$synced" -eq $CLIENTS ]
 rg_check "every client was limited ($limited/$CLIENTS)" [ "$limited" -eq $CLIENTS ]
-rg_check "within ${BOUND_MS} ms of rowgated being up (worst $worst ms)" [ "$worst" -le $BOUND_MS ]
 rg_check "no connection broke ($connects for $CLIENTS clients, $errors errors)" [ "$connects" -eq $CLIENTS -a "$errors" -eq 0 ]
 stored=$(rg_vm_rows_wait '{__name__="rg_adopt_v"}' "$adm")
 rg_check "stored rows ($stored) == admitted rows ($adm)" [ "$stored" -eq "$adm" ]
@@ -58,4 +57,6 @@ table_empty() {
 sys.exit(0 if c["tracked_now"] + c["adopting_now"] == 0 else 1)'
 }
 rg_check "the closed connections left the table (within 25 s)" rg_wait_for 25 table_empty
+# last: a miss here says everything above held
+rg_check "within ${BOUND_MS} ms of rowgated being up (worst $worst ms)" [ "$worst" -le $BOUND_MS ]
 rg_pass

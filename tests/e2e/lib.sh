@@ -114,12 +114,15 @@ rg_start_vm() {
 rg_start_vm_in() {
 	local cg=$1; shift
 	mkdir -p "$RG_TMP/vm"
-	# the subshell joins the cgroup, then becomes the server
+	# the subshell joins the cgroup, then becomes the server; connTimeout:
+	# keep-alive connections stay open however long a run takes (by default
+	# the server closes each after 2 min, which slow runs would count as
+	# broken connections)
 	(
 		echo "$BASHPID" >"$cg/cgroup.procs"
 		exec victoria-metrics -httpListenAddr="127.0.0.1:$RG_PORT" \
 			-storageDataPath="$RG_TMP/vm" -loggerLevel=ERROR \
-			-search.disableCache -retentionPeriod=100y "$@"
+			-search.disableCache -retentionPeriod=100y -http.connTimeout=1h "$@"
 	) >>"$RG_TMP/vm.log" 2>&1 &
 	VM_PID=$!
 	rg_on_exit "kill -9 $VM_PID; wait $VM_PID"
