@@ -13,6 +13,7 @@
 #include "admit.h"
 #include "conn.h"
 #include "rowgate/estimate.h"
+#include "guard.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -989,9 +990,20 @@ int rg_verdict(struct __sk_buff *skb)
 	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!c || c->mode == RG_MODE_PASSTHROUGH)
 		return SK_PASS;
+	if (!c->started && rg_adopt_hold(skb, cookie, rg_server_write_seq(skb)))
+		return SK_PASS; /* adopted mid-stream: no request boundary yet */
 	if (c->mode == RG_MODE_CLOSING)
 		return SK_DROP; /* after a close response nothing reaches the server */
 	if (!c->started) {
+		__u32 port = skb->local_port;
+		struct rg_port *pv = bpf_map_lookup_elem(&RG_MAP_PORTS, &port);
+
+		/* an adopted connection was made without sockops: its port's
+		 * profile too */
+		if (pv) {
+			c->profile = pv->profile;
+			c->port_flags = pv->flags;
+		}
 		c->started = 1;
 		rg_request_reset(c);
 	}
@@ -1085,6 +1097,24 @@ pass:
 	return verdict;
 }
 
+#ifndef RG_BUILD_ID
+#define RG_BUILD_ID 1
+#endif
+/* Which build of this object is loaded (bpftool map dump of .rodata). */
+const volatile __u32 rg_build_id = RG_BUILD_ID;
+
+/* --conns-full: 0 = fail-open (an untracked connection passes, counted),
+ * 1 = fail-closed (rg_refuse drops its data). */
+const volatile __u32 rg_conns_full_close = 0;
+
+static __always_inline void rg_conn_untracked(void)
+{
+	if (rg_conns_full_close)
+		rg_guard_add(conns_refused, 1);
+	else
+		rg_global_inc(conns_untracked);
+}
+
 /* Guard accepted connections on our ports: state, sockhash, close callback. */
 SEC("sockops")
 int rg_sockops(struct bpf_sock_ops *skops)
@@ -1104,7 +1134,7 @@ int rg_sockops(struct bpf_sock_ops *skops)
 		if (!tmpl)
 			break;
 		if (bpf_map_update_elem(&RG_MAP_CONNS, &cookie, tmpl, BPF_NOEXIST)) {
-			rg_global_inc(conns_untracked);
+			rg_conn_untracked();
 			break;
 		}
 		c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
@@ -1114,7 +1144,7 @@ int rg_sockops(struct bpf_sock_ops *skops)
 		}
 		if (!c || bpf_sock_hash_update(skops, &RG_MAP_SOCKHASH, &cookie, BPF_NOEXIST)) {
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
-			rg_global_inc(conns_untracked);
+			rg_conn_untracked();
 			break;
 		}
 		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
@@ -1129,6 +1159,64 @@ int rg_sockops(struct bpf_sock_ops *skops)
 		break;
 	}
 	return 1;
+}
+
+#define RG_ETH_P_IP   0x0800
+#define RG_ETH_P_IPV6 0x86DD
+#define RG_IPPROTO_TCP 6
+#define RG_IPV6_HDR_BYTES 40
+
+/* Bytes of TCP payload in an ingress packet (the skb starts at the IP
+ * header); -1 when the headers cannot be read, which counts as data. */
+static __always_inline int rg_tcp_payload(struct __sk_buff *skb)
+{
+	__u32 ip_bytes = RG_IPV6_HDR_BYTES;
+	__u8 b;
+
+	if (skb->protocol == bpf_htons(RG_ETH_P_IP)) {
+		if (bpf_skb_load_bytes(skb, 0, &b, 1))
+			return -1;
+		ip_bytes = (b & 0xf) * 4;
+	} else if (skb->protocol == bpf_htons(RG_ETH_P_IPV6)) {
+		if (bpf_skb_load_bytes(skb, 6, &b, 1) || b != RG_IPPROTO_TCP)
+			return -1; /* extension headers: treat as data */
+	} else {
+		return -1;
+	}
+	if (bpf_skb_load_bytes(skb, ip_bytes + 12, &b, 1))
+		return -1;
+	return (int)skb->len - (int)ip_bytes - (int)((b >> 4) * 4);
+}
+
+/*
+ * --conns-full=fail-closed: a connection on a guarded port that has no state
+ * (the table was full when it was accepted) gets none of its data to the
+ * server: its data segments are dropped here, before TCP queues them, so
+ * the client's writes time out.  ACKs, FINs and RSTs pass so it can close.
+ * Attached to the cgroup's ingress only in that mode (it runs for every
+ * packet of the cgroup).
+ */
+SEC("cgroup_skb/ingress")
+int rg_refuse(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	__u64 cookie;
+	__u32 port;
+
+	if (sk)
+		sk = bpf_sk_fullsock(sk);
+	if (!sk || sk->protocol != RG_IPPROTO_TCP || sk->state != BPF_TCP_ESTABLISHED)
+		return 1; /* a listener's packet: the handshake */
+	port = sk->src_port;
+	if (!bpf_map_lookup_elem(&RG_MAP_PORTS, &port))
+		return 1;
+	cookie = bpf_get_socket_cookie(skb);
+	if (bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie))
+		return 1;
+	if (rg_tcp_payload(skb) == 0)
+		return 1;
+	rg_guard_add(refused_segments, 1);
+	return 0;
 }
 
 /*

@@ -7,11 +7,13 @@ RG_CTL_LIB_LIBS := -ljansson -lbpf
 RG_CTL_HDRS     := user/log.h user/limits.h user/state.h user/admin.h \
                    user/sqlopt.h
 
-RG_CTL_SRCS := user/rowgatectl.c user/sqlopt.c $(RG_CTL_LIB_SRCS)
+RG_CTL_SRCS := user/rowgatectl.c user/sqlopt.c user/pins.c user/health.c user/xdp.c \
+               $(RG_CTL_LIB_SRCS)
 
 USER_BINS += $(BUILD)/rowgatectl
 
-$(BUILD)/rowgatectl: $(RG_CTL_SRCS) $(RG_CTL_HDRS) $(SHARED_H)
+$(BUILD)/rowgatectl: $(RG_CTL_SRCS) $(RG_CTL_HDRS) $(SHARED_H) user/pins.h user/health.h \
+                      $(BUILD)/xdp.skel.h
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $(RG_CTL_SRCS) -o $@ $(RG_CTL_LIB_LIBS)

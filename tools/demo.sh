@@ -23,6 +23,7 @@ sock="$work/admin.sock"
 vm_pid="" rg_pid=""
 cleanup() {
 	set +e
+	# stopping rowgated leaves enforcement attached: --cleanup removes it
 	[ -n "$rg_pid" ] && kill -TERM "$rg_pid" 2>/dev/null && wait "$rg_pid" 2>/dev/null
 	"$BUILD/rowgated" --cleanup --bpffs "$bpffs/rowgate" 2>/dev/null
 	[ -n "$vm_pid" ] && kill "$vm_pid" 2>/dev/null && wait "$vm_pid" 2>/dev/null

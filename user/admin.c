@@ -316,11 +316,20 @@ static json_t *dispatch(json_t *request, const struct rg_admin_ops *ops, void *c
 			json_decref(reply);
 			reply = NULL;
 		}
+	} else if (!strcmp(name, "detach")) {
+		if (!ops->detach) {
+			not_supported(name, err, errlen);
+			return NULL;
+		}
+		ret = ops->detach(ctx, err, errlen);
+		if (!ret)
+			reply = json_pack("{s:b}", "ok", 1);
 	} else {
 		char quoted[48];
 
 		snprintf(err, errlen,
-			 "unknown op '%s' (expected limit_set, limit_unset, limit_show or stats)",
+			 "unknown op '%s' (expected limit_set, limit_unset, limit_show, stats or "
+			 "detach)",
 			 rg_quote_input(name, quoted, sizeof(quoted)));
 		return NULL;
 	}

@@ -7,6 +7,7 @@
  *   {"op":"limit_unset","db":"logs"}               -> {"ok":true,"db":"logs"}
  *   {"op":"limit_show"[,"db":"logs"]}  -> {"ok":true,"limits":[{"db":"logs","limit":1000}]}
  *   {"op":"stats"[,"db":"logs"]}       -> {"ok":true,"databases":[...],"global":{...}}
+ *   {"op":"detach"}                    -> {"ok":true}  (enforcement removed)
  *   any failure                        -> {"ok":false,"error":"one-line message"}
  *
  * "limit" in a request is the text the user typed (a JSON integer is accepted
@@ -42,6 +43,7 @@
  *               database without a limit is simply not listed.
  *   stats:      set "databases" (array of objects, each with "db") and
  *               "global" (object) in reply_object, which already has "ok".
+ *   detach:     stop enforcing (the daemon keeps running, not enforcing).
  */
 struct rg_admin_ops {
 	int (*limit_set)(void *ctx, const struct rg_db_key *db, __u64 limit, char *err,
@@ -51,6 +53,7 @@ struct rg_admin_ops {
 			  char *err, size_t errlen);
 	int (*stats)(void *ctx, const struct rg_db_key *db_or_null, json_t *reply_object, char *err,
 		     size_t errlen);
+	int (*detach)(void *ctx, char *err, size_t errlen);
 };
 
 /*

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "rowgate/abi.h"
 #include "rowgate/bucket.h"
+#include "health.h"
 #include "log.h"
 #include "metrics.h"
 #include "lib/counters.h"
@@ -140,6 +141,21 @@ static void put_global(struct text *t, const struct rg_counter_table *tab, const
 	}
 }
 
+/* Adoption and connection-table counters (guard_stats), when pinned. */
+static void put_guard(struct text *t, const char *bpffs)
+{
+	struct rg_guard_stats gs = { 0 };
+	__u32 zero = 0;
+	int fd;
+
+	fd = bpffs ? rg_pin_open(bpffs, RG_STR(RG_MAP_GUARD_STATS)) : -ENOENT;
+	if (fd < 0)
+		return;
+	bpf_map_lookup_elem(fd, &zero, &gs);
+	close(fd);
+	put_global(t, &rg_guard_stats_table, &gs);
+}
+
 /* The per-database, per-protocol and global series of the HTTP path. */
 static void put_http(struct text *t, const struct rg_metrics_maps *maps)
 {
@@ -188,6 +204,7 @@ static void put_http(struct text *t, const struct rg_metrics_maps *maps)
 	put_table(t, &rg_proto_stats_table, &protos);
 	bpf_map_lookup_elem(maps->global_fd, &zero, &g);
 	put_global(t, &rg_global_stats_table, &g);
+	put_guard(t, maps->bpffs);
 	goto out;
 nomem:
 	t->err = -ENOMEM;
@@ -234,6 +251,24 @@ static void put_udp(struct text *t, const char *bpffs)
 	put_global(t, &rg_xdp_stats_table, &xs);
 }
 
+/* rowgate_enforcing{port}: 1 while every part of enforcement is in force. */
+static void put_enforcing(struct text *t, const char *bpffs)
+{
+	struct rg_health h;
+
+	put(t, "# HELP rowgate_enforcing Enforcement in force for the port (programs "
+	       "attached, cgroup present); 0 means writes pass unlimited.\n"
+	       "# TYPE rowgate_enforcing gauge\n");
+	if (!bpffs || rg_health_read(bpffs, &h))
+		return;
+	for (int i = 0; i < h.nports; i++)
+		put(t, "rowgate_enforcing{port=\"%u\"} %d\n", h.ports[i], h.enforcing);
+	put(t, "# HELP rowgate_connections_adopting Connections adopted at a start, not yet "
+	       "at a request boundary.\n# TYPE rowgate_connections_adopting gauge\n"
+	       "rowgate_connections_adopting %llu\n",
+	    (unsigned long long)h.adopting_now);
+}
+
 char *rg_metrics_render(const struct rg_metrics_maps *maps)
 {
 	struct text t = { 0 };
@@ -244,6 +279,7 @@ char *rg_metrics_render(const struct rg_metrics_maps *maps)
 		return NULL;
 	put_http(&t, maps);
 	put_udp(&t, maps->bpffs);
+	put_enforcing(&t, maps->bpffs);
 	if (t.err) {
 		free(t.buf);
 		return NULL;

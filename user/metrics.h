@@ -11,7 +11,7 @@ struct rg_metrics_maps {
 	int db_stats_fd;
 	int global_fd;
 	int proto_stats_fd;
-	const char *bpffs; /* where the UDP path's maps are pinned, if any */
+	const char *bpffs; /* the pins: UDP maps, guard_stats, rowgate_enforcing */
 };
 
 /* Serve http://ADDR:PORT/metrics; addr is "IP:PORT" (IPv4 or [IPv6]).

@@ -7,15 +7,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
 #include <jansson.h>
 
 #include "admin.h"
+#include "health.h"
 #include "limits.h"
 #include "log.h"
 #include "meta/http_client.h"
 #include "meta/proto.h"
+#include "pins.h"
 #include "rowgate_version.h"
 #include "sqlopt.h"
 #include "state.h"
@@ -27,8 +30,11 @@
 #define META_CONNECT_TIMEOUT_MS 2000L
 #define META_TIMEOUT_MS         10000L
 
+#define RG_DEFAULT_BPFFS "/sys/fs/bpf/rowgate"
+
 struct ctl_config {
 	const char *socket_path;
+	const char *bpffs;      /* pins, for status and detach */
 	const char *meta_url;   /* manage cluster limits at rowgate-meta */
 	const char *token_file;
 	bool json;
@@ -37,6 +43,7 @@ struct ctl_config {
 
 static const struct ctl_config ctl_defaults = {
 	.socket_path = RG_ADMIN_DEFAULT_PATH,
+	.bpffs = RG_DEFAULT_BPFFS,
 	.json = false,
 	.log_level = RG_LOG_DEFAULT,
 };
@@ -47,6 +54,7 @@ enum {
 	OPT_LOG_LEVEL = 256,
 	OPT_META,
 	OPT_TOKEN_FILE,
+	OPT_BPFFS,
 };
 
 struct ctl_option {
@@ -61,6 +69,10 @@ static const struct ctl_option ctl_options[] = {
 	  "PATH",
 	  "admin socket of rowgated",
 	  RG_ADMIN_DEFAULT_PATH },
+	{ { "bpffs", required_argument, NULL, OPT_BPFFS },
+	  "DIR",
+	  "rowgated's pin directory (status, detach)",
+	  RG_DEFAULT_BPFFS },
 	{ { "meta", required_argument, NULL, OPT_META },
 	  "URL[,URL]",
 	  "manage the cluster's limits at rowgate-meta instead of one rowgated",
@@ -97,6 +109,14 @@ static void usage(FILE *out)
 		     "                      with --meta, the allocation: each frontend's quota\n"
 		     "  sql \"STATEMENT\"     the GreptimeDB statements of the database option\n"
 		     "                      ingest_rows_rate_limit (see EXAMPLES)\n"
+		     "  status              whether enforcement is on for each guarded port, read\n"
+		     "                      from the kernel (programs attached, cgroup present,\n"
+		     "                      connections tracked/adopting); exit 1 when it is off\n"
+		     "  detach              stop enforcing: detach the programs and release every\n"
+		     "                      guarded connection (limits, debt and counters stay\n"
+		     "                      pinned).  Through rowgated when it runs (it stays up,\n"
+		     "                      not enforcing, until restarted), else on the pins\n"
+		     "                      under --bpffs directly\n"
 		     "\n"
 		     "Options:\n");
 	for (i = 0; i < N_OPTIONS; i++) {
@@ -120,12 +140,14 @@ static void usage(FILE *out)
 		"  N   a whole number of rows per second, 0 to %llu;\n"
 		"      no unit (\"1000/s\"), sign, exponent (\"1e3\") or hex.\n"
 		"\n"
-		"Exit status: 0 on success, 1 when the request failed, 2 on a usage error.\n"
+		"Exit status: 0 on success, 1 when the request failed (status: when\n"
+		"enforcement is off for any guarded port), 2 on a usage error.\n"
 		"\n"
 		"EXAMPLES\n"
 		"  rowgatectl limit set logs 10000\n"
 		"  rowgatectl limit show\n"
 		"  rowgatectl --json stats logs\n"
+		"  rowgatectl status || alert 'rowgate is not enforcing'\n"
 		"  rowgatectl limit unset logs\n"
 		"  rowgatectl sql \"CREATE DATABASE logs WITH ('ingest_rows_rate_limit' = '10000')\"\n"
 		"  rowgatectl sql \"ALTER DATABASE logs SET 'ingest_rows_rate_limit' = '20000'\"\n"
@@ -650,6 +672,109 @@ static int cmd_sql(const char *statement)
 	return EXIT_SUCCESS;
 }
 
+/* Through the daemon when one answers (so it knows), else on the pins. */
+static int cmd_detach(void)
+{
+	json_t *request = json_pack("{s:s}", "op", "detach"), *reply = NULL;
+	char err[ERR_MAX];
+	int ret, lock_fd;
+
+	if (!request)
+		return fail("out of memory");
+	ret = rg_admin_call(cfg.socket_path, request, &reply, err, sizeof(err));
+	json_decref(request);
+	json_decref(reply);
+	if (ret == 0) {
+		if (cfg.json)
+			printf("{\"ok\":true,\"via\":\"rowgated\"}\n");
+		else
+			printf("detached: rowgated enforces nothing until it is restarted\n");
+		return EXIT_SUCCESS;
+	}
+	if (ret == -EREMOTEIO)
+		return fail(err);
+	pr_info("%s: detaching the pins under %s directly", err, cfg.bpffs);
+	if (access(cfg.bpffs, F_OK))
+		return fail("nothing to detach: no rowgate pins there (see --bpffs)");
+	lock_fd = rg_bpffs_lock(cfg.bpffs);
+	if (lock_fd < 0)
+		return fail(lock_fd == -EBUSY ?
+				    "a rowgated holds the pins but does not answer on --socket" :
+				    "cannot lock the pin directory");
+	rg_detach_all(cfg.bpffs);
+	close(lock_fd);
+	if (cfg.json)
+		printf("{\"ok\":true,\"via\":\"pins\"}\n");
+	else
+		printf("detached: nothing under %s is enforced any more\n", cfg.bpffs);
+	return EXIT_SUCCESS;
+}
+
+static void print_status(const struct rg_health *h, bool daemon_up)
+{
+	printf("enforcing: %s%s%s\n", h->enforcing ? "yes" : "NO", h->enforcing ? "" : " - ",
+	       h->enforcing ? "" : h->reason);
+	for (int i = 0; i < h->nports; i++)
+		printf("  port %u: %s\n", h->ports[i], h->enforcing ? "enforcing" : "NOT enforcing");
+	printf("cgroup: %s (%s", h->cgroup_path[0] ? h->cgroup_path : "?",
+	       h->cgroup_present ? "present" : "ABSENT");
+	if (h->cgroup_present)
+		printf(", id %llu", (unsigned long long)h->cgroup_id_now);
+	printf(", programs attached to id %llu)\n", (unsigned long long)h->cgroup_id_attached);
+	printf("programs: sockops %s, getpeername4 %s, getpeername6 %s, verdict %s", 
+	       h->sockops ? "yes" : "NO", h->peer4 ? "yes" : "NO", h->peer6 ? "yes" : "NO",
+	       h->verdict ? "yes" : "NO");
+	if (h->refuse_wanted)
+		printf(", fail-closed filter %s", h->refuse ? "yes" : "NO");
+	printf("\nconnections: %llu tracked, %llu adopting (table of %u, when full: %s); "
+	       "since start: %llu tracked, %llu untracked, %llu refused\n",
+	       (unsigned long long)(h->conns_now - h->adopting_now),
+	       (unsigned long long)h->adopting_now, h->max_conns,
+	       h->refuse_wanted ? "fail-closed" : "fail-open",
+	       (unsigned long long)h->conns_tracked, (unsigned long long)h->conns_untracked,
+	       (unsigned long long)h->gs.conns_refused);
+	printf("adoption: %llu adopted, %llu synchronised (avg %llu ms, max %llu ms)\n",
+	       (unsigned long long)h->adopted, (unsigned long long)h->gs.adopt_synced,
+	       (unsigned long long)(h->gs.adopt_synced ?
+					    h->gs.adopt_sync_ns_total / h->gs.adopt_synced / 1000000 :
+					    0),
+	       (unsigned long long)(h->gs.adopt_sync_ns_max / 1000000));
+	printf("rowgated: %s\n",
+	       daemon_up ? "running" : "not answering (enforcement does not depend on it)");
+}
+
+/* From the kernel, not the daemon: exit 1 when enforcement is off. */
+static int cmd_status(void)
+{
+	json_t *request = json_pack("{s:s}", "op", "limit_show"), *reply = NULL, *out;
+	struct rg_health h;
+	char err[ERR_MAX];
+	bool daemon_up;
+	int ret;
+
+	ret = rg_health_read(cfg.bpffs, &h);
+	if (ret) {
+		snprintf(err, sizeof(err), "not enforcing: nothing pinned under %s (%s)", cfg.bpffs,
+			 strerror(-ret));
+		json_decref(request);
+		return fail(err);
+	}
+	daemon_up = request && rg_admin_call(cfg.socket_path, request, &reply, err, sizeof(err)) == 0;
+	json_decref(request);
+	json_decref(reply);
+	if (cfg.json) {
+		out = rg_health_json(&h);
+		if (!out)
+			return fail("out of memory");
+		json_object_set_new(out, "daemon", json_boolean(daemon_up));
+		print_json(out);
+		json_decref(out);
+	} else {
+		print_status(&h, daemon_up);
+	}
+	return h.enforcing ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
 static int run_command(int argc, char **argv)
 {
 	struct rg_db_key db;
@@ -699,6 +824,16 @@ static int run_command(int argc, char **argv)
 			return usage_error("usage: sql \"STATEMENT\" (quote the whole statement)");
 		return cmd_sql(argv[1]);
 	}
+	if (!strcmp(argv[0], "status")) {
+		if (argc != 1)
+			return usage_error("usage: status");
+		return cmd_status();
+	}
+	if (!strcmp(argv[0], "detach")) {
+		if (argc != 1)
+			return usage_error("usage: detach");
+		return cmd_detach();
+	}
 	return usage_error("unknown command '%s'", argv[0]);
 }
 
@@ -729,6 +864,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_TOKEN_FILE:
 			cfg.token_file = optarg;
+			break;
+		case OPT_BPFFS:
+			cfg.bpffs = optarg;
 			break;
 		case OPT_LOG_LEVEL:
 			if (rg_log_parse_level(optarg, &cfg.log_level))

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/mount.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -29,10 +30,14 @@
 #include "rowgate_version.h"
 #include "rowgate/abi.h"
 #include "rowgate/bucket.h"
+#include "rowgate/guard.h"
 #include "admin.h"
 #include "limits.h"
 #include "log.h"
+#include "adopt.h"
+#include "health.h"
 #include "metrics.h"
+#include "pins.h"
 #include "reconcile.h"
 #include "xdp.h"
 #include "lib/counters.h"
@@ -43,12 +48,9 @@
 #define RG_DEFAULT_PORT     4000
 #define RG_DEFAULT_BPFFS    "/sys/fs/bpf/rowgate"
 #define RG_POLL_INTERVAL_MS 1000
-
-/* Pins under the bpffs directory besides the maps (named as in abi.h). */
-#define RG_PIN_LINK_SOCKOPS "link_sockops"
-#define RG_PIN_LINK_PEER4   "link_getpeername4"
-#define RG_PIN_LINK_PEER6   "link_getpeername6"
-#define RG_PIN_PROG_VERDICT "prog_verdict"
+#define RG_GC_INTERVAL_MS   10000 /* state of closed adopted connections */
+#define RG_CONNS_FULL_LOG_MS 10000 /* at most one connection-table alarm per 10 s */
+#define RG_MAX_CONNS_LIMIT  (1U << 22) /* --max-conns: 4 Mi connections */
 
 struct route_opt {
 	char path[RG_PATH_MAX];
@@ -67,7 +69,8 @@ struct config {
 	const char *admin_socket;
 	const char *state_file;
 	bool foreground;
-	bool keep;
+	__u32 max_conns;       /* connection table entries, set before load */
+	bool conns_full_close; /* --conns-full=fail-closed */
 	bool cleanup;
 	const char *metrics_addr; /* /metrics listener, NULL = off */
 	const char *xdp_iface;    /* UDP path: interface, NULL = off */
@@ -91,12 +94,18 @@ struct daemon {
 	struct rg_reconciler *rec;
 	struct rg_xdp *xdp;
 	struct rg_meta_agent *agent; /* NULL in standalone mode */
+	bool detached; /* rowgatectl detach: enforcement removed on request */
+	bool cgroup_gone; /* the guarded cgroup is absent (said once) */
+	int cgroup_watch_fd; /* inotify on its parent, -1 = none */
+	struct rg_guard guard; /* what the pinned guard record says */
 };
 
 /* Maps whose contents outlive a clean stop: limits, debt, counters. */
 static const char *const state_maps[] = {
 	RG_STR(RG_MAP_LIMITS), RG_STR(RG_MAP_BUCKETS), RG_STR(RG_MAP_DB_STATS),
-	RG_STR(RG_MAP_GLOBAL),
+	RG_STR(RG_MAP_GLOBAL), RG_STR(RG_MAP_PROTO_STATS), RG_STR(RG_MAP_RATIOS),
+	RG_STR(RG_MAP_GUARD), RG_STR(RG_MAP_GUARD_STATS), RG_STR(RG_MAP_PORTS),
+	RG_STR(RG_MAP_ROUTES),
 };
 
 /* The well-known port that picks each server profile by default
@@ -189,8 +198,10 @@ static void usage(FILE *out)
 		"      --allow-unparsed N  on guarded port N let a connection whose first\n"
 		"                          bytes are not HTTP pass unenforced (counted);\n"
 		"                          repeatable; default: answer 400 and close\n"
-		"  -c, --cgroup PATH       cgroup v2 directory holding the ingest servers\n"
-		"                          (default: the cgroup2 root)\n"
+		"  -c, --cgroup PATH       cgroup v2 directory holding the ingest servers, or\n"
+		"                          a parent (a slice: guarded by port); re-attached\n"
+		"                          when it is removed and recreated (default: the\n"
+		"                          cgroup2 root)\n"
 		"  -b, --bpffs DIR         pin directory on a bpf filesystem (default %s)\n"
 		"  -s, --admin-socket PATH admin unix socket (default %s)\n"
 		"  -f, --state-file PATH   limits that survive restarts (default %s)\n"
@@ -210,9 +221,19 @@ static void usage(FILE *out)
 		"                          mode where the driver has it, else generic)\n"
 		"  -u, --udp PORT=DB       UDP port whose datagrams write to DB; repeatable;\n"
 		"                          needs --xdp-iface\n"
+		"      --max-conns N       connections tracked at once (default %u); a change\n"
+		"                          needs 'rowgatectl detach' first (it releases the\n"
+		"                          guarded connections)\n"
+		"      --conns-full POLICY what a connection gets when the table is full:\n"
+		"                          fail-open: it passes unlimited, counted\n"
+		"                          (conns_untracked) and logged; fail-closed: none\n"
+		"                          of its data reaches the server (dropped in the\n"
+		"                          cgroup's ingress, its writes time out), counted\n"
+		"                          (conns_refused) and logged (default fail-open)\n"
 		"      --foreground        stay in the foreground (default: detach once ready)\n"
-		"      --keep              on exit leave enforcement pinned and running\n"
-		"      --cleanup           detach and remove everything under --bpffs, exit\n"
+		"      --keep              accepted for compatibility: stopping never detaches\n"
+		"      --cleanup           detach and remove everything under --bpffs (limits,\n"
+		"                          debt and counters included), exit\n"
 		"      --meta URL[,URL]    distributed mode: heartbeat to rowgate-meta, which\n"
 		"                          sets the limits and this host's quotas (local\n"
 		"                          limit set/unset are refused; default standalone)\n"
@@ -222,17 +243,20 @@ static void usage(FILE *out)
 		"  -h, --help              this help\n"
 		"  -V, --version           version and libbpf version\n"
 		"\n"
-		"Signals: SIGTERM/SIGINT detach the programs (open connections go on,\n"
-		"unenforced) and keep limits, debt and counters pinned for the next start;\n"
-		"with --keep nothing is detached.  A restarted rowgated adopts the pins.\n"
+		"Signals: SIGTERM/SIGINT stop the daemon and leave enforcement attached\n"
+		"and pinned: programs, limits, debt, counters and every guarded connection\n"
+		"(a restart, upgrade or crash never opens an unlimited window).  A restarted\n"
+		"rowgated adopts the pins.  Removing enforcement is explicit:\n"
+		"'rowgatectl detach' (limits and counters stay pinned) or 'rowgated --cleanup'.\n"
 		"\n"
 		"Examples:\n"
-		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/greptimedb.service\n"
+		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/system.slice/greptimedb.service\n"
+		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/system.slice\n"
 		"  rowgated --foreground --port 8428 --log-level info\n"
 		"  rowgated --port 8086=influxdb --port 9000=victoriametrics\n"
 		"  rowgatectl limit set logs 10000\n",
 		RG_DEFAULT_PORT, RG_DEFAULT_BPFFS, RG_ADMIN_DEFAULT_PATH, RG_STATE_DEFAULT_PATH,
-		RG_LOG_LEVELS);
+		RG_MAX_CONNS, RG_LOG_LEVELS);
 }
 
 static int parse_port(const char *s, __u32 *port)
@@ -344,7 +368,8 @@ static int find_cgroup2_root(char *buf, size_t len)
 
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
-	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED };
+	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_MAX_CONNS,
+	       OPT_CONNS_FULL };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -365,6 +390,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "node-id", required_argument, NULL, OPT_NODE_ID },
 		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
+		{ "conns-full", required_argument, NULL, OPT_CONNS_FULL },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -465,8 +492,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			cfg->foreground = true;
 			break;
 		case OPT_KEEP:
-			cfg->keep = true;
-			break;
+			break; /* the default now: kept for old unit files */
 		case OPT_CLEANUP:
 			cfg->cleanup = true;
 			break;
@@ -478,6 +504,31 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			break;
 		case OPT_TOKEN_FILE:
 			cfg->token_file = optarg;
+			break;
+		case OPT_MAX_CONNS: {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || optarg[0] == '-' || optarg[0] == '+' ||
+			    v == 0 || v > RG_MAX_CONNS_LIMIT) {
+				pr_err("--max-conns '%s': expected a whole number from 1 to %u",
+				       optarg, RG_MAX_CONNS_LIMIT);
+				return -EINVAL;
+			}
+			cfg->max_conns = (__u32)v;
+			break;
+		}
+		case OPT_CONNS_FULL:
+			if (!strcmp(optarg, "fail-open")) {
+				cfg->conns_full_close = false;
+			} else if (!strcmp(optarg, "fail-closed")) {
+				cfg->conns_full_close = true;
+			} else {
+				pr_err("--conns-full '%s': expected fail-open or fail-closed", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'l':
 			if (rg_log_parse_level(optarg, &level)) {
@@ -521,6 +572,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		}
 		cfg->port_cfg[i].flags |= RG_PORT_ALLOW_UNPARSED;
 	}
+	if (cfg->max_conns == 0)
+		cfg->max_conns = RG_MAX_CONNS;
 	if (!cfg->cgroup) {
 		if (find_cgroup2_root(cfg->cgroup_buf, sizeof(cfg->cgroup_buf))) {
 			pr_err("no cgroup v2 hierarchy is mounted; mount one or pass --cgroup");
@@ -543,17 +596,20 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 }
 
 /* Attach prog to the cgroup through a pinned link, or adopt the link a
- * previous rowgated pinned and swap its program atomically. */
-static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, const char *dir,
-			      const char *pin_name)
+ * previous rowgated pinned on the same cgroup and swap its program
+ * atomically.  A pinned link on another cgroup (--cgroup changed, or the
+ * cgroup was removed and recreated) is replaced: the new link first. */
+static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, __u64 cgroup_id,
+			      const char *dir, const char *pin_name)
 {
+	struct bpf_link *link, *stale = NULL;
 	char path[PATH_MAX];
-	struct bpf_link *link;
+	__u64 linked = 0;
 	int err;
 
 	rg_pin_path(path, sizeof(path), dir, pin_name);
 	link = access(path, F_OK) == 0 ? bpf_link__open(path) : NULL;
-	if (link) {
+	if (link && rg_link_cgroup(dir, pin_name, &linked, NULL) == 0 && linked == cgroup_id) {
 		err = bpf_link__update_program(link, prog);
 		if (!err) {
 			pr_info("adopted %s", path);
@@ -562,16 +618,25 @@ static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, const cha
 			return 0;
 		}
 		pr_warn("cannot update pinned link %s (%s): replacing it", path, strerror(-err));
-		bpf_link__unpin(link);
-		bpf_link__destroy(link);
+	} else if (link) {
+		pr_info("%s is attached to cgroup id %llu, not %llu: replacing it", path,
+			(unsigned long long)linked, (unsigned long long)cgroup_id);
 	}
+	stale = link;
 	link = bpf_program__attach_cgroup(prog, cgroup_fd);
 	err = libbpf_get_error(link);
 	if (err) {
 		pr_err("cannot attach %s to the cgroup: %s", bpf_program__name(prog),
 		       strerror(-err));
+		bpf_link__destroy(stale);
 		return err;
 	}
+	if (stale) {
+		bpf_link__detach(stale);
+		bpf_link__unpin(stale);
+		bpf_link__destroy(stale);
+	}
+	unlink(path);
 	err = bpf_link__pin(link, path);
 	if (err) {
 		pr_err("cannot pin %s: %s", path, strerror(-err));
@@ -583,69 +648,265 @@ static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, const cha
 	return 0;
 }
 
+static struct rg_adopt_maps adopt_maps(struct daemon *d)
+{
+	return (struct rg_adopt_maps){
+		.conns_fd = bpf_map__fd(d->skel->maps.RG_MAP_CONNS),
+		.sockhash_fd = bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH),
+		.adopt_fd = bpf_map__fd(d->skel->maps.RG_MAP_ADOPT),
+		.conn_value_size = bpf_map__value_size(d->skel->maps.RG_MAP_CONNS),
+	};
+}
+
+static void write_guard(struct daemon *d)
+{
+	__u32 zero = 0;
+
+	bpf_map_update_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD), &zero, &d->guard, BPF_ANY);
+}
+
+/* Guard the connections the servers already have (the sockops program only
+ * sees new ones): after sockops is attached, so none falls in between. */
+static void adopt_now(struct daemon *d)
+{
+	struct rg_adopt_maps m = adopt_maps(d);
+	struct rg_adopt_result r;
+	__u64 t0 = rg_monotonic_ns();
+
+	if (rg_adopt_existing(d->cfg->cgroup, d->cfg->ports, d->cfg->nports, &m, &r)) {
+		pr_warn("cannot look for established connections: out of memory");
+		return;
+	}
+	d->guard.adopted += r.adopted;
+	write_guard(d);
+	if (r.adopted || r.failed)
+		pr_info("adopted %u established connection(s) in %llu ms (%u between requests "
+			"already, the others once they reach one); %u already tracked, %u could "
+			"not be adopted",
+			r.adopted, (unsigned long long)((rg_monotonic_ns() - t0) / 1000000),
+			r.at_boundary, r.tracked, r.failed);
+	if (r.failed)
+		pr_warn("%u established connection(s) could not be adopted (connection table "
+			"full?): they pass unlimited until they reconnect",
+			r.failed);
+	if (r.unreadable)
+		pr_warn("%u socket(s) of the guarded servers could not be taken with "
+			"pidfd_getfd() (ptrace restrictions?): connections among them are not "
+			"adopted and pass unlimited until they reconnect",
+			r.unreadable);
+}
+
+/* The cgroup hooks, and the record rowgatectl status and the re-attach
+ * check compare the kernel's attachments with. */
+static int attach_cgroup(struct daemon *d)
+{
+	struct rowgate *skel = d->skel;
+	struct rg_guard guard = {};
+	struct stat st;
+	__u32 zero = 0;
+	int cgroup_fd, err;
+
+	/* the record outlives restarts: carry its counters */
+	bpf_map_lookup_elem(bpf_map__fd(skel->maps.RG_MAP_GUARD), &zero, &guard);
+
+	cgroup_fd = open(d->cfg->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cgroup_fd < 0 || fstat(cgroup_fd, &st)) {
+		err = -errno;
+		pr_err("cannot open cgroup %s: %s", d->cfg->cgroup, strerror(errno));
+		if (cgroup_fd >= 0)
+			close(cgroup_fd);
+		return err;
+	}
+	guard.cgroup_id = st.st_ino; /* cgroup2: the inode number is the cgroup id */
+	guard.max_conns = bpf_map__max_entries(skel->maps.RG_MAP_CONNS);
+	guard.conns_full_close = d->cfg->conns_full_close;
+	guard.abi_version = RG_ABI_VERSION;
+	snprintf(guard.cgroup_path, sizeof(guard.cgroup_path), "%s", d->cfg->cgroup);
+	d->guard = guard;
+	write_guard(d);
+	err = attach_cgroup_link(skel->progs.rg_getpeername4, cgroup_fd, guard.cgroup_id,
+				 d->cfg->bpffs, RG_PIN_LINK_PEER4);
+	if (!err)
+		err = attach_cgroup_link(skel->progs.rg_getpeername6, cgroup_fd, guard.cgroup_id,
+					 d->cfg->bpffs, RG_PIN_LINK_PEER6);
+	if (!err)
+		err = attach_cgroup_link(skel->progs.rg_sockops, cgroup_fd, guard.cgroup_id,
+					 d->cfg->bpffs, RG_PIN_LINK_SOCKOPS);
+	if (!err)
+		adopt_now(d);
+	if (!err && d->cfg->conns_full_close)
+		err = attach_cgroup_link(skel->progs.rg_refuse, cgroup_fd, guard.cgroup_id,
+					 d->cfg->bpffs, RG_PIN_LINK_REFUSE);
+	else if (!err)
+		rg_detach_pinned_link(d->cfg->bpffs, RG_PIN_LINK_REFUSE); /* fail-open now */
+	close(cgroup_fd);
+	return err;
+}
+
 static int attach_all(struct daemon *d)
 {
 	struct rowgate *skel = d->skel;
 	char path[PATH_MAX];
-	int cgroup_fd, err;
+	int err;
 
-	cgroup_fd = open(d->cfg->cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (cgroup_fd < 0) {
-		pr_err("cannot open cgroup %s: %s", d->cfg->cgroup, strerror(errno));
-		return -errno;
-	}
 	/* verdict first, so no socket enters the sockhash unguarded;
 	 * attaching again replaces a previous rowgated's program */
 	err = bpf_prog_attach(bpf_program__fd(skel->progs.rg_verdict),
 			      bpf_map__fd(skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT, 0);
 	if (err) {
 		pr_err("cannot attach the verdict program to the sockhash: %s", strerror(errno));
-		goto out;
+		return -errno;
 	}
 	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_VERDICT);
 	unlink(path);
 	bpf_program__pin(skel->progs.rg_verdict, path);
-	err = attach_cgroup_link(skel->progs.rg_getpeername4, cgroup_fd, d->cfg->bpffs,
-				 RG_PIN_LINK_PEER4);
-	if (!err)
-		err = attach_cgroup_link(skel->progs.rg_getpeername6, cgroup_fd, d->cfg->bpffs,
-					 RG_PIN_LINK_PEER6);
-	if (!err)
-		err = attach_cgroup_link(skel->progs.rg_sockops, cgroup_fd, d->cfg->bpffs,
-					 RG_PIN_LINK_SOCKOPS);
-out:
-	close(cgroup_fd);
-	return err;
+	return attach_cgroup(d);
 }
 
+/*
+ * The guarded cgroup may be removed and recreated under us (systemd does so
+ * on every restart of a service): its cgroup links detach with it (and a
+ * link detached by hand looks the same).  Checked
+ * on inotify events of the parent directory and every poll interval: when
+ * the directory at the path is not the cgroup the sockops link is on,
+ * re-attach; while it is absent, say so once.
+ */
+static void guard_check(struct daemon *d)
+{
+	__u32 ids[4], n = 4;
+	__u64 linked = 0;
+	struct stat st;
+
+	if (d->detached)
+		return;
+	/* the verdict taken off the sockhash (by hand): put it back */
+	if (bpf_prog_query(bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT, 0,
+			   NULL, ids, &n) == 0 && n == 0) {
+		pr_warn("the verdict program was detached from the sockhash: re-attaching");
+		if (bpf_prog_attach(bpf_program__fd(d->skel->progs.rg_verdict),
+				    bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT,
+				    0))
+			pr_err("cannot re-attach the verdict program: %s", strerror(errno));
+	}
+	rg_link_cgroup(d->cfg->bpffs, RG_PIN_LINK_SOCKOPS, &linked, NULL);
+	if (stat(d->cfg->cgroup, &st)) {
+		if (!d->cgroup_gone)
+			pr_warn("cgroup %s is gone: a server started in it again is not guarded "
+				"until it reappears (open guarded connections stay guarded)",
+				d->cfg->cgroup);
+		d->cgroup_gone = true;
+		return;
+	}
+	if (linked == st.st_ino)
+		return;
+	pr_warn("cgroup %s %s (programs on cgroup id %llu, the directory is id %llu): "
+		"re-attaching",
+		d->cfg->cgroup,
+		d->cgroup_gone ? "was recreated" :
+		linked	       ? "was replaced" :
+				 "lost its programs (removed and recreated, or detached by hand)",
+		(unsigned long long)linked, (unsigned long long)st.st_ino);
+	d->cgroup_gone = false;
+	if (attach_cgroup(d) == 0)
+		pr_warn("re-attached to cgroup %s (id %llu): enforcing again", d->cfg->cgroup,
+			(unsigned long long)st.st_ino);
+}
+
+/* Wake on entries created or removed beside the guarded cgroup. */
+static int watch_cgroup_parent(const char *cgroup)
+{
+	char parent[PATH_MAX], *slash;
+	int fd;
+
+	snprintf(parent, sizeof(parent), "%s", cgroup);
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return -1;
+	*slash = 0;
+	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (inotify_add_watch(fd, parent, IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO |
+						  IN_ONLYDIR) < 0) {
+		pr_info("cannot watch %s (%s): checking the cgroup every %d ms only", parent,
+			strerror(errno), RG_POLL_INTERVAL_MS);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The route a path ends up with: the last --route naming it, else a default;
+ * NULL when none (or "none"). */
+static const struct rg_route *wanted_route(const struct config *cfg, const char *path)
+{
+	size_t i;
+	int j;
+
+	for (j = cfg->nroutes - 1; j >= 0; j--)
+		if (!strncmp(cfg->routes[j].path, path, RG_PATH_MAX))
+			/* "none" passes untouched; "refuse" is a route */
+			return cfg->routes[j].route.protocol == RG_PROTO_NONE &&
+					       !cfg->routes[j].route.flags ?
+				       NULL :
+				       &cfg->routes[j].route;
+	for (i = 0; i < sizeof(default_routes) / sizeof(default_routes[0]); i++)
+		if (!strncmp(default_routes[i].path, path, RG_PATH_MAX))
+			return &default_routes[i].route;
+	return NULL;
+}
+
+static bool port_wanted(const struct config *cfg, __u32 port)
+{
+	for (int j = 0; j < cfg->nports; j++)
+		if (cfg->ports[j] == port)
+			return true;
+	return false;
+}
+
+/* Write the wanted entries first, then drop stale ones: a restart under
+ * load never leaves a guarded port or route missing for a moment. */
 static int populate_ports_routes(struct daemon *d)
 {
 	int ports_fd = bpf_map__fd(d->skel->maps.RG_MAP_PORTS);
 	int routes_fd = bpf_map__fd(d->skel->maps.RG_MAP_ROUTES);
+	struct rg_route_key key, next;
+	__u32 port, pnext;
+	bool first = true;
 	size_t i;
 	int j;
 
-	rg_map_clear(ports_fd, sizeof(__u32));
 	for (j = 0; j < d->cfg->nports; j++)
 		if (bpf_map_update_elem(ports_fd, &d->cfg->ports[j], &d->cfg->port_cfg[j], BPF_ANY))
 			return -errno;
-	rg_map_clear(routes_fd, sizeof(struct rg_route_key));
+	while (bpf_map_get_next_key(ports_fd, first ? NULL : &port, &pnext) == 0) {
+		port = pnext;
+		first = false;
+		if (!port_wanted(d->cfg, port) && !bpf_map_delete_elem(ports_fd, &port))
+			first = true;
+	}
 	for (i = 0; i < sizeof(default_routes) / sizeof(default_routes[0]); i++) {
-		struct rg_route_key key = {};
+		const struct rg_route *r = wanted_route(d->cfg, default_routes[i].path);
 
+		memset(&key, 0, sizeof(key));
 		memcpy(key.path, default_routes[i].path, strlen(default_routes[i].path));
-		if (bpf_map_update_elem(routes_fd, &key, &default_routes[i].route, BPF_ANY))
+		if (r && bpf_map_update_elem(routes_fd, &key, r, BPF_ANY))
 			return -errno;
 	}
 	for (j = 0; j < d->cfg->nroutes; j++) {
-		struct rg_route_key key = {};
+		const struct rg_route *r = wanted_route(d->cfg, d->cfg->routes[j].path);
 
+		memset(&key, 0, sizeof(key));
 		memcpy(key.path, d->cfg->routes[j].path, sizeof(key.path));
-		if (d->cfg->routes[j].route.protocol == RG_PROTO_NONE &&
-		    !d->cfg->routes[j].route.flags)
-			bpf_map_delete_elem(routes_fd, &key);
-		else if (bpf_map_update_elem(routes_fd, &key, &d->cfg->routes[j].route, BPF_ANY))
+		if (r && bpf_map_update_elem(routes_fd, &key, r, BPF_ANY))
 			return -errno;
+	}
+	first = true;
+	while (bpf_map_get_next_key(routes_fd, first ? NULL : &key, &next) == 0) {
+		key = next;
+		first = false;
+		if (!wanted_route(d->cfg, key.path) && !bpf_map_delete_elem(routes_fd, &key))
+			first = true;
 	}
 	return 0;
 }
@@ -859,6 +1120,7 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	int fd = bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS);
 	json_t *arr = json_array(), *g = json_object();
 	struct rg_global_stats gs = {};
+	struct rg_guard_stats guard = {};
 	struct rg_db_key key, next;
 	bool first = true;
 	__u32 zero = 0;
@@ -882,6 +1144,8 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	}
 	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GLOBAL), &zero, &gs);
 	rg_counters_json(g, &rg_global_stats_table, &gs);
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD_STATS), &zero, &guard) == 0)
+		rg_counters_json(g, &rg_guard_stats_table, &guard);
 	rg_reconciler_stats_json(d->rec, g);
 	rg_xdp_stats_json(d->cfg->bpffs, db, reply); /* -ENOENT: no UDP path */
 	json_object_set_new(reply, "databases", arr);
@@ -896,50 +1160,126 @@ nomem:
 	return -ENOMEM;
 }
 
+/* rowgatectl detach: the daemon stays up (a supervisor would restart it and
+ * re-attach) and says it is not enforcing until it is restarted. */
+static int op_detach(void *ctx, char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+
+	(void)err;
+	(void)errlen;
+	rg_detach_all(d->cfg->bpffs);
+	d->detached = true;
+	pr_warn("detached on request: nothing is enforced until rowgated restarts");
+	return 0;
+}
+
 static const struct rg_admin_ops admin_ops = {
 	.limit_set = op_limit_set,
 	.limit_unset = op_limit_unset,
 	.limit_show = op_limit_show,
 	.stats = op_stats,
+	.detach = op_detach,
 };
 
 /* ---- lifecycle ---- */
 
-/* Stop enforcing: detach everything, release guarded sockets so open
- * connections go on untouched, keep the state maps unless purging. */
-static void detach_all(const char *dir, bool purge)
+/* rowgated --cleanup: no enforcement, no state left under the directory. */
+static void purge_all(const char *dir)
 {
-	char path[PATH_MAX];
-	int sockhash_fd, prog_fd;
 	size_t i;
 
-	rg_unpin(dir, RG_PIN_LINK_SOCKOPS); /* no new connections are guarded */
-	rg_unpin(dir, RG_PIN_LINK_PEER4);
-	rg_unpin(dir, RG_PIN_LINK_PEER6);
-	rg_pin_path(path, sizeof(path), dir, RG_STR(RG_MAP_SOCKHASH));
-	sockhash_fd = bpf_obj_get(path);
-	rg_pin_path(path, sizeof(path), dir, RG_PIN_PROG_VERDICT);
-	prog_fd = bpf_obj_get(path);
-	if (sockhash_fd >= 0) {
-		if (prog_fd >= 0)
-			bpf_prog_detach2(prog_fd, sockhash_fd, BPF_SK_SKB_VERDICT);
-		rg_map_clear(sockhash_fd, sizeof(__u64));
-		close(sockhash_fd);
+	rg_detach_all(dir);
+	rg_xdp_cleanup(dir, true);
+	for (i = 0; i < sizeof(state_maps) / sizeof(state_maps[0]); i++)
+		rg_unpin(dir, state_maps[i]);
+	if (rmdir(dir) && errno != ENOENT)
+		pr_warn("cannot remove %s: %s", dir, strerror(errno));
+}
+
+/* A pinned map this object cannot share: different layout or version.
+ * Checked before loading, so an incompatible upgrade attaches nothing. */
+static int check_pinned_abi(struct daemon *d)
+{
+	char path[PATH_MAX];
+	struct bpf_map *map;
+	struct rg_guard g = {};
+	__u32 zero = 0;
+	int fd;
+
+	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_STR(RG_MAP_GUARD));
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		int ret = bpf_map_lookup_elem(fd, &zero, &g);
+
+		close(fd);
+		if (!ret && g.abi_version && g.abi_version != RG_ABI_VERSION) {
+			pr_err("the pins under %s are rowgate map ABI %u, this rowgated speaks %u: "
+			       "nothing was changed; run the rowgated that matches them, or "
+			       "'rowgated --cleanup' first (drops limits, debt and counters; "
+			       "open connections go on unlimited until this one adopts them)",
+			       d->cfg->bpffs, g.abi_version, RG_ABI_VERSION);
+			return -EPROTO;
+		}
 	}
-	if (prog_fd >= 0)
-		close(prog_fd);
-	rg_unpin(dir, RG_PIN_PROG_VERDICT);
-	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
-	rg_unpin(dir, RG_STR(RG_MAP_CONNS));
-	rg_unpin(dir, RG_STR(RG_MAP_PORTS));
-	rg_unpin(dir, RG_STR(RG_MAP_ROUTES));
-	if (purge) {
-		rg_xdp_cleanup(dir, true);
-		for (i = 0; i < sizeof(state_maps) / sizeof(state_maps[0]); i++)
-			rg_unpin(dir, state_maps[i]);
-		if (rmdir(dir) && errno != ENOENT)
-			pr_warn("cannot remove %s: %s", dir, strerror(errno));
+	bpf_object__for_each_map(map, d->skel->obj) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		const char *pin = bpf_map__pin_path(map); /* set by pin_root_path */
+
+		if (!pin)
+			continue; /* .rodata and templates belong to one load */
+		snprintf(path, sizeof(path), "%s", pin);
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			continue;
+		if (bpf_obj_get_info_by_fd(fd, &info, &len))
+			info.type = BPF_MAP_TYPE_UNSPEC;
+		close(fd);
+		if (info.type != bpf_map__type(map) || info.key_size != bpf_map__key_size(map) ||
+		    info.value_size != bpf_map__value_size(map)) {
+			pr_err("pinned map %s has another layout (key %u / value %u bytes, this "
+			       "rowgated: %u / %u): nothing was changed; run the rowgated that "
+			       "matches the pins, or 'rowgated --cleanup' first",
+			       path, info.key_size, info.value_size, bpf_map__key_size(map),
+			       bpf_map__value_size(map));
+			return -EPROTO;
+		}
 	}
+	return 0;
+}
+
+/* The connection table's maps get --max-conns entries; pinned ones of
+ * another size are kept (open connections live in them): refuse clearly. */
+static int size_conn_table(struct daemon *d)
+{
+	struct bpf_map *maps[] = { d->skel->maps.RG_MAP_CONNS, d->skel->maps.RG_MAP_SOCKHASH,
+				   d->skel->maps.RG_MAP_ADOPT };
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
+		struct bpf_map_info info = {};
+		__u32 len = sizeof(info);
+		int fd;
+
+		rg_pin_path(path, sizeof(path), d->cfg->bpffs, bpf_map__name(maps[i]));
+		fd = bpf_obj_get(path);
+		if (fd >= 0) {
+			int ret = bpf_obj_get_info_by_fd(fd, &info, &len);
+
+			close(fd);
+			if (!ret && info.max_entries != d->cfg->max_conns) {
+				pr_err("the pinned connection table %s has %u entries, not --max-conns "
+				       "%u: start with --max-conns %u, or 'rowgatectl detach' first "
+				       "(it releases every guarded connection)",
+				       path, info.max_entries, d->cfg->max_conns, info.max_entries);
+				return -EEXIST;
+			}
+		}
+		if (bpf_map__set_max_entries(maps[i], d->cfg->max_conns))
+			return -EINVAL;
+	}
+	return 0;
 }
 
 static int load(struct daemon *d)
@@ -954,7 +1294,14 @@ static int load(struct daemon *d)
 		pr_err("cannot open the BPF object: %s", strerror(errno));
 		return -errno;
 	}
-	err = rowgate__load(d->skel);
+	err = check_pinned_abi(d);
+	if (!err)
+		err = size_conn_table(d);
+	if (err == -EEXIST || err == -EPROTO)
+		return err;
+	d->skel->rodata->rg_conns_full_close = d->cfg->conns_full_close;
+	if (!err)
+		err = rowgate__load(d->skel);
 	if (err) {
 		pr_err("cannot load the BPF programs: %s%s", strerror(-err), rg_load_hint(err));
 		return err;
@@ -1003,9 +1350,50 @@ static void notify_ready(int fd)
 	}
 }
 
+/* The connection table's alarm: a log line when connections went
+ * unguarded (fail-open) or were refused (fail-closed), at most every
+ * RG_CONNS_FULL_LOG_MS. */
+static void conns_full_alarm(struct daemon *d)
+{
+	static __u64 seen_untracked, seen_refused, last_log_ns;
+	static bool started;
+	struct rg_global_stats g = {};
+	struct rg_guard_stats gs = {};
+	__u64 now = rg_monotonic_ns();
+	__u32 zero = 0;
+
+	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GLOBAL), &zero, &g);
+	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD_STATS), &zero, &gs);
+	if (!started) { /* what happened before this start was reported then */
+		seen_untracked = g.conns_untracked;
+		seen_refused = gs.conns_refused;
+		started = true;
+		return;
+	}
+	if (g.conns_untracked == seen_untracked && gs.conns_refused == seen_refused)
+		return;
+	if (last_log_ns && now - last_log_ns < (__u64)RG_CONNS_FULL_LOG_MS * 1000000)
+		return;
+	if (g.conns_untracked > seen_untracked)
+		pr_warn("connection table full (--max-conns %u): %llu connection(s) passed "
+			"UNLIMITED since the last report (fail-open; conns_untracked %llu)",
+			d->cfg->max_conns, (unsigned long long)(g.conns_untracked - seen_untracked),
+			(unsigned long long)g.conns_untracked);
+	if (gs.conns_refused > seen_refused)
+		pr_warn("connection table full (--max-conns %u): %llu connection(s) refused "
+			"since the last report (fail-closed: their data is dropped; conns_refused "
+			"%llu)",
+			d->cfg->max_conns, (unsigned long long)(gs.conns_refused - seen_refused),
+			(unsigned long long)gs.conns_refused);
+	seen_untracked = g.conns_untracked;
+	seen_refused = gs.conns_refused;
+	last_log_ns = now;
+}
+
 static int serve(struct daemon *d, int notify_fd)
 {
-	struct pollfd pfd[3];
+	struct pollfd pfd[4];
+	__u64 last_gc_ns = rg_monotonic_ns();
 	sigset_t mask;
 	int sfd;
 
@@ -1023,11 +1411,24 @@ static int serve(struct daemon *d, int notify_fd)
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = d->admin_fd, .events = POLLIN };
 	pfd[2] = (struct pollfd){ .fd = rg_reconciler_fd(d->rec), .events = POLLIN };
+	pfd[3] = (struct pollfd){ .fd = d->cgroup_watch_fd, .events = POLLIN };
 	for (;;) {
 		struct signalfd_siginfo si;
+		char ev[4096];
 
-		if (poll(pfd, 3, RG_POLL_INTERVAL_MS) < 0 && errno != EINTR)
+		if (poll(pfd, 4, RG_POLL_INTERVAL_MS) < 0 && errno != EINTR)
 			break;
+		if (pfd[3].revents & POLLIN)
+			while (read(d->cgroup_watch_fd, ev, sizeof(ev)) > 0)
+				;
+		guard_check(d);
+		conns_full_alarm(d);
+		if (!d->detached && rg_monotonic_ns() - last_gc_ns >= RG_GC_INTERVAL_MS * 1000000ULL) {
+			struct rg_adopt_maps m = adopt_maps(d);
+
+			rg_adopt_gc(&m);
+			last_gc_ns = rg_monotonic_ns();
+		}
 		/* body copies first: corrections decide the next admissions */
 		rg_reconciler_poll(d->rec, 0);
 		if (pfd[0].revents & POLLIN) {
@@ -1048,7 +1449,7 @@ static int serve(struct daemon *d, int notify_fd)
 int main(int argc, char **argv)
 {
 	struct config cfg = {};
-	struct daemon d = { .cfg = &cfg, .lock_fd = -1, .admin_fd = -1 };
+	struct daemon d = { .cfg = &cfg, .lock_fd = -1, .admin_fd = -1, .cgroup_watch_fd = -1 };
 	char err[256] = "";
 	int notify_fd = -1, ret = 1;
 
@@ -1063,7 +1464,7 @@ int main(int argc, char **argv)
 		d.lock_fd = rg_bpffs_lock(cfg.bpffs);
 		if (d.lock_fd < 0)
 			return 1;
-		detach_all(cfg.bpffs, true);
+		purge_all(cfg.bpffs);
 		return 0;
 	}
 	rg_limit_list_init(&d.limits);
@@ -1100,9 +1501,10 @@ int main(int argc, char **argv)
 			goto out;
 	}
 	if (attach_all(&d))
-		goto detach;
+		goto stop;
+	d.cgroup_watch_fd = watch_cgroup_parent(cfg.cgroup);
 	if (cfg.xdp_iface && rg_xdp_start(cfg.bpffs, cfg.xdp_iface, cfg.udp, cfg.nudp, &d.xdp))
-		goto detach;
+		goto stop;
 	if (cfg.metrics_addr) {
 		struct rg_metrics_maps mm = {
 			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
@@ -1114,7 +1516,7 @@ int main(int argc, char **argv)
 		};
 
 		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))
-			goto detach;
+			goto stop;
 	}
 	if (cfg.meta_url) {
 		struct rg_meta_agent_config mc = {
@@ -1129,18 +1531,21 @@ int main(int argc, char **argv)
 		};
 
 		if (rg_meta_agent_start(&mc, &d.agent))
-			goto detach;
+			goto stop;
 	}
 	ret = serve(&d, notify_fd) ? 1 : 0;
 	rg_meta_agent_stop(d.agent);
 	d.agent = NULL;
-detach:
-	rg_xdp_stop(d.xdp, cfg.keep);
-	if (!cfg.keep)
-		detach_all(cfg.bpffs, false);
-	else
-		pr_info("--keep: enforcement stays pinned under %s", cfg.bpffs);
+stop:
+	/* enforcement outlives the daemon; removing it is explicit */
+	rg_xdp_stop(d.xdp, true);
+	if (ret == 0 && !d.detached)
+		pr_info("stopped; enforcement stays attached (pins under %s): "
+			"'rowgatectl detach' or 'rowgated --cleanup' removes it",
+			cfg.bpffs);
 out:
+	if (d.cgroup_watch_fd >= 0)
+		close(d.cgroup_watch_fd);
 	rg_metrics_stop(d.metrics);
 	rg_reconciler_free(d.rec);
 	if (d.admin_fd >= 0) {

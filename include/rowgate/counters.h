@@ -150,6 +150,22 @@
 	X(dropped, "dropped", "xdp_dropped_total", COUNTER,                               \
 	  "UDP datagrams dropped (all databases).")
 
+/* guard_stats: [0] -> host-wide counters of the adoption of connections
+ * that predate a start and of the connection-table policy (rowgate/guard.h). */
+#define RG_GUARD_STATS_FIELDS(X)                                                          \
+	X(adopt_synced, "adopt_synced", "adopt_synced_total", COUNTER,                    \
+	  "Adopted connections enforced from a request boundary on.")                    \
+	X(adopt_sync_ns_total, "adopt_sync_ns_total", "adopt_sync_ns_total", COUNTER,     \
+	  "Adoption to the first enforced request, summed over synced connections.")     \
+	X(adopt_sync_ns_max, "adopt_sync_ns_max", "adopt_sync_ns_max", GAUGE,             \
+	  "Longest adoption to first enforced request.")                                 \
+	X(adopt_passed_bytes, "adopt_passed_bytes", "adopt_passed_bytes_total", COUNTER,  \
+	  "Bytes passed unparsed while adopted connections synchronised.")               \
+	X(conns_refused, "conns_refused", "connections_refused_total", COUNTER,           \
+	  "Connections without state whose data is dropped (--conns-full=fail-closed).") \
+	X(refused_segments, "refused_segments", "refused_segments_total", COUNTER,        \
+	  "Data segments dropped for connections without state (fail-closed).")
+
 #define RG_COUNTER_FIELD_(field, json, series, kind, help) __u64 field;
 
 #endif /* ROWGATE_COUNTERS_H */

@@ -96,7 +96,7 @@ rg_wait_for() {
 	done
 }
 
-rg_ctl() { "$RG_ROWGATECTL" --socket "$RG_SOCK" "$@"; }
+rg_ctl() { "$RG_ROWGATECTL" --socket "$RG_SOCK" --bpffs "$RG_BPFFS" "$@"; }
 
 # Start victoria-metrics inside a fresh cgroup on a free loopback port.
 rg_start_vm() {
@@ -107,18 +107,33 @@ rg_start_vm() {
 	mkdir "$RG_CGROUP" || rg_fail "cannot create cgroup $RG_CGROUP"
 	rg_on_exit "rmdir '$RG_CGROUP'"
 	RG_PORT=$(rg_free_port) || rg_fail "no free port"
+	rg_start_vm_in "$RG_CGROUP" "$@"
+}
+
+# Start victoria-metrics in the existing cgroup $1 on $RG_PORT (data kept in
+# $RG_TMP/vm across restarts); sets VM_PID.
+rg_start_vm_in() {
+	local cg=$1; shift
 	mkdir -p "$RG_TMP/vm"
-	# the subshell joins the cgroup, then becomes the server
+	# the subshell joins the cgroup, then becomes the server; connTimeout:
+	# keep-alive connections stay open however long a run takes (by default
+	# the server closes each after 2 min, which slow runs would count as
+	# broken connections)
 	(
-		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
+		echo "$BASHPID" >"$cg/cgroup.procs"
 		exec victoria-metrics -httpListenAddr="127.0.0.1:$RG_PORT" \
 			-storageDataPath="$RG_TMP/vm" -loggerLevel=ERROR \
-			-search.disableCache -retentionPeriod=100y "$@"
-	) >"$RG_TMP/vm.log" 2>&1 &
+			-search.disableCache -retentionPeriod=100y -http.connTimeout=1h "$@"
+	) >>"$RG_TMP/vm.log" 2>&1 &
 	VM_PID=$!
 	rg_on_exit "kill -9 $VM_PID; wait $VM_PID"
 	rg_wait_for 20 curl -sf "http://127.0.0.1:$RG_PORT/health" ||
 		rg_fail "victoria-metrics did not come up"
+}
+
+rg_stop_vm() {
+	kill "$VM_PID" 2>/dev/null
+	wait "$VM_PID" 2>/dev/null
 }
 
 rg_mount_bpffs() {

@@ -46,7 +46,7 @@ ip netns exec "$NS" curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >"$RG_TMP/
 	rg_fail "no /metrics"
 rg_ctl --json stats >"$RG_TMP/stats2.json" || rg_fail "stats"
 
-"$RG_PY" - "$RG_TMP/stats.json" "$RG_TMP/stats2.json" "$RG_TMP/metrics.txt" <<'PY' || rg_fail "/metrics and the stats JSON disagree"
+"$RG_PY" - "$RG_TMP/stats.json" "$RG_TMP/stats2.json" "$RG_TMP/metrics.txt" "$RG_PORT" <<'PY' || rg_fail "/metrics and the stats JSON disagree"
 import json, re, sys
 before, after = (json.load(open(f)) for f in sys.argv[1:3])
 # names kept from before the tables: JSON key -> series (after rowgate_)
@@ -54,7 +54,9 @@ DB = {"limit": "limit_rows_per_second", "quota": "quota_rows_per_second",
       "tokens": "tokens", "debt_rows": "debt_rows"}
 GLOBAL = {"conns_tracked": "connections_tracked_total",
           "conns_untracked": "connections_untracked_total",
-          "non_http_conns": "non_http_connections_total"}
+          "non_http_conns": "non_http_connections_total",
+          "conns_refused": "connections_refused_total",
+          "adopt_sync_ns_total": "adopt_sync_ns_total", "adopt_sync_ns_max": "adopt_sync_ns_max"}
 PROTO = {"lag_ns_total": "protocol_reconcile_lag_ns_total"}
 MOVING = {"tokens", "debt_rows"}  # refilled between two reads
 # Shown by the stats but not by /metrics, on purpose: derived figures
@@ -109,8 +111,12 @@ for i, row in enumerate(udp["databases"]):
 for k, v in udp["global"].items():
     expect("xdp_" + k + "_total", {}, k, num(v), num(after["udp"]["global"][k]))
 
+# Shown by /metrics but not by the stats, on purpose: whether enforcement is
+# in force, which `rowgatectl status` shows.
+NOT_STATS = {"rowgate_enforcing", "rowgate_connections_adopting"}
 got = {}
 types = {}
+state = {}
 for line in open(sys.argv[3]):
     m = re.match(r"# TYPE (\S+) (\S+)", line)
     if m:
@@ -120,6 +126,9 @@ for line in open(sys.argv[3]):
     m = re.match(r'(rowgate_\w+)(?:\{(.*)\})? (\d+)$', line.strip())
     assert m, "unparsable sample: " + line
     labels = tuple(sorted(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or "")))
+    if m.group(1) in NOT_STATS:
+        state[(m.group(1), labels)] = int(m.group(3))
+        continue
     got[(m.group(1), labels)] = int(m.group(3))
 
 missing = sorted(set(want) - set(got))
@@ -138,6 +147,8 @@ for k in bad:
     print("values differ:", k)
 assert not missing and not extra and not bad
 assert any(k[0] == "rowgate_protocol_reconciled_requests_total" for k in got)
+assert any(k[0] == "rowgate_connections_refused_total" for k in got)
+assert state.get(("rowgate_enforcing", (("port", sys.argv[4]),))) == 1, state
 assert any(k[0] == "rowgate_udp_admitted_datagrams_total" for k in got)
 print("%d series samples agree with the stats JSON" % len(got))
 PY

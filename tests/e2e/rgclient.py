@@ -6,12 +6,20 @@ is pipelined and which connection is reused.  Used as a module (tests import
 it with PYTHONPATH=tests/e2e) and as a command:
 
   rgclient.py load --port P --db D --seconds S --threads T [--max-rows N]
-      writes line protocol with unique series ids until S seconds pass and
+      writes line protocol with unique series ids until S seconds pass (or
+      --stop-file exists) and
       prints a JSON summary: admitted/rejected requests and rows, the ids of
-      rejected requests, and any protocol errors.
+      rejected requests, connections opened, and any protocol errors.
+
+  rgclient.py paced --port P --db D --seconds S --threads T --rows N --interval-ms I
+      T keep-alive connections, each writing N rows every I ms for S seconds
+      (or until --stop-file exists);
+      prints a JSON summary with, per connection, the wall-clock time of its
+      first 429, and in all admitted rows, connections opened and errors.
 """
 import argparse
 import json
+import os
 import random
 import socket
 import sys
@@ -120,21 +128,23 @@ def load(args):
     lock = threading.Lock()
     summary = {"admitted_requests": 0, "admitted_rows": 0, "rejected_requests": 0,
                "rejected_rows": 0, "rejected_ids": [], "admitted_ids": [],
-               "errors": [], "other_status": 0}
+               "errors": [], "other_status": 0, "connects": 0}
     deadline = time.time() + args.seconds
 
     def worker(tid):
         rnd = random.Random(args.seed * 1000 + tid)
         conn = None
         seq = 0
-        while time.time() < deadline:
-            rows = rnd.randint(1, args.max_rows)
+        while time.time() < deadline and not (args.stop_file and os.path.exists(args.stop_file)):
+            rows = rnd.randint(args.min_rows, args.max_rows)
             rid = "t%dr%d" % (tid, seq)
             seq += 1
             body = lines(rows, series=args.series, tag="req=%s" % rid)
             try:
                 if conn is None:
                     conn = Conn(args.port)
+                    with lock:
+                        summary["connects"] += 1
                 resp = conn.request("/write?db=%s" % args.db, body)
                 if resp.header("connection", "").lower() == "close":
                     conn.close()
@@ -170,6 +180,58 @@ def load(args):
     print()
 
 
+def paced(args):
+    lock = threading.Lock()
+    summary = {"admitted_rows": 0, "admitted_requests": 0, "rejected_requests": 0,
+               "first_429": [None] * args.threads, "connects": 0, "errors": []}
+    deadline = time.time() + args.seconds
+
+    def worker(tid):
+        conn = None
+        seq = 0
+        while time.time() < deadline and not (args.stop_file and os.path.exists(args.stop_file)):
+            rid = "p%dr%d" % (tid, seq)
+            seq += 1
+            body = lines(args.rows, series=args.series, tag="req=%s" % rid)
+            try:
+                if conn is None:
+                    conn = Conn(args.port)
+                    with lock:
+                        summary["connects"] += 1
+                resp = conn.request("/write?db=%s" % args.db, body)
+            except (OSError, ValueError) as e:
+                with lock:
+                    summary["errors"].append("%s: %s" % (rid, e))
+                if conn:
+                    conn.close()
+                conn = None
+                continue
+            with lock:
+                if resp.status == 204:
+                    summary["admitted_requests"] += 1
+                    summary["admitted_rows"] += args.rows
+                elif resp.status == 429:
+                    summary["rejected_requests"] += 1
+                    if summary["first_429"][tid] is None:
+                        summary["first_429"][tid] = time.time()
+                else:
+                    summary["errors"].append("%s: status %d" % (rid, resp.status))
+            if resp.header("connection", "").lower() == "close":
+                conn.close()
+                conn = None
+            time.sleep(args.interval_ms / 1000.0)
+        if conn:
+            conn.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    json.dump(summary, sys.stdout)
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -180,11 +242,25 @@ def main():
     lp.add_argument("--seconds", type=float, default=3.0)
     lp.add_argument("--threads", type=int, default=4)
     lp.add_argument("--max-rows", type=int, default=50)
+    lp.add_argument("--min-rows", type=int, default=1,
+                    help="rows of the smallest request (10+ keeps 429s keep-alive)")
+    lp.add_argument("--stop-file", help="stop early once this file exists")
     lp.add_argument("--series", default="rg_load")
     lp.add_argument("--seed", type=int, default=1)
+    pp = sub.add_parser("paced", help="keep-alive connections writing at a pace")
+    pp.add_argument("--port", type=int, required=True)
+    pp.add_argument("--db", required=True)
+    pp.add_argument("--seconds", type=float, default=3.0)
+    pp.add_argument("--threads", type=int, default=10)
+    pp.add_argument("--rows", type=int, default=20)
+    pp.add_argument("--interval-ms", type=float, default=50.0)
+    pp.add_argument("--series", default="rg_paced")
+    pp.add_argument("--stop-file", help="stop early once this file exists")
     args = ap.parse_args()
     if args.cmd == "load":
         load(args)
+    elif args.cmd == "paced":
+        paced(args)
 
 
 if __name__ == "__main__":

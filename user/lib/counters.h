@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "rowgate/abi.h"
+#include "rowgate/guard.h"
 #include "rowgate/xdp_abi.h"
 
 enum rg_counter_kind {
@@ -35,6 +36,7 @@ extern const struct rg_counter_table rg_proto_stats_table;  /* struct rg_proto_s
 extern const struct rg_counter_table rg_global_stats_table; /* struct rg_global_stats */
 extern const struct rg_counter_table rg_udp_stats_table;    /* struct rg_udp_stats */
 extern const struct rg_counter_table rg_xdp_stats_table;    /* struct rg_xdp_stats */
+extern const struct rg_counter_table rg_guard_stats_table;  /* struct rg_guard_stats */
 
 static inline __u64 rg_counter_get(const struct rg_counter_desc *d, const void *st)
 {

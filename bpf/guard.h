@@ -1,0 +1,99 @@
+/* Maps of enforcement continuity (rowgate/guard.h): what rowgated attached,
+ * the adoption of connections that predate a start, and the counters of
+ * adoption and of the connection-table policy. */
+#ifndef ROWGATE_BPF_GUARD_H
+#define ROWGATE_BPF_GUARD_H
+
+#include "rowgate/guard.h"
+
+/* guard: [0] -> the cgroup and policy rowgated attached with */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rg_guard);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_GUARD SEC(".maps");
+
+/* guard_stats: [0] -> adoption and connection-table counters */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rg_guard_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_GUARD_STATS SEC(".maps");
+
+/* adopting: socket cookie -> adoption state, until a request boundary */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_CONNS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct rg_adopt);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_ADOPT SEC(".maps");
+
+#define rg_guard_add(field, n)                                                                  \
+	do {                                                                                    \
+		__u32 zero__ = 0;                                                               \
+		struct rg_guard_stats *g__ = bpf_map_lookup_elem(&RG_MAP_GUARD_STATS, &zero__); \
+		if (g__)                                                                        \
+			__sync_fetch_and_add(&g__->field, (n));                                 \
+	} while (0)
+
+#define RG_REQ_LINE_PEEK 9 /* "OPTIONS /": the longest method, a space, a slash */
+
+/* The skb begins with a request line: an upper-case method of 3 to 7
+ * letters, a space, then '/' (origin form) or 'h' (absolute form). */
+static __always_inline int rg_starts_request(struct __sk_buff *skb)
+{
+	__u8 b[RG_REQ_LINE_PEEK];
+	int i;
+
+	if (skb->len < RG_REQ_LINE_PEEK || bpf_skb_load_bytes(skb, 0, b, RG_REQ_LINE_PEEK))
+		return 0;
+#pragma unroll
+	for (i = 0; i < RG_REQ_LINE_PEEK - 1; i++) {
+		if (b[i] >= 'A' && b[i] <= 'Z')
+			continue;
+		return i >= 3 && b[i] == ' ' && (b[i + 1] == '/' || b[i + 1] == 'h');
+	}
+	return 0;
+}
+
+/*
+ * The verdict's hook for a connection it has not started: 1 while it is
+ * being adopted and must pass untouched (rg_adopt).  write_seq is the
+ * server's, now.
+ */
+static __always_inline int rg_adopt_hold(struct __sk_buff *skb, __u64 cookie, __u64 write_seq)
+{
+	struct rg_adopt *a = bpf_map_lookup_elem(&RG_MAP_ADOPT, &cookie);
+	struct rg_guard_stats *g;
+	__u32 zero = 0;
+	__u64 took;
+
+	if (!a)
+		return 0;
+	if ((a->at_boundary || (a->seq_known && a->write_seq != write_seq)) &&
+	    rg_starts_request(skb)) {
+		took = bpf_ktime_get_ns() - a->adopted_ns;
+		bpf_map_delete_elem(&RG_MAP_ADOPT, &cookie);
+		g = bpf_map_lookup_elem(&RG_MAP_GUARD_STATS, &zero);
+		if (g) {
+			__sync_fetch_and_add(&g->adopt_synced, 1);
+			__sync_fetch_and_add(&g->adopt_sync_ns_total, took);
+			if (took > g->adopt_sync_ns_max)
+				g->adopt_sync_ns_max = took; /* a racy max is good enough */
+		}
+		return 0;
+	}
+	a->write_seq = write_seq;
+	a->seq_known = 1;
+	a->at_boundary = 0;
+	rg_guard_add(adopt_passed_bytes, skb->len);
+	return 1;
+}
+
+#endif /* ROWGATE_BPF_GUARD_H */

@@ -1,0 +1,60 @@
+/* Enforcement continuity: the pins that make up "enforcing" besides the maps
+ * of abi.h, what rowgated records about the cgroup it guards, the
+ * connection-table policy and the adoption of connections that predate a
+ * start.  Read by BPF (adoption, fail-closed), rowgated and rowgatectl status.
+ */
+#ifndef ROWGATE_GUARD_H
+#define ROWGATE_GUARD_H
+
+#include "types.h"
+#include "counters.h"
+
+/* Pins under the bpffs directory besides the maps (names as in abi.h). */
+#define RG_PIN_LINK_SOCKOPS "link_sockops"
+#define RG_PIN_LINK_PEER4   "link_getpeername4"
+#define RG_PIN_LINK_PEER6   "link_getpeername6"
+#define RG_PIN_LINK_REFUSE  "link_refuse" /* --conns-full=fail-closed only */
+#define RG_PIN_PROG_VERDICT "prog_verdict"
+
+#define RG_MAP_GUARD	   guard       /* [0] -> struct rg_guard */
+#define RG_MAP_GUARD_STATS guard_stats /* [0] -> struct rg_guard_stats */
+#define RG_MAP_ADOPT	   adopting    /* cookie -> struct rg_adopt */
+
+/* The layout of every pinned map.  Bump it when a pinned map's key or
+ * value changes (abi.h, guard.h, bpf/conn.h): a rowgated refuses pins of
+ * another version rather than reading them wrong.  Pins without a guard
+ * record predate the number and are version 1. */
+#define RG_ABI_VERSION 2
+
+#define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */
+
+/* guard: what rowgated attached, for rowgatectl status and the re-attach
+ * check (the attachments themselves are queried from the kernel). */
+struct rg_guard {
+	__u64 cgroup_id;	/* inode of the cgroup directory when attached */
+	__u64 adopted;		/* connections adopted at starts and re-attaches */
+	__u32 conns_full_close; /* 1: --conns-full=fail-closed */
+	__u32 max_conns;
+	__u32 abi_version; /* RG_ABI_VERSION of the rowgated that attached */
+	__u32 pad;
+	char cgroup_path[RG_CGROUP_PATH_MAX];
+};
+
+/* guard_stats: host-wide counters of adoption and the connection table. */
+struct rg_guard_stats {
+	RG_GUARD_STATS_FIELDS(RG_COUNTER_FIELD_)
+};
+
+/* adopting: a connection found established at a start (rowgated inserts
+ * it with a zeroed state), passed untouched until its next byte provably
+ * starts a request: the server has written since the last client bytes (or
+ * had, at adoption, read everything and answered after it) and the bytes
+ * begin with a request line.  Then the verdict takes it like a new one. */
+struct rg_adopt {
+	__u64 adopted_ns;  /* CLOCK_MONOTONIC (bpf_ktime_get_ns) at adoption */
+	__u64 write_seq;   /* server's write_seq when client bytes last passed */
+	__u32 at_boundary; /* at adoption: nothing unread, answered since */
+	__u32 seq_known;   /* write_seq is set */
+};
+
+#endif /* ROWGATE_GUARD_H */

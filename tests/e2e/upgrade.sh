@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Upgrade in place under load: rowgated built from another BPF object
+# (tests/v2, build id 2) takes over from a running one, and back, six times
+# (SIGTERM and kill -9 mixed).  The pinned cgroup links are updated in place
+# (same link, new program: no moment without a program), the verdict for new
+# connections is the new object's, open keep-alive connections go on (they
+# keep the verdict they were accepted with; both share the pinned state), no
+# write is lost, none is admitted beyond the bucket.  A rowgated whose map
+# layout differs from the pins refuses and attaches nothing.
+RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
+source "$(dirname "$0")/lib.sh"
+rg_require_cmd bpftool
+V1=$RG_ROWGATED
+V2=$RG_BUILD/tests/v2/rowgated
+[ -x "$V2" ] || rg_fail "build first: $V2 is missing"
+rg_setup
+LIMIT=400 THREADS=6 MAXROWS=40 SWAPS=6
+rg_ctl limit set upg $LIMIT >/dev/null || rg_fail "limit set"
+
+jq_field() { "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+link_id() { bpftool -j link show pinned "$RG_BPFFS/link_sockops" | jq_field id; }
+link_prog() { bpftool -j link show pinned "$RG_BPFFS/link_sockops" | jq_field prog_id; }
+build_id() { # rg_build_id in the .rodata of the program the sockops link runs
+	local m
+	for m in $(bpftool -j prog show id "$(link_prog)" | "$RG_PY" -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin).get("map_ids", []))))'); do
+		bpftool map dump id "$m" 2>/dev/null | grep -o '"rg_build_id": *[0-9]*' | grep -o '[0-9]*$' && return
+	done
+}
+link0=$(link_id)
+prog_before=$(link_prog)
+rg_check "v1 runs build 1" [ "$(build_id)" = 1 ]
+
+t0=$(date +%s.%N)
+"$RG_PY" "$RG_CLIENT" load --port "$RG_PORT" --db upg --seconds 6 --threads $THREADS \
+	--min-rows 10 --max-rows $MAXROWS --series rg_upg >"$RG_TMP/load.json" &
+load_pid=$!
+rg_on_exit "kill $load_pid"
+sleep 0.5
+for i in $(seq 1 $SWAPS); do
+	if [ $((i % 2)) -eq 1 ]; then bin=$V2 want=2; else bin=$V1 want=1; fi
+	if [ $((i % 3)) -eq 0 ]; then kill -9 "$RG_PID"; else kill -TERM "$RG_PID"; fi
+	wait "$RG_PID" 2>/dev/null
+	RG_PID=""
+	RG_ROWGATED=$bin rg_start_rowgated
+	prog=$(link_prog)
+	rg_log "swap $i: build $(build_id) (want $want), sockops link $(link_id), program $prog_before -> $prog"
+	[ "$(link_id)" = "$link0" ] || rg_fail "the sockops link was re-created, not updated in place"
+	[ "$prog" != "$prog_before" ] || rg_fail "the program was not replaced"
+	[ "$(build_id)" = "$want" ] || rg_fail "the link does not run build $want"
+	rg_ctl status >/dev/null || rg_fail "not enforcing after swap $i"
+	prog_before=$prog
+	sleep 0.5
+done
+wait "$load_pid" || rg_fail "load client failed"
+t1=$(date +%s.%N)
+read -r adm_rows rej_req errors connects < <("$RG_PY" -c '
+import json,sys; s=json.load(open(sys.argv[1]))
+print(s["admitted_rows"], s["rejected_requests"], len(s["errors"]), s["connects"])' "$RG_TMP/load.json")
+elapsed_ms=$("$RG_PY" -c "print(int(($t1 - $t0) * 1000))")
+allowed=$(( LIMIT * elapsed_ms / 1000 + LIMIT + MAXROWS ))
+rg_log "admitted $adm_rows rows in $elapsed_ms ms (allowance $allowed), rejected $rej_req requests, $connects connections"
+rg_check "no client saw an error ($errors)" [ "$errors" -eq 0 ]
+rg_check "no connection broke ($connects for $THREADS clients)" [ "$connects" -eq $THREADS ]
+rg_check "admitted rows within the bucket's allowance" [ "$adm_rows" -le "$allowed" ]
+stored=$(rg_vm_rows_wait '{__name__="rg_upg_v"}' "$adm_rows")
+rg_check "stored rows ($stored) == admitted rows ($adm_rows)" [ "$stored" -eq "$adm_rows" ]
+
+# pins from an incompatible layout: refused before anything is attached
+other="$RG_BPFFS_MNT/abi"
+mkdir -p "$other"
+rg_on_exit "rm -rf '$other'"
+bpftool map create "$other/conns" type hash key 8 value 16 entries 16 name conns flags 1 ||
+	rg_fail "bpftool map create"
+"$V1" --foreground --port "$RG_PORT" --cgroup "$RG_CGROUP" --bpffs "$other" \
+	--admin-socket "$RG_TMP/abi.sock" --state-file "$RG_STATE" >"$RG_TMP/abi.log" 2>&1 &&
+	rg_fail "rowgated started over an incompatible pinned map"
+rg_log "$(cat "$RG_TMP/abi.log")"
+rg_check "an incompatible pinned map is named" grep -q "has another layout" "$RG_TMP/abi.log"
+rg_check "... and nothing was attached" [ ! -e "$other/link_sockops" -a ! -e "$other/prog_verdict" ]
+rg_pass
