@@ -959,6 +959,27 @@ static void test_otlp_wire(void)
 		CHECK(otlp_wire(m3, n3) == -EBADMSG, "mismatched end group");
 	}
 
+	/* fields another data message has are unknown in this one: a Gauge's
+	 * field 2 or 3, a Histogram's 3 (found by tests/fuzz/fuzz_pbwalk) */
+	{
+		uint8_t g3[64], m7[64];
+		size_t n7, k;
+		static const uint8_t kinds[] = { 5, 9, 11 };
+
+		for (k = 0; k < sizeof(kinds); k++) {
+			size_t g3n = put_len(g3, 1, kinds[k] == 5 ? one_dp : dp,
+					     kinds[k] == 5 ? sizeof(one_dp) : 0);
+
+			g3n += put_len(g3 + g3n, 3, (const uint8_t *)"xy", 2);
+			if (kinds[k] != 9) /* a Histogram's 2 is its temporality */
+				g3n += put_len(g3 + g3n, 2, (const uint8_t *)"z", 1);
+			n7 = put_len(m7, kinds[k], g3, g3n);
+			CHECK(otlp_wire(m7, n7) == (kinds[k] == 11 ? 2 : 1),
+			      "unknown fields of data message %u skipped: %lld",
+			      (unsigned)kinds[k], otlp_wire(m7, n7));
+		}
+	}
+
 	/* a known field with the wrong wire type is malformed (prost refuses) */
 	{
 		uint8_t m4[16] = { 1 << 3 | 0, 5 }; /* Metric.name as varint */
