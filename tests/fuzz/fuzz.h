@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <rowgate/abi.h>
 
 #define FUZZ_ASSERT(cond, ...)                                                                 \
 	do {                                                                                   \
@@ -59,6 +60,32 @@ static inline char *fuzz_str(const uint8_t *p, size_t n)
 	memcpy(s, p, n);
 	s[n] = 0;
 	return s;
+}
+
+/*
+ * A key a database name can give: 1..63 bytes of [A-Za-z0-9_.:-], zero
+ * padded.  Not necessarily what rg_parse_db_name gives for its own text:
+ * "greptime-greptime-x" names the schema "greptime-x", whose key starts
+ * with the catalog prefix that parsing "greptime-x" again would drop
+ * (rg_format_db_name writes the text that reads back).
+ */
+static inline int fuzz_key_ok(const struct rg_db_key *k)
+{
+	size_t n = strnlen(k->name, sizeof(k->name)), i;
+
+	if (n == 0 || n >= sizeof(k->name))
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = k->name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == ':' || c == '-'))
+			return 0;
+	}
+	for (; i < sizeof(k->name); i++)
+		if (k->name[i])
+			return 0;
+	return 1;
 }
 
 #endif

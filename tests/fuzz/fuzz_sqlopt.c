@@ -16,7 +16,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t blen = fuzz_u8(&in);
 	char *sql = fuzz_str(in.p, in.n), err[256], full[512], *small;
 	struct rg_sql_request req, back;
-	struct rg_db_key key;
 	bool has_limit;
 	int r, n, m;
 
@@ -29,10 +28,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(sql);
 		return 0;
 	}
-	FUZZ_ASSERT(memchr(req.db.name, 0, sizeof(req.db.name)), "name not terminated");
-	FUZZ_ASSERT(rg_parse_db_name(req.db.name, &key, err, sizeof(err)) == 0 &&
-			    memcmp(&key, &req.db, sizeof(key)) == 0,
-		    "'%s' gave database '%s', not a normalized name", sql, req.db.name);
+	FUZZ_ASSERT(fuzz_key_ok(&req.db), "'%s' gave database '%.*s', not a key", sql,
+		    RG_DB_NAME_MAX, req.db.name);
 
 	has_limit = req.action == RG_SQL_SET_LIMIT;
 	n = rg_sql_show_create(&req.db, has_limit, req.limit, full, sizeof(full));
