@@ -2,7 +2,7 @@
 # Run every rowgate test and end with "N passed, N failed, N skipped".
 #
 # A test is a native unit binary (build/tests/unit/test_*), or an executable
-# script tests/{bpf,e2e}/*.sh.  Exit 0 = pass, 77 = skipped (the test prints
+# script tests/{bpf,e2e,fuzz}/*.sh.  Exit 0 = pass, 77 = skipped (the test prints
 # why), anything else = fail.  TESTS=glob limits the run; V=1 shows output.
 set -u
 cd "$(dirname "$0")/.."
@@ -45,7 +45,7 @@ for bin in "$build"/tests/unit/test_*; do
 	[ -x "$bin" ] || continue
 	run_one "unit/${bin##*/}" "$bin"
 done
-for dir in bpf e2e; do
+for dir in bpf e2e fuzz; do
 	for script in tests/$dir/*.sh; do
 		[ -x "$script" ] || continue
 		base=${script##*/}

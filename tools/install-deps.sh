@@ -8,6 +8,8 @@ pkgs=(
 	# payload decoding (issue 3): compression and protobuf
 	zlib1g-dev libzstd-dev libbrotli-dev libsnappy-dev
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
+	# fuzzing (make fuzz, and the corpus replay of make test): libFuzzer
+	libclang-rt-14-dev
 	# tests: real servers and clients
 	victoria-metrics influxdb etcd-server etcd-client prometheus
 	curl python3 iproute2 procps psmisc util-linux jq socat

@@ -42,7 +42,7 @@ static bool socket_is_live(const struct sockaddr_un *addr)
 	return live;
 }
 
-int rg_admin_listen(const char *path)
+int rg_admin_listen(const char *path, gid_t group)
 {
 	struct sockaddr_un addr;
 	struct stat st;
@@ -91,7 +91,10 @@ int rg_admin_listen(const char *path)
 		pr_warn("cannot bind admin socket %s: %s", path, strerror(-ret));
 		goto out;
 	}
-	if (chmod(path, 0600) || listen(fd, ADMIN_LISTEN_BACKLOG)) {
+	/* the group first: the mode never opens the socket to another one */
+	if ((group != RG_ADMIN_ROOT_ONLY && chown(path, (uid_t)-1, group)) ||
+	    chmod(path, group != RG_ADMIN_ROOT_ONLY ? 0660 : 0600) ||
+	    listen(fd, ADMIN_LISTEN_BACKLOG)) {
 		ret = -errno;
 		pr_warn("cannot listen on admin socket %s: %s", path, strerror(errno));
 		unlink(path);
@@ -365,8 +368,51 @@ static json_t *handle_request(const char *text, long len, const struct rg_admin_
 	return reply ? reply : error_reply(err);
 }
 
-int rg_admin_serve_one(int listen_fd, const struct rg_admin_ops *ops, void *ctx)
+int rg_admin_peer_allowed(int fd, gid_t group, char *err, size_t errlen)
 {
+	gid_t small[64], *groups = small;
+	socklen_t len = sizeof(struct ucred);
+	struct ucred cred;
+	int ret = -EACCES;
+	size_t i;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+		snprintf(err, errlen, "cannot read the peer's credentials: %s", strerror(errno));
+		return -errno;
+	}
+	if (cred.uid == 0 || (group != RG_ADMIN_ROOT_ONLY && cred.gid == group))
+		return 0;
+	if (group != RG_ADMIN_ROOT_ONLY) {
+		len = sizeof(small);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len)) {
+			if (errno != ERANGE) {
+				len = 0; /* no supplementary groups known */
+			} else if (!(groups = malloc(len))) {
+				snprintf(err, errlen, "out of memory");
+				return -ENOMEM;
+			} else if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len)) {
+				len = 0;
+			}
+		}
+		for (i = 0; i < len / sizeof(gid_t); i++)
+			if (groups[i] == group)
+				ret = 0;
+		if (groups != small)
+			free(groups);
+		if (!ret)
+			return 0;
+	}
+	snprintf(err, errlen,
+		 "permission denied: uid %u (pid %d) is not root%s; rowgated --admin-group "
+		 "names the group that may use the admin socket",
+		 (unsigned)cred.uid, (int)cred.pid,
+		 group != RG_ADMIN_ROOT_ONLY ? " nor in the admin group" : "");
+	return ret;
+}
+
+int rg_admin_serve_one(int listen_fd, gid_t group, const struct rg_admin_ops *ops, void *ctx)
+{
+	char denied[ADMIN_ERR_MAX];
 	long long deadline_ms = monotonic_ms() + RG_ADMIN_SERVER_TIMEOUT_MS;
 	struct timeval send_timeout = {
 		.tv_sec = RG_ADMIN_SERVER_TIMEOUT_MS / 1000,
@@ -400,6 +446,11 @@ int rg_admin_serve_one(int listen_fd, const struct rg_admin_ops *ops, void *ctx)
 		ret = (int)len;
 		pr_debug("admin client: cannot read the request: %s", strerror(-ret));
 		goto out;
+	} else if (rg_admin_peer_allowed(fd, group, denied, sizeof(denied))) {
+		/* read first: closing on an unread request would reset the
+		 * connection before the client reads why */
+		pr_info("admin socket: %s", denied);
+		reply = error_reply(denied);
 	} else {
 		reply = handle_request(buf, len, ops, ctx);
 	}
@@ -417,7 +468,7 @@ static void describe_connect_error(const char *path, int errnum, char *err, size
 	const char *hint = "is rowgated running?";
 
 	if (errnum == EACCES || errnum == EPERM)
-		hint = "the admin socket is for root";
+		hint = "the admin socket is for root and the group of rowgated --admin-group";
 	snprintf(err, errlen, "cannot reach rowgated at %s: %s (%s)", path, strerror(errnum), hint);
 }
 

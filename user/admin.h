@@ -19,6 +19,7 @@
 #define ROWGATE_USER_ADMIN_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -56,22 +57,34 @@ struct rg_admin_ops {
 	int (*detach)(void *ctx, char *err, size_t errlen);
 };
 
+/* Who may use the admin socket: root, and the members of an admin group
+ * (rowgated --admin-group), or root alone. */
+#define RG_ADMIN_ROOT_ONLY ((gid_t)-1)
+
 /*
  * Listen on path: creates the parent directory (0755), replaces a stale
  * socket (refuses when a server answers there, or when path is not a socket),
- * binds with mode 0600.  The socket is non-blocking, close-on-exec.  Returns
- * the fd, or negative errno after logging why with pr_warn.
+ * binds with mode 0600, or 0660 with group `group` unless RG_ADMIN_ROOT_ONLY.
+ * The socket is non-blocking, close-on-exec.  Returns the fd, or negative
+ * errno after logging why with pr_warn.
  */
-int rg_admin_listen(const char *path);
+int rg_admin_listen(const char *path, gid_t group);
 
 /*
  * Accept one client on listen_fd, read its request (RG_ADMIN_REQUEST_MAX
  * bytes, RG_ADMIN_SERVER_TIMEOUT_MS in all), dispatch to ops, reply, close.
- * Returns 0 when a reply was sent (error replies included), -EAGAIN when no
- * client was waiting, or another negative errno when accepting or talking to
- * the client failed; those concern one client only and are logged at debug.
+ * A client that is neither root nor in group (its SO_PEERCRED gid or
+ * SO_PEERGROUPS) is answered "permission denied" and nothing is dispatched,
+ * whatever the socket file's mode.  Returns 0 when a reply was sent (error
+ * replies included), -EAGAIN when no client was waiting, or another negative
+ * errno when accepting or talking to the client failed; those concern one
+ * client only and are logged at debug.
  */
-int rg_admin_serve_one(int listen_fd, const struct rg_admin_ops *ops, void *ctx);
+int rg_admin_serve_one(int listen_fd, gid_t group, const struct rg_admin_ops *ops, void *ctx);
+
+/* Whether the peer of connected unix socket fd is root or in group: 0, or
+ * -EACCES with the reason in err (or another negative errno). */
+int rg_admin_peer_allowed(int fd, gid_t group, char *err, size_t errlen);
 
 /* For limit_show callbacks: append {"db":"name","limit":N}; 0 or -ENOMEM. */
 int rg_admin_add_limit(json_t *limits_array, const struct rg_db_key *db, __u64 limit);

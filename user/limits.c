@@ -42,6 +42,16 @@ char *rg_quote_input(const char *s, char *dst, size_t dstlen)
 	return dst;
 }
 
+char *rg_format_db_name(const struct rg_db_key *key, char *buf, size_t buflen)
+{
+	__u32 len = (__u32)strnlen(key->name, sizeof(key->name));
+
+	snprintf(buf, buflen, "%s%.*s",
+		 rg_db_in_default_catalog(key->name, len) ? RG_DEFAULT_CATALOG "-" : "", (int)len,
+		 key->name);
+	return buf;
+}
+
 static bool is_space(unsigned char c)
 {
 	return c == ' ' || (c >= '\t' && c <= '\r');

@@ -25,6 +25,15 @@ int rg_parse_limit(const char *s, __u64 *out, char *err, size_t errlen);
  */
 int rg_parse_db_name(const char *s, struct rg_db_key *key, char *err, size_t errlen);
 
+/* Bytes of the text of a key (rg_format_db_name), NUL included. */
+#define RG_DB_NAME_TEXT_MAX (RG_DB_NAME_MAX + 9)
+
+/* The text rg_parse_db_name reads back as key: its name, with "greptime-"
+ * put back when the name itself starts with it (the key of
+ * "greptime-greptime-x" is "greptime-x", which alone would read as "x").
+ * buflen >= RG_DB_NAME_TEXT_MAX always fits.  Returns buf. */
+char *rg_format_db_name(const struct rg_db_key *key, char *buf, size_t buflen);
+
 /* Quote untrusted input for an error message: printable ASCII kept, other
  * bytes as \xNN, cut with "..." to fit.  Returns dst. */
 char *rg_quote_input(const char *s, char *dst, size_t dstlen);

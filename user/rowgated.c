@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -67,6 +68,7 @@ struct config {
 	char cgroup_buf[PATH_MAX];
 	const char *bpffs;
 	const char *admin_socket;
+	gid_t admin_group; /* RG_ADMIN_ROOT_ONLY: no --admin-group */
 	const char *state_file;
 	bool foreground;
 	__u32 max_conns;       /* connection table entries, set before load */
@@ -204,6 +206,8 @@ static void usage(FILE *out)
 		"                          cgroup2 root)\n"
 		"  -b, --bpffs DIR         pin directory on a bpf filesystem (default %s)\n"
 		"  -s, --admin-socket PATH admin unix socket (default %s)\n"
+		"      --admin-group NAME  group allowed to use the admin socket besides root\n"
+		"                          (default: none, root only; mode 0660 instead of 0600)\n"
 		"  -f, --state-file PATH   limits that survive restarts (default %s)\n"
 		"  -r, --route PATH=PROTO  route a request path (exact, no query) to a\n"
 		"                          protocol: influx (line protocol, db from db=),\n"
@@ -369,13 +373,14 @@ static int find_cgroup2_root(char *buf, size_t len)
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_MAX_CONNS,
-	       OPT_CONNS_FULL };
+	       OPT_CONNS_FULL, OPT_ADMIN_GROUP };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
 		{ "cgroup", required_argument, NULL, 'c' },
 		{ "bpffs", required_argument, NULL, 'b' },
 		{ "admin-socket", required_argument, NULL, 's' },
+		{ "admin-group", required_argument, NULL, OPT_ADMIN_GROUP },
 		{ "state-file", required_argument, NULL, 'f' },
 		{ "route", required_argument, NULL, 'r' },
 		{ "metrics", required_argument, NULL, 'm' },
@@ -401,6 +406,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 
 	cfg->bpffs = RG_DEFAULT_BPFFS;
 	cfg->admin_socket = RG_ADMIN_DEFAULT_PATH;
+	cfg->admin_group = RG_ADMIN_ROOT_ONLY;
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
 	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:m:u:l:hV", opts, NULL)) != -1) {
 		switch (opt) {
@@ -451,6 +457,16 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		case 's':
 			cfg->admin_socket = optarg;
 			break;
+		case OPT_ADMIN_GROUP: {
+			struct group *gr = getgrnam(optarg);
+
+			if (!gr) {
+				pr_err("--admin-group '%s': no such group", optarg);
+				return -EINVAL;
+			}
+			cfg->admin_group = gr->gr_gid;
+			break;
+		}
 		case 'f':
 			cfg->state_file = optarg;
 			break;
@@ -1438,7 +1454,8 @@ static int serve(struct daemon *d, int notify_fd)
 			}
 		}
 		if (pfd[1].revents & POLLIN)
-			while (rg_admin_serve_one(d->admin_fd, &admin_ops, d) != -EAGAIN)
+			while (rg_admin_serve_one(d->admin_fd, d->cfg->admin_group, &admin_ops,
+						  d) != -EAGAIN)
 				;
 		rg_meta_agent_tick(d->agent, &d->limits, d->cfg->state_file);
 	}
@@ -1487,7 +1504,7 @@ int main(int argc, char **argv)
 	}
 	if (sync_limits_to_maps(&d))
 		goto out;
-	d.admin_fd = rg_admin_listen(cfg.admin_socket);
+	d.admin_fd = rg_admin_listen(cfg.admin_socket, cfg.admin_group);
 	if (d.admin_fd < 0)
 		goto out;
 	{

@@ -439,6 +439,9 @@ static bool is_plain_identifier(const char *name)
 
 	if (!((name[0] >= 'a' && name[0] <= 'z') || name[0] == '_'))
 		return false;
+	/* words the parser reads as keywords where a name goes */
+	if (!strcmp(name, "with") || !strcmp(name, "set") || !strcmp(name, "unset"))
+		return false;
 	for (p = name; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_'))
 			return false;
@@ -448,10 +451,10 @@ static bool is_plain_identifier(const char *name)
 int rg_sql_show_create(const struct rg_db_key *db, bool has_limit, __u64 limit, char *buf,
 		       size_t buflen)
 {
-	char name[RG_DB_NAME_MAX];
+	char name[RG_DB_NAME_TEXT_MAX];
 	const char *quote;
 
-	snprintf(name, sizeof(name), "%.*s", RG_DB_NAME_MAX - 1, db->name);
+	rg_format_db_name(db, name, sizeof(name));
 	quote = is_plain_identifier(name) ? "" : "`";
 	if (!has_limit)
 		return snprintf(buf, buflen, "CREATE DATABASE IF NOT EXISTS %s%s%s", quote, name,

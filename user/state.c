@@ -262,9 +262,9 @@ static json_t *limits_to_json(const struct rg_limit_list *list)
 		goto fail;
 	for (i = 0; i < list->count; i++) {
 		const struct rg_limit_entry *e = &list->entries[i];
-		char name[RG_DB_NAME_MAX];
+		char name[RG_DB_NAME_TEXT_MAX];
 
-		snprintf(name, sizeof(name), "%.*s", RG_DB_NAME_MAX - 1, e->db.name);
+		rg_format_db_name(&e->db, name, sizeof(name));
 		if (json_object_set_new(limits, name, rg_json_u64(e->limit)))
 			goto fail;
 	}

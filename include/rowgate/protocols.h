@@ -49,6 +49,8 @@ RG_INLINE bool rg_protocol_in_kernel(__u32 p)
 }
 
 #ifndef __bpf__
+#include <stddef.h>
+
 /* The protocol's name, or NULL for NONE and unknown ids. */
 static inline const char *rg_protocol_name(__u32 p)
 {

@@ -98,6 +98,7 @@ static const struct rg_admin_ops no_ops;
 
 static struct fake_daemon daemon_state;
 static const struct rg_admin_ops *server_ops = &fake_ops;
+static _Atomic gid_t server_group = RG_ADMIN_ROOT_ONLY;
 static atomic_bool server_stop;
 static atomic_int server_last_ret;
 
@@ -111,7 +112,7 @@ static void *server_main(void *arg)
 
 		if (poll(&pfd, 1, 50) <= 0)
 			continue;
-		ret = rg_admin_serve_one(listen_fd, server_ops, &daemon_state);
+		ret = rg_admin_serve_one(listen_fd, server_group, server_ops, &daemon_state);
 		atomic_store(&server_last_ret, ret);
 	}
 	return NULL;
@@ -316,7 +317,7 @@ static void test_client_errors(void)
 
 	/* a socket file nobody listens on */
 	snprintf(path, sizeof(path), "%s/stale.sock", tmpdir);
-	fd = rg_admin_listen(path);
+	fd = rg_admin_listen(path, RG_ADMIN_ROOT_ONLY);
 	close(fd);
 	ret = rg_admin_call(path, req, &reply, err, sizeof(err));
 	snprintf(path, sizeof(path),
@@ -341,21 +342,24 @@ static void test_listen(void)
 
 	CHECK(stat(sock_path, &st) == 0 && S_ISSOCK(st.st_mode) && (st.st_mode & 0777) == 0600,
 	      "socket mode 0600, got %o", st.st_mode & 0777);
-	CHECK(rg_admin_listen(sock_path) == -EADDRINUSE, "a live socket is not taken over");
+	CHECK(rg_admin_listen(sock_path, RG_ADMIN_ROOT_ONLY) == -EADDRINUSE,
+	      "a live socket is not taken over");
 
 	snprintf(path, sizeof(path), "%s/stale.sock", tmpdir);
-	fd = rg_admin_listen(path);
+	fd = rg_admin_listen(path, RG_ADMIN_ROOT_ONLY);
 	CHECK(fd >= 0, "stale socket replaced: %d", fd);
 	close(fd);
 
 	snprintf(path, sizeof(path), "%s/plain-file", tmpdir);
 	close(creat(path, 0644));
-	CHECK(rg_admin_listen(path) == -EEXIST, "a regular file is not removed");
+	CHECK(rg_admin_listen(path, RG_ADMIN_ROOT_ONLY) == -EEXIST, "a regular file is not removed");
 	CHECK(stat(path, &st) == 0 && S_ISREG(st.st_mode), "file still there");
 }
 
-/* Run rowgatectl; stdout into out, stderr into err; returns the exit code. */
-static int run_ctl(const char *args, char *out, size_t outlen, char *err, size_t errlen)
+/* Run rowgatectl under wrapper (a command prefix, may be "") against the
+ * socket at path; stdout into out, stderr into err; returns the exit code. */
+static int run_ctl_at(const char *wrapper, const char *path, const char *args, char *out,
+		      size_t outlen, char *err, size_t errlen)
 {
 	char cmd[1024], err_path[300];
 	const char *build = getenv("BUILD") ?: "build";
@@ -364,8 +368,8 @@ static int run_ctl(const char *args, char *out, size_t outlen, char *err, size_t
 	int status;
 
 	snprintf(err_path, sizeof(err_path), "%s/ctl.err", tmpdir);
-	snprintf(cmd, sizeof(cmd), "%s/rowgatectl --socket %s %s 2>%s", build, sock_path, args,
-		 err_path);
+	snprintf(cmd, sizeof(cmd), "%s %s/rowgatectl --socket %s %s 2>%s", wrapper, build, path,
+		 args, err_path);
 	p = popen(cmd, "r");
 	n = fread(out, 1, outlen - 1, p);
 	out[n] = 0;
@@ -376,6 +380,11 @@ static int run_ctl(const char *args, char *out, size_t outlen, char *err, size_t
 	if (p)
 		fclose(p);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int run_ctl(const char *args, char *out, size_t outlen, char *err, size_t errlen)
+{
+	return run_ctl_at("", sock_path, args, out, outlen, err, errlen);
 }
 
 static int count_lines(const char *s)
@@ -475,6 +484,91 @@ static void test_log_levels(void)
 	CHECK(rg_log_parse_level("verbose", &level) == -EINVAL, "unknown level refused");
 }
 
+/* A group no account here has: the admin group of the permission tests. */
+#define TEST_ADMIN_GID 4242
+#define AS_NOBODY      "setpriv --reuid=65534 --regid=65534"
+
+static atomic_bool perm_stop;
+
+static void *perm_server_main(void *arg)
+{
+	int listen_fd = *(int *)arg;
+
+	while (!atomic_load(&perm_stop)) {
+		struct pollfd pfd = { .fd = listen_fd, .events = POLLIN };
+
+		if (poll(&pfd, 1, 50) > 0)
+			rg_admin_serve_one(listen_fd, TEST_ADMIN_GID, &fake_ops, &daemon_state);
+	}
+	return NULL;
+}
+
+/* Who may use the socket, run as an unprivileged user with rowgatectl: the
+ * file mode keeps others out, and the peer credentials do even when the
+ * mode would let them in. */
+static void test_permissions(void)
+{
+	char path[300], out[4096], err[4096], bin[300];
+	const char *build = getenv("BUILD") ?: "build";
+	pthread_t server;
+	struct stat st;
+	int fd, rc, calls;
+
+	snprintf(bin, sizeof(bin), "%s/rowgatectl", build);
+	if (geteuid() != 0 || access("/usr/bin/setpriv", X_OK) || access(bin, X_OK)) {
+		printf("skip permission checks: needs root, setpriv and %s\n", bin);
+		return;
+	}
+	chmod(tmpdir, 0711); /* nobody may reach the sockets, the modes decide */
+	snprintf(path, sizeof(path), "%s/group/admin.sock", tmpdir);
+	fd = rg_admin_listen(path, TEST_ADMIN_GID);
+	CHECK(fd >= 0 && stat(path, &st) == 0 && (st.st_mode & 0777) == 0660 &&
+		      st.st_gid == TEST_ADMIN_GID,
+	      "group socket: mode %o gid %u", st.st_mode & 0777, (unsigned)st.st_gid);
+	if (fd < 0)
+		return;
+	atomic_store(&perm_stop, false);
+	pthread_create(&server, NULL, perm_server_main, &fd);
+
+	calls = daemon_state.limit_set_calls;
+	rc = run_ctl_at(AS_NOBODY " --clear-groups", path, "limit set logs 1", out, sizeof(out),
+			err, sizeof(err));
+	CHECK(rc != 0 && strstr(err, "Permission denied") &&
+		      strstr(err, "the admin socket is for root and the group of rowgated "
+				  "--admin-group"),
+	      "nobody is refused by the file mode: rc %d [%s]", rc, err);
+	rc = run_ctl_at(AS_NOBODY " --groups=4242", path, "limit set logs 2", out, sizeof(out), err,
+			sizeof(err));
+	CHECK(rc == 0 && daemon_state.limit_set_calls == calls + 1,
+	      "a supplementary member of the admin group may: rc %d [%s]", rc, err);
+	rc = run_ctl_at("setpriv --reuid=65534 --regid=4242 --clear-groups", path,
+			"limit set logs 3", out, sizeof(out), err, sizeof(err));
+	CHECK(rc == 0 && daemon_state.limit_set_calls == calls + 2,
+	      "the admin group as primary group may: rc %d [%s]", rc, err);
+
+	/* a mode that lets anyone connect still lets no one else in */
+	chmod(path, 0666);
+	rc = run_ctl_at(AS_NOBODY " --clear-groups", path, "limit set logs 4", out, sizeof(out),
+			err, sizeof(err));
+	CHECK(rc != 0 && strstr(err, "permission denied: uid 65534") &&
+		      strstr(err, "nor in the admin group") &&
+		      daemon_state.limit_set_calls == calls + 2,
+	      "peer credentials refuse nobody: rc %d [%s]", rc, err);
+	chmod(sock_path, 0666);
+	rc = run_ctl_at(AS_NOBODY " --groups=4242", sock_path, "limit show", out, sizeof(out), err,
+			sizeof(err));
+	CHECK(rc != 0 && strstr(err, "permission denied: uid 65534") && !out[0],
+	      "a root-only socket refuses the group too: rc %d [%s]", rc, err);
+	rc = run_ctl("limit show", out, sizeof(out), err, sizeof(err));
+	CHECK(rc == 0, "root still may: rc %d [%s]", rc, err);
+	chmod(sock_path, 0600);
+
+	atomic_store(&perm_stop, true);
+	pthread_join(server, NULL);
+	close(fd);
+	chmod(tmpdir, 0700);
+}
+
 int main(void)
 {
 	pthread_t server;
@@ -488,7 +582,7 @@ int main(void)
 	rg_log_set_level(RG_LOG_ERROR);
 	snprintf(sock_path, sizeof(sock_path), "%s/run/rowgate/admin.sock", tmpdir);
 	rg_limit_list_init(&daemon_state.limits);
-	listen_fd = rg_admin_listen(sock_path);
+	listen_fd = rg_admin_listen(sock_path, RG_ADMIN_ROOT_ONLY);
 	CHECK(listen_fd >= 0, "listen on %s: %d", sock_path, listen_fd);
 	if (listen_fd < 0)
 		return check_report("test_admin");
@@ -500,6 +594,7 @@ int main(void)
 	test_client_errors();
 	test_stuck_client();
 	test_rowgatectl();
+	test_permissions();
 
 	atomic_store(&server_stop, true);
 	pthread_join(server, NULL);

@@ -478,6 +478,44 @@ static void test_prom_db_rules(void)
 	}
 }
 
+/* A database label holding a NUL byte names no key: its rows overflow
+ * rather than go to the name cut at the NUL.  Written by hand, since
+ * protobuf-c strings end at a NUL (found by tests/fuzz/fuzz_pbwalk). */
+static void test_prom_db_name_nul(void)
+{
+	static const uint8_t label_nul[] = "\x0a\x13x_greptime_database\x12\x03" "a\0b";
+	static const uint8_t label_a[] = "\x0a\x13x_greptime_database\x12\x01" "a";
+	static const uint8_t sample[] = "\x09\0\0\0\0\0\0\xf0\x3f\x10\x01";
+	uint8_t body[128];
+	size_t n = 0, i;
+	struct rg_count_limits lim;
+	struct rg_row_counts c;
+
+	/* two series, "a\0b" then "a", one sample each */
+	for (i = 0; i < 2; i++) {
+		const uint8_t *l = i ? label_a : label_nul;
+		size_t ll = i ? sizeof(label_a) - 1 : sizeof(label_nul) - 1;
+
+		body[n++] = 0x0a;
+		body[n++] = (uint8_t)(2 + ll + 2 + sizeof(sample) - 1);
+		body[n++] = 0x0a;
+		body[n++] = (uint8_t)ll;
+		memcpy(body + n, l, ll);
+		n += ll;
+		body[n++] = 0x12;
+		body[n++] = sizeof(sample) - 1;
+		memcpy(body + n, sample, sizeof(sample) - 1);
+		n += sizeof(sample) - 1;
+	}
+	rg_count_limits_default(&lim);
+	memset(&c, 0, sizeof(c));
+	CHECK(rg_pb_count_prom(body, n, &lim, &c) == RG_COUNT_OK, "NUL label: %s", c.err_msg);
+	CHECK_EQ_U64(c.rows, 2, "NUL label rows");
+	CHECK_EQ_U64(c.overflow_rows, 1, "NUL label overflows");
+	CHECK(c.n_dbs == 1 && !strcmp(c.dbs[0].name, "a") && c.dbs[0].rows == 1,
+	      "only the series of \"a\" is charged to a (%u dbs)", c.n_dbs);
+}
+
 /* Native histograms: refused whole by default, samples-only if allowed. */
 static void test_prom_native_histograms(void)
 {
@@ -920,6 +958,27 @@ static void test_otlp_wire(void)
 		CHECK(otlp_wire(m3, n3) == 1, "unknown fields skipped: %lld", otlp_wire(m3, n3));
 		m3[n3 - 1] = 6 << 3 | 4; /* mismatched end group */
 		CHECK(otlp_wire(m3, n3) == -EBADMSG, "mismatched end group");
+	}
+
+	/* fields another data message has are unknown in this one: a Gauge's
+	 * field 2 or 3, a Histogram's 3 (found by tests/fuzz/fuzz_pbwalk) */
+	{
+		uint8_t g3[64], m7[64];
+		size_t n7, k;
+		static const uint8_t kinds[] = { 5, 9, 11 };
+
+		for (k = 0; k < sizeof(kinds); k++) {
+			size_t g3n = put_len(g3, 1, kinds[k] == 5 ? one_dp : dp,
+					     kinds[k] == 5 ? sizeof(one_dp) : 0);
+
+			g3n += put_len(g3 + g3n, 3, (const uint8_t *)"xy", 2);
+			if (kinds[k] != 9) /* a Histogram's 2 is its temporality */
+				g3n += put_len(g3 + g3n, 2, (const uint8_t *)"z", 1);
+			n7 = put_len(m7, kinds[k], g3, g3n);
+			CHECK(otlp_wire(m7, n7) == (kinds[k] == 11 ? 2 : 1),
+			      "unknown fields of data message %u skipped: %lld",
+			      (unsigned)kinds[k], otlp_wire(m7, n7));
+		}
 	}
 
 	/* a known field with the wrong wire type is malformed (prost refuses) */
@@ -1634,6 +1693,7 @@ int main(void)
 	test_coding_chain();
 	test_prom_random();
 	test_prom_db_rules();
+	test_prom_db_name_nul();
 	test_prom_native_histograms();
 	test_otlp_metrics_random();
 	test_otlp_rules();

@@ -6,6 +6,7 @@
 #include <string.h>
 #include "rowgate/response.h"
 #include "check.h"
+#include "response_ref.h"
 
 static uint64_t xorshift(uint64_t *s)
 {
@@ -74,26 +75,6 @@ static void test_digits(void)
 		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
 		CHECK(rg_dec_digits(v) == strlen(buf), "digits(%s) = %u", buf, rg_dec_digits(v));
 	}
-}
-
-/* The reference: the printf template with the plan's fields. */
-static int format_ref(char *out, size_t n, const struct rg_response *r, const char *db)
-{
-	static const char *const msgs[] = { RG_STR_MALFORMED, RG_STR_FRAMING, RG_STR_TOO_LARGE };
-	const char *ows = r->ows ? RG_STR_OWS : "";
-	const char *conn = r->close ? RG_STR_CLOSE : RG_STR_KEEP_ALIVE;
-
-	if (r->kind == RG_RESP_400)
-		return snprintf(out, n, RG_400_HEAD_FMT RG_400_BODY_FMT, ows, conn,
-				(unsigned long long)r->content_length, msgs[r->error]);
-	return snprintf(out, n,
-			r->short_form ? RG_429_HEAD_FMT RG_429_BODY_SHORT_FMT :
-					RG_429_HEAD_FMT RG_429_BODY_FMT,
-			(unsigned long long)r->retry_after_s, ows, conn,
-			(unsigned long long)r->content_length, db,
-			r->estimated ? RG_STR_ESTIMATED : "", (unsigned long long)r->rows,
-			(unsigned long long)r->quota_rows_per_s,
-			(unsigned long long)r->limit_rows_per_s);
 }
 
 /* Random responses for random targets: the plan fills the target exactly

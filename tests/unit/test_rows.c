@@ -10,50 +10,7 @@
 #include "rowgate/estimate.h"
 #include "check.h"
 #include "vm_influx_ref.h"
-
-static int rule; /* enum rg_lp_comment_rule under test */
-
-static uint64_t ref_count(const char *buf, size_t len)
-{
-	struct rg_lp_state s;
-	uint64_t rows = 0;
-	size_t i;
-
-	rg_lp_init_rule(&s, (uint8_t)rule);
-	for (i = 0; i < len; i++)
-		rows += rg_lp_step(&s, (uint8_t)buf[i]);
-	return rows;
-}
-
-/* The word counter over buf split at `cut`, as two streamed chunks. */
-static uint64_t swar_split(const char *buf, size_t len, size_t cut)
-{
-	struct rg_lp_state s;
-	uint64_t rows;
-
-	rg_lp_init_rule(&s, (uint8_t)rule);
-	rows = rg_lp_count(&s, (const uint8_t *)buf, cut);
-	rows += rg_lp_count(&s, (const uint8_t *)buf + cut, len - cut);
-	return rows;
-}
-
-/* As the BPF program does: whole words with bytes outside [from, to) masked. */
-static uint64_t masked_words(const char *buf, size_t len)
-{
-	struct rg_lp_state s;
-	uint64_t rows = 0;
-	size_t w;
-
-	rg_lp_init_rule(&s, (uint8_t)rule);
-	for (w = 0; w * 8 < len; w++) {
-		uint8_t word[8] = { 'x', 'x', 'x', 'x', 'x', 'x', 'x', 'x' };
-		size_t n = len - w * 8 < 8 ? len - w * 8 : 8;
-
-		memcpy(word, buf + w * 8, n);
-		rows += rg_lp_count_word(&s, rg_lp_mask_word(rg_load_le64(word), 0, (uint32_t)n));
-	}
-	return rows;
-}
+#include "rows_ref.h"
 
 /* As the kernel's bulk path: the body at byte `off` of aligned words, the
  * edge words counted as spans, split once more at `cut`. */
@@ -66,7 +23,7 @@ static uint64_t spans_at(const char *buf, size_t len, size_t off, size_t cut)
 
 	memset(mem, 'x', sizeof(mem));
 	memcpy(mem + off, buf, len);
-	rg_lp_init_rule(&s, (uint8_t)rule);
+	rg_lp_init_rule(&s, (uint8_t)rows_ref_rule);
 	for (seg = 0; seg < 2; seg++) {
 		size_t from = off + (seg ? cut : 0), to = off + (seg ? len : cut), w;
 
@@ -115,7 +72,7 @@ static void test_rules(void)
 /* victoria-metrics: only a '#' in a line's first byte is a comment. */
 static void test_rules_at_start(void)
 {
-	rule = RG_LP_COMMENT_AT_START;
+	rows_ref_rule = RG_LP_COMMENT_AT_START;
 	expect_rows("", 0);
 	expect_rows("cpu v=1\r\ncpu v=2\r\n", 2);
 	expect_rows("# comment\ncpu v=1\n#x\n", 1);
@@ -124,7 +81,7 @@ static void test_rules_at_start(void)
 	expect_rows("   \t \n\r\n\n", 0);                /* blank lines */
 	expect_rows("       #\n        #\n#\n#\n", 2);    /* blank runs, word edges */
 	expect_rows("1234567#\n#234567\n#", 1);
-	rule = RG_LP_COMMENT_AFTER_BLANKS;
+	rows_ref_rule = RG_LP_COMMENT_AFTER_BLANKS;
 }
 
 static void test_random(void)
@@ -274,9 +231,9 @@ int main(void)
 	test_rules();
 	test_rules_at_start();
 	test_random();
-	rule = RG_LP_COMMENT_AT_START;
+	rows_ref_rule = RG_LP_COMMENT_AT_START;
 	test_random();
-	rule = RG_LP_COMMENT_AFTER_BLANKS;
+	rows_ref_rule = RG_LP_COMMENT_AFTER_BLANKS;
 	test_mask();
 	test_vm_samples();
 	return check_report("rows");

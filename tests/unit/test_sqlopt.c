@@ -143,6 +143,24 @@ static void test_show_create(void)
 		   "  ingest_rows_rate_limit = '18446744073709551615'\n)");
 	check_show("a-b", false, 0, "CREATE DATABASE IF NOT EXISTS `a-b`");
 	check_show("Logs", false, 0, "CREATE DATABASE IF NOT EXISTS `Logs`");
+	/* keywords where the name goes, and a name that is itself
+	 * "greptime-..." (found by tests/fuzz/fuzz_sqlopt) read back too */
+	check_show("set", false, 0, "CREATE DATABASE IF NOT EXISTS `set`");
+	check_show("greptime-x", false, 0, "CREATE DATABASE IF NOT EXISTS `greptime-greptime-x`");
+	{
+		static const char *const names[] = { "set", "unset", "with", "greptime-x" };
+		size_t i;
+
+		for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			memset(&req, 0, sizeof(req));
+			strcpy(req.db.name, names[i]);
+			rg_sql_show_create(&req.db, true, 7, buf, sizeof(buf));
+			memset(&req, 0, sizeof(req));
+			CHECK(rg_sql_parse(buf, &req, err, sizeof(err)) == 0 &&
+				      !strcmp(req.db.name, names[i]) && req.limit == 7,
+			      "'%s' reads back as '%s': %s", buf, req.db.name, err);
+		}
+	}
 
 	/* what SHOW CREATE prints reads back as the same request */
 	memset(&req.db, 0, sizeof(req.db));

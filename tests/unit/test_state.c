@@ -160,6 +160,8 @@ static void test_round_trip(void)
 		{ "logs", 1000 },	  { "zero", 0 },
 		{ "i64max", INT64_MAX },  { "above", (__u64)INT64_MAX + 1 },
 		{ "u64max", RG_U64_MAX }, { "a-b.c:d_e", 7 },
+		/* the key "greptime-x", next to "x" (found by tests/fuzz/fuzz_state) */
+		{ "greptime-greptime-x", 8 }, { "x", 9 },
 	};
 	struct rg_limit_list list, back;
 	char path[256], err[512] = "";

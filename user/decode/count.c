@@ -185,7 +185,8 @@ void rg_counts_add_db(struct rg_row_counts *out, const char *name, size_t n,
 		return;
 	}
 	out->flags |= RG_COUNT_F_PER_SERIES_DB;
-	if (n >= RG_DB_NAME_MAX) {
+	/* a NUL byte can't be in a key: it would cut the name to another one */
+	if (n >= RG_DB_NAME_MAX || memchr(name, 0, n)) {
 		out->overflow_rows += rows;
 		return;
 	}

@@ -137,7 +137,8 @@ struct rg_row_counts {
 	uint32_t n_dbs;           /* entries used in dbs[] */
 	struct rg_db_rows dbs[RG_COUNT_MAX_DBS]; /* per-series databases */
 	uint64_t overflow_rows;   /* rows of databases that did not fit dbs[]
-				   * or whose name is >= RG_DB_NAME_MAX bytes */
+				   * or whose name is >= RG_DB_NAME_MAX bytes
+				   * or holds a NUL byte */
 	uint64_t decoded_bytes;   /* body size after Content-Encoding */
 	uint32_t flags;           /* RG_COUNT_F_* */
 	uint32_t prom_native_histograms; /* native histograms seen (prom-rw) */

@@ -361,9 +361,11 @@ SCHEMA(otlp_request_s, "Export*ServiceRequest", 0, M(WT_LEN));
 SCHEMA(otlp_metric_s, "Metric", 0, M(WT_LEN), M(WT_LEN), M(WT_LEN), 0,
        M(WT_LEN), 0, M(WT_LEN), 0, M(WT_LEN), M(WT_LEN), M(WT_LEN), M(WT_LEN));
 /* Gauge, Sum, Histogram, ExponentialHistogram, Summary share field 1;
- * Sum/Histogram/ExponentialHistogram add temporality (2), Sum monotonic (3). */
-SCHEMA(otlp_points_s, "Gauge/Sum/Histogram/Summary", 0, M(WT_LEN),
-       M(WT_VARINT), M(WT_VARINT));
+ * Sum/Histogram/ExponentialHistogram add temporality (2), Sum monotonic (3).
+ * A field a message does not have is unknown there, skipped. */
+SCHEMA(otlp_gauge_s, "Gauge/Summary", 0, M(WT_LEN));
+SCHEMA(otlp_sum_s, "Sum", 0, M(WT_LEN), M(WT_VARINT), M(WT_VARINT));
+SCHEMA(otlp_hist_s, "Histogram", 0, M(WT_LEN), M(WT_VARINT));
 SCHEMA(otlp_number_dp_s, "NumberDataPoint", 0, 0, M(WT_I64), M(WT_I64),
        M(WT_I64), M(WT_LEN), M(WT_I64), M(WT_LEN), M(WT_VARINT));
 SCHEMA(otlp_hist_dp_s, "HistogramDataPoint", 0, 0, M(WT_I64), M(WT_I64),
@@ -432,10 +434,14 @@ static int otlp_summary_dp(struct pbr m, const struct rg_count_limits *lim,
 static int otlp_data(uint32_t kind, struct pbr m, const struct rg_count_limits *lim,
 		     struct rg_row_counts *out, uint64_t *rows)
 {
+	const struct pb_schema *schema = kind == OTLP_SUM ? &otlp_sum_s :
+					 kind == OTLP_HISTOGRAM || kind == OTLP_EXP_HISTOGRAM ?
+							    &otlp_hist_s :
+							    &otlp_gauge_s;
 	struct pbf f;
 	int err = RG_COUNT_OK;
 
-	FOR_FIELDS(m, f, &otlp_points_s, out, err) {
+	FOR_FIELDS(m, f, schema, out, err) {
 		if (f.num != 1)
 			continue;
 		switch (kind) {

@@ -36,6 +36,7 @@ bool rg_is_bpffs(const char *path)
 int rg_bpffs_prepare(const char *dir)
 {
 	char parent[PATH_MAX], *slash;
+	struct stat st;
 
 	snprintf(parent, sizeof(parent), "%s", dir);
 	slash = strrchr(parent, '/');
@@ -58,6 +59,22 @@ int rg_bpffs_prepare(const char *dir)
 		pr_err("cannot create %s: %s", dir, strerror(errno));
 		return -errno;
 	}
+	/* whoever may add or replace a pin decides what the kernel enforces */
+	if (lstat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		pr_err("%s is not a directory", dir);
+		return -ENOTDIR;
+	}
+	if (st.st_uid != geteuid()) {
+		pr_err("%s belongs to uid %u, not to rowgated's: its pins are not trusted", dir,
+		       (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if ((st.st_mode & 022) && chmod(dir, st.st_mode & 07755)) {
+		pr_err("cannot make %s writable by its owner only: %s", dir, strerror(errno));
+		return -errno;
+	}
+	if (st.st_mode & 022)
+		pr_warn("%s was writable by group or others: now mode %o", dir, st.st_mode & 07755);
 	return 0;
 }
 

@@ -80,6 +80,7 @@ struct request {
 	char *body;
 	size_t len;
 	bool too_big;
+	bool unauthorized; /* its body is not kept: the reply is 401 */
 };
 
 static void usage(FILE *out)
@@ -587,6 +588,38 @@ static enum MHD_Result dispatch(struct meta *m, struct MHD_Connection *conn, con
 	return ret;
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+		return (c | 0x20) - 'a' + 10;
+	return -1;
+}
+
+/* Percent-decoding of URLs as MHD's own, except that %00 stays as it is: a
+ * NUL would end the path early, and /v1/limits/a%00b would name "a". */
+static size_t unescape_keep_nul(void *cls, struct MHD_Connection *conn, char *s)
+{
+	char *w = s;
+	const char *r = s;
+
+	(void)cls, (void)conn;
+	while (*r) {
+		int hi = r[0] == '%' ? hex_digit(r[1]) : -1;
+		int lo = hi >= 0 ? hex_digit(r[2]) : -1;
+
+		if (lo >= 0 && (hi | lo)) {
+			*w++ = (char)(hi << 4 | lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+	return (size_t)(w - s);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -597,16 +630,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 	(void)version;
 	if (!rq) {
+		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
 		*con_cls = rq;
+		/* the headers are in: memory goes only to bodies that may be
+		 * used, so clients without the token cost none */
+		rq->unauthorized = !rg_meta_bearer_ok(
+			MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_AUTHORIZATION),
+			m->token);
+		rq->too_big = cl && strtoull(cl, NULL, 10) > RG_META_BODY_MAX;
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 
 		*upload_data_size = 0;
+		if (rq->unauthorized)
+			return MHD_YES;
 		if (rq->too_big || rq->len + n > RG_META_BODY_MAX) {
 			rq->too_big = true;
 			return MHD_YES;
@@ -813,6 +858,7 @@ int main(int argc, char **argv)
 					 (v6 ? MHD_USE_IPv6 : 0),
 				 0, NULL, NULL, on_request, &m, MHD_OPTION_SOCK_ADDR, &ss,
 				 MHD_OPTION_NOTIFY_COMPLETED, on_completed, &m,
+				 MHD_OPTION_UNESCAPE_CALLBACK, unescape_keep_nul, NULL,
 				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)RG_META_CONNECTION_LIMIT,
 				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_END);
 	if (!httpd) {
