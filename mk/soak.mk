@@ -1,7 +1,8 @@
 # Concurrency exactness and the soak with faults.  build/tests/bucket_replay
 # replays bucket operations through include/rowgate/bucket.h for
 # tests/e2e/concurrency.sh; `make soak` runs bench/soak/soak.sh for
-# SOAK_MINUTES (default 30) and prints its figures.
+# SOAK_MINUTES (default 30), prints its figures and keeps them in
+# build/soak-figures.json.
 
 SOAK_MINUTES ?= 30
 
@@ -15,4 +16,4 @@ $(BUILD)/tests/bucket_replay: tests/e2e/bucket_replay.c $(SHARED_H)
 EXTRA_ALL += $(BUILD)/tests/bucket_replay
 
 soak: all
-	$(Q)BUILD=$(BUILD) bench/soak/soak.sh --minutes $(SOAK_MINUTES)
+	$(Q)BUILD=$(BUILD) bench/soak/soak.sh --minutes $(SOAK_MINUTES) --results $(BUILD)/soak-figures.json
