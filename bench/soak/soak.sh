@@ -19,7 +19,6 @@
 #                      [--stop-s 35] [--gap-s 20] [--stall-s 5] [--results FILE]
 # Needs root, victoria-metrics, bpftool; exit 0 pass, 1 fail, 77 skipped.
 HERE=$(cd "$(dirname "$0")" && pwd)
-source "$HERE/../../tests/e2e/lib.sh"
 
 MINUTES=30 LIMIT=2000 PROCS=4 PAUSE=0.02 STOP_S=35 GAP_S=20 STALL_S=5 RESULTS=""
 usage() {
@@ -43,6 +42,8 @@ done
 for v in MINUTES LIMIT PROCS PAUSE STOP_S GAP_S STALL_S; do
 	[[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "soak.sh: ${v,,} must be a number, got '${!v}'" >&2; exit 2; }
 done
+# after the options: a usage error leaves nothing behind
+source "$HERE/../../tests/e2e/lib.sh"
 rg_require_cmd bpftool
 RG_COUNT=$RG_BUILD/rg-count
 [ -x "$RG_COUNT" ] || rg_fail "build first: $RG_COUNT is missing"
