@@ -9,6 +9,9 @@
 #   limit        limit doubled for a while, then set back
 #   unset        limit unset (unlimited) for a while, then set back
 #   server-restart  victoria-metrics stopped (SIGTERM) and started again
+#   meta-kill    with --meta: rowgate-meta (the allocator that holds the
+#                limits and grants the quota) kill -9, restarted after
+#                twice its lease; the frontend falls back to the limit
 # At the end (soak_check.py): every admitted line-protocol write stored
 # exactly once, no rejected one stored, every request answered within
 # --stall-s, no request unanswered outside server restarts, and the rows
@@ -17,10 +20,13 @@
 #
 #   bench/soak/soak.sh [--minutes 30] [--limit 2000] [--procs 4] [--pause 0.02]
 #                      [--stop-s 35] [--gap-s 20] [--stall-s 5] [--results FILE]
+#                      [--meta]
+# --meta: distributed mode, rowgated --meta with one rowgate-meta (state
+# file) that holds the limit; limit changes go through it.
 # Needs root, victoria-metrics, bpftool; exit 0 pass, 1 fail, 77 skipped.
 HERE=$(cd "$(dirname "$0")" && pwd)
 
-MINUTES=30 LIMIT=2000 PROCS=4 PAUSE=0.02 STOP_S=35 GAP_S=20 STALL_S=5 RESULTS=""
+MINUTES=30 LIMIT=2000 PROCS=4 PAUSE=0.02 STOP_S=35 GAP_S=20 STALL_S=5 RESULTS="" META=0
 usage() {
 	sed -n '2,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-0}"
@@ -35,6 +41,7 @@ while [ $# -gt 0 ]; do
 	--gap-s) GAP_S=$2; shift 2 ;;
 	--stall-s) STALL_S=$2; shift 2 ;;
 	--results) RESULTS=$2; shift 2 ;;
+	--meta) META=1; shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "soak.sh: unknown option '$1' (--help lists them)" >&2; exit 2 ;;
 	esac
@@ -43,7 +50,7 @@ for v in MINUTES LIMIT PROCS PAUSE STOP_S GAP_S STALL_S; do
 	[[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "soak.sh: ${v,,} must be a number, got '${!v}'" >&2; exit 2; }
 done
 # after the options: a usage error leaves nothing behind
-source "$HERE/../../tests/e2e/lib.sh"
+source "$HERE/../../tests/e2e/meta_lib.sh"
 rg_require_cmd bpftool
 RG_COUNT=$RG_BUILD/rg-count
 [ -x "$RG_COUNT" ] || rg_fail "build first: $RG_COUNT is missing"
@@ -52,10 +59,37 @@ SECS=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 }')
 OUT=$RG_TMP/out
 mkdir -p "$OUT" "$RG_TMP/bodies"
 
-rg_setup
+RG_ARGS=()
+META_LEASE_MS=3000
+# meta_up PORT: rowgate-meta on PORT (restarts keep port and state file)
+meta_up() {
+	"$RG_META" --listen "127.0.0.1:$1" --token-file "$META_TOKEN_FILE" \
+		--state-file "$RG_TMP/meta-limits.json" --heartbeat-interval 500 \
+		--lease "$META_LEASE_MS" --log-level info >>"$RG_TMP/meta.log" 2>&1 &
+	META_PID=$!
+	rg_on_exit "kill -9 $META_PID; wait $META_PID"
+	rg_wait_for 10 curl -sf "http://127.0.0.1:$1/v1/health" || rg_fail "rowgate-meta did not come up"
+}
+if [ "$META" = 1 ]; then
+	meta_require
+	META_PORT=$(rg_free_port) || rg_fail "no free port"
+	META_URL=http://127.0.0.1:$META_PORT
+	meta_up "$META_PORT"
+	RG_ARGS=(--meta "$META_URL" --node-id fe1 --token-file "$META_TOKEN_FILE")
+	set_limit() { meta_ctl limit set "$DB" "$1" >/dev/null; }
+	unset_limit() { meta_ctl limit unset "$DB" >/dev/null; }
+else
+	set_limit() { rg_ctl limit set "$DB" "$1" >/dev/null; }
+	unset_limit() { rg_ctl limit unset "$DB" >/dev/null; }
+fi
+rg_setup "${RG_ARGS[@]}"
 # kill -9 is asynchronous: reap rowgated before the bpffs is unmounted
 rg_on_exit 'kill -9 $RG_PID; wait $RG_PID'
-rg_ctl limit set "$DB" "$LIMIT" >/dev/null || rg_fail "limit set"
+set_limit "$LIMIT" || rg_fail "limit set"
+# in --meta mode the limit reaches rowgated with a heartbeat
+rg_wait_for 15 bash -c "[ \"\$('$RG_ROWGATECTL' --socket '$RG_SOCK' --json stats $DB 2>/dev/null |
+	$RG_PY -c 'import json,sys; print(json.load(sys.stdin)[\"databases\"][0][\"limit\"])')\" = $LIMIT ]" ||
+	rg_fail "rowgated does not enforce the limit"
 
 # bodies of the protocols rowgated reconciles, with their exact rows
 printf '{' >"$RG_TMP/bodies/rows.json"
@@ -90,13 +124,14 @@ restart_vm() {
 		rg_fail "victoria-metrics did not come back"
 }
 
-rg_log "soak: $MINUTES min, limit $LIMIT rows/s, $PROCS writers, faults every ${GAP_S}s, SIGSTOP ${STOP_S}s"
+rg_log "soak: $MINUTES min$([ "$META" = 1 ] && echo ", distributed (rowgate-meta)"), limit $LIMIT rows/s, $PROCS writers, faults every ${GAP_S}s, SIGSTOP ${STOP_S}s"
 "$RG_PY" "$HERE/soak_load.py" --port "$RG_PORT" --db "$DB" --seconds "$SECS" --procs "$PROCS" \
 	--bodies "$RG_TMP/bodies" --out "$OUT" --pause "$PAUSE" --timeout $((STALL_S * 4)) >"$RG_TMP/load.log" 2>&1 &
 load_pid=$!
 rg_on_exit "kill $load_pid"
 end=$((SECONDS + SECS))
 faults=(kill9 limit sigstop unset server-restart)
+[ "$META" = 0 ] || faults=(meta-kill "${faults[@]}")
 i=0
 while :; do
 	sleep "$GAP_S"
@@ -109,7 +144,7 @@ while :; do
 		kill -9 "$RG_PID"
 		wait "$RG_PID" 2>/dev/null
 		sleep 2
-		rg_start_rowgated
+		rg_start_rowgated "${RG_ARGS[@]}"
 		;;
 	sigstop)
 		kill -STOP "$RG_PID"
@@ -118,21 +153,27 @@ while :; do
 		rg_wait_for 10 rg_ctl limit show || rg_fail "rowgated does not answer after SIGCONT"
 		;;
 	limit)
-		rg_ctl limit set "$DB" $((LIMIT * 2)) >/dev/null || rg_fail "limit set"
+		set_limit $((LIMIT * 2)) || rg_fail "limit set"
 		event "$t0" "$(mono_ns)" limit $((LIMIT * 2))
 		sleep 10
 		t0=$(mono_ns)
-		rg_ctl limit set "$DB" "$LIMIT" >/dev/null || rg_fail "limit set"
+		set_limit "$LIMIT" || rg_fail "limit set"
 		;;
 	unset)
-		rg_ctl limit unset "$DB" >/dev/null || rg_fail "limit unset"
+		unset_limit || rg_fail "limit unset"
 		event "$t0" "$(mono_ns)" limit 0
 		sleep 5
 		t0=$(mono_ns)
-		rg_ctl limit set "$DB" "$LIMIT" >/dev/null || rg_fail "limit set"
+		set_limit "$LIMIT" || rg_fail "limit set"
 		;;
 	server-restart)
 		restart_vm
+		;;
+	meta-kill)
+		kill -9 "$META_PID"
+		wait "$META_PID" 2>/dev/null
+		sleep $((2 * META_LEASE_MS / 1000))
+		meta_up "$META_PORT"
 		;;
 	esac
 	case $f in
