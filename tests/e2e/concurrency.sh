@@ -89,8 +89,10 @@ phase() {
 	read -r -a S0 < <(bucket "$db")
 	read -r CH0 _ < <(charged "$db")
 	if [ -n "$vals" ]; then
+		# the last change lands a second before the writers stop: the
+		# kernel applies a change at its next admission check
 		$CONC limits --socket "$RG_SOCK" --ctl "$RG_ROWGATECTL" --db "$db" \
-			--seconds "$SECS" --values "$vals" >"$RG_TMP/$db.limits.json" &
+			--seconds $((SECS - 1)) --values "$vals" >"$RG_TMP/$db.limits.json" &
 		lpid=$!
 	fi
 	$CONC load --port "$RG_PORT" --db "$db" --series "$db" --seconds "$SECS" --procs "$PROCS" \
