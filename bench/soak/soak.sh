@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak with faults (issue 14.4): mixed admitted and rejected writes over
+# Soak with faults: mixed admitted and rejected writes over
 # line protocol (plain, gzip, chunked), Prometheus remote write, OTLP and
 # Loki into one limited database of a victoria-metrics guarded by rowgated,
 # for --minutes, while faults are injected in turn:

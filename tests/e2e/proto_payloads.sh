@@ -8,7 +8,7 @@
 # Where victoria-metrics 1.79 stores the protocol (gzip line protocol,
 # OpenTSDB, remote write) the stored rows are checked too; where it does not
 # (Loki, OTLP, ES bulk, /v1/ingest, zstd) admission still consumes quota
-# (DESIGN §1) and only rowgate's counts are checked.
+# (docs/design.md#admission) and only rowgate's counts are checked.
 source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd victoria-metrics curl ss zstd bpftool "$RG_PY"
