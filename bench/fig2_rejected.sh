@@ -125,7 +125,7 @@ $(table 20 paced)
 ### Tiny writes (1 line), saturating load
 
 rowgate's 429 (≥ ~240 bytes) is larger than the request it replaces, so it
-goes out with \`Connection: close\` (DESIGN §3) and every rejection costs
+goes out with \`Connection: close\` (docs/design.md#tcp-read-accounting) and every rejection costs
 the client a new connection — and the server an \`accept()\` and a
 \`close()\` ($closes responses had to close, all figures included).
 

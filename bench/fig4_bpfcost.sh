@@ -59,7 +59,7 @@ a connection per request.  bpf_stats itself adds two clock reads a call.
 |---|---|---|---|---|
 $(rows)
 
-For scale (DESIGN §3, this VM kind): empty verdict ~90 ns, cookie + state
+For scale (docs/design.md#bpf-cost, this VM kind): empty verdict ~90 ns, cookie + state
 lookup ~230 ns, a minimal fast path ~0.8 µs, a full state machine ~1.4 µs.
 
 EOF

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Figure 7: GreptimeDB gRPC ingestion, the baseline the kernel gRPC path
-# (issue 12) will be measured against.  The GreptimeDB-compatible server of
+# will be measured against.  The GreptimeDB-compatible server of
 # tests/grpc (gRPC C-core, python3-grpcio) rejecting every insert itself
 # with RESOURCE_EXHAUSTED after decoding it (as GreptimeDB's own limiter
 # does), and the same server admitting, both driven by the grpc-go client
@@ -100,7 +100,7 @@ for size in $SIZES; do
 done
 
 cat <<EOF
-## 7. GreptimeDB gRPC inserts: the server rejecting them itself, and admitted (baseline for issue 12)
+## 7. GreptimeDB gRPC inserts: the server rejecting them itself, and admitted (baseline for the kernel path)
 
 The GreptimeDB-compatible gRPC server of \`tests/grpc\` (gRPC C-core
 through python3-grpcio, $(dpkg-query -W -f '${Version}' python3-grpcio 2>/dev/null || echo '?'))

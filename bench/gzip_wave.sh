@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The burst a concurrent wave of compressed writes takes before
-# reconciliation catches up (issue 11).  A database never written before
+# reconciliation catches up.  A database never written before
 # (no learned bytes-per-row ratio) with limit WAVE_LIMIT rows/s, full bucket;
 # WAVE_CONNS connections each send one gzip line-protocol write of
 # WAVE_ROWS rows, all released at once.  Prints the writes admitted, the rows

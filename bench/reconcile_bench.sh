@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Reconciliation cost, side by side with the server's own cost (issue 3).
+# Reconciliation cost, side by side with the server's own cost.
 #
 #  A. Throughput: a known volume of Prometheus remote-write bodies (snappy
 #     protobuf from build/rg-count) is sent through rowgate while rowgated is

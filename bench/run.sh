@@ -97,6 +97,12 @@ allocator in virtual time): one allocation round for 1,000 frontends and
 10,000 databases takes 6.4 ms mean / 11.8 ms max with water-filling
 (goal < 100 ms).  Method, the other strategies and how to run it:
 [bench/sim/README.md](sim/README.md).
+
+## Soak with faults and exact concurrency
+
+Measured separately (`make soak`, 30 minutes, and
+`tests/e2e/concurrency.sh`): commands, figures and what is not covered
+in [bench/soak/RESULTS.md](soak/RESULTS.md).
 EOF
 } >"$OUT"
 echo "wrote $OUT ($((SECONDS - start)) s)" >&2

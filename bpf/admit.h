@@ -1,4 +1,4 @@
-/* Admission against the shared per-database bucket (DESIGN §1), used by the
+/* Admission against the shared per-database bucket (docs/design.md#admission), used by the
  * HTTP verdict and the XDP program alike.  Clock first, then the lock: no
  * helper may run while a bpf_spin_lock is held.
  */

@@ -1,5 +1,5 @@
 /* Per-connection state of the HTTP verdict: where the request stream is, the
- * bytes held back from the server, and the TCP ledger (DESIGN §3).  Kept in
+ * bytes held back from the server, and the TCP ledger (docs/design.md#tcp-read-accounting).  Kept in
  * a hash map keyed by socket cookie (sk_storage is not allowed in sk_skb),
  * created by sockops, deleted when the socket closes; serialised by the
  * socket lock, so its scratch buffers are safe to use (a per-CPU one is not).

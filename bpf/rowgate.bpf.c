@@ -3,7 +3,7 @@
  * sk_skb verdict runs a streaming HTTP/1.1 state machine per connection that
  * classifies each write by database, counts its rows and admits it or answers
  * 429 itself; getpeername hooks run the verdict for data that arrived before
- * accept() (DESIGN §3).
+ * accept() (docs/design.md#pre-accept-data).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -903,7 +903,7 @@ static __always_inline int rg_resize(struct __sk_buff *skb, __u32 len)
 /*
  * Plan the pending response (response.h): sized to every byte received and
  * not yet charged, the skb plus the ledger, since its length is what TCP
- * charges (DESIGN §3).  A global function: the verifier checks the
+ * charges (docs/design.md#tcp-read-accounting).  A global function: the verifier checks the
  * arithmetic once, and its results reach the caller as plain values.
  */
 __noinline int rg_plan_response(struct rg_conn *c)
@@ -1223,7 +1223,7 @@ int rg_refuse(struct __sk_buff *skb)
  * accept4() with an address buffer calls getpeername on the grafted socket
  * under its lock: re-setting SO_RCVLOWAT there runs tcp_data_ready(), so the
  * verdict sees data that arrived before accept() outside recvmsg, where its
- * drops and redirects are charged (DESIGN §3).
+ * drops and redirects are charged (docs/design.md#pre-accept-data).
  */
 static __always_inline void rg_kick_verdict(struct bpf_sock_addr *ctx)
 {

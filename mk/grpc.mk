@@ -1,4 +1,4 @@
-# GreptimeDB gRPC ingestion test stack (tests/grpc/, issue 12): the protobuf
+# GreptimeDB gRPC ingestion test stack (tests/grpc/): the protobuf
 # module the gRPC C-core test server imports, and the grpc-go client, both
 # from proto/greptime/v1/ingest.proto.  The grpc-js client runs from
 # tests/grpc/node_modules (make deps).

@@ -1,5 +1,5 @@
 # tools/repro/copied_seq: a minimal, self-contained reproducer of the kernel's
-# copied_seq write-back in tcp_bpf_recvmsg_parser() (DESIGN §3).
+# copied_seq write-back in tcp_bpf_recvmsg_parser() (docs/design.md#pre-accept-data).
 # `make repro && build/repro/copied_seq` (root).  A tool, not a test: it is
 # not part of `all` or the test suite.
 

@@ -1,6 +1,6 @@
 # The UDP/XDP path: its loader (user/xdp.c) is linked by rowgated; here the
-# BPF_PROG_TEST_RUN test, and the small loader the e2e test and the benchmark
-# drive until rowgated has --xdp-iface/--udp.
+# BPF_PROG_TEST_RUN test, and the small loader that tests and the benchmark
+# drive without a rowgated.
 
 RG_XDP_SRCS := user/xdp.c user/log.c user/limits.c user/state.c $(RG_LIB_SRCS)
 RG_XDP_HDRS := user/xdp.h user/log.h user/limits.h user/state.h $(RG_LIB_HDRS)

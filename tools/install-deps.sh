@@ -5,7 +5,7 @@ pkgs=(
 	# build
 	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
 	libjansson-dev libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev
-	# payload decoding (issue 3): compression and protobuf
+	# payload decoding: compression and protobuf
 	zlib1g-dev libzstd-dev libbrotli-dev libsnappy-dev
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 	# fuzzing (make fuzz, and the corpus replay of make test): libFuzzer
@@ -15,7 +15,7 @@ pkgs=(
 	curl python3 iproute2 procps psmisc util-linux jq socat
 	# vmtest: Debian's 6.1 kernel under qemu
 	qemu-system-x86 busybox-static cpio
-	# gRPC ingestion (issue 12): C-core server, grpc-go client, grpc-js via npm
+	# gRPC ingestion: C-core server, grpc-go client, grpc-js via npm
 	python3-grpcio python3-protobuf python3-hpack golang-go golang-google-grpc-dev
 	golang-google-protobuf-dev protoc-gen-go nodejs
 	# benchmarks: userspace rate-limit baselines and load generators

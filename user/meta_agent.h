@@ -6,7 +6,7 @@
  * When no allocator answers, the quotas are kept until their lease ends
  * (measured from when the last successful heartbeat was sent, so the
  * frontend lets go no later than the allocator does), then every database
- * falls back to its full limit (quota 0 = "use L", DESIGN §1); counted and
+ * falls back to its full limit (quota 0 = "use L", docs/design.md#effective-quota); counted and
  * logged.  The admin socket is never blocked: the HTTP exchange runs in the
  * agent's own thread, and the main loop only picks up the cluster's limit
  * list (rg_meta_agent_tick) to show it and keep it in the state file, so a

@@ -1,4 +1,4 @@
-/* Reconciliation of rows the kernel cannot count (DESIGN §2, issue 3): the
+/* Reconciliation of rows the kernel cannot count (docs/design.md#data-path): the
  * HTTP verdict charges an estimate from the body size and copies the body
  * into the `bodies` ring; here each copy is decoded and counted exactly
  * (user/decode), and the bucket and counters are corrected by the difference

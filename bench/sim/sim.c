@@ -145,7 +145,7 @@ static double now_wall_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* The frontend rule of DESIGN §1: the grant capped by L; L when none or
+/* The frontend rule of docs/design.md#effective-quota: the grant capped by L; L when none or
  * when its lease ended. */
 static __u64 effective_quota(const struct pair *p, __u64 limit, __u64 now)
 {

@@ -222,7 +222,7 @@ struct rg_global_stats {
 	RG_GLOBAL_STATS_FIELDS(RG_COUNTER_FIELD_)
 };
 
-/* The effective quota of DESIGN §1: the assignment, capped by the limit,
+/* The effective quota of docs/design.md#effective-quota: the assignment, capped by the limit,
  * at least 1; the limit itself when nothing is assigned. */
 RG_INLINE __u64 rg_effective_quota(const struct rg_limit *l)
 {

@@ -2,7 +2,7 @@
  * frontends that enforce it, from the demand they report in heartbeats.
  * Pure userspace code: no I/O, no allocation; the caller owns every array.
  *
- * Contract (DESIGN §1, reference/ingestion-rate-limit.md):
+ * Contract (docs/design.md#semantics):
  *   - every live frontend's quota is in [1, L]; L = 0 (unset) grants 0,
  *     which the frontend reads as "no assignment: use L", i.e. unlimited;
  *   - the sum of the quotas outstanding (granted, lease not expired) never

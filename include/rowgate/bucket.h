@@ -1,4 +1,4 @@
-/* Token bucket with debt: the admission contract of DESIGN §1.
+/* Token bucket with debt: the admission contract of docs/design.md#token-bucket.
  *
  * The level of a bucket is  tokens - debt_rows + frac_nrows / 1e9  rows, with
  * tokens == 0 whenever debt_rows != 0.  Capacity is one second of quota.

@@ -1,6 +1,6 @@
 /* The responses the kernel answers with itself (429 and 400): their text,
  * their exact lengths, and a writer that copies literal pieces and writes
- * numbers.  TCP charges a response at its length (DESIGN §3), so the
+ * numbers.  TCP charges a response at its length (docs/design.md#tcp-read-accounting), so the
  * verdict plans it by arithmetic and writes it without bpf_snprintf (whose
  * format parsing cost more than the rest of a rejection's verdict); the
  * unit tests hold plan and writer against snprintf of the printf templates.

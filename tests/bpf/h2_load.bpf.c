@@ -55,8 +55,10 @@ static long h2_byte_cb(__u64 idx, void *ctx)
 				return 1;
 			st->win_len = H2_WINDOW_BYTES;
 		} else {
-			left &= H2_WINDOW_BYTES - 1;
-			if (!left || bpf_skb_load_bytes(l->skb, off, st->win, left))
+			/* left is in [1, H2_WINDOW_BYTES): written so that Linux
+			 * 6.1's verifier sees a non-zero length */
+			left = ((left - 1) & (H2_WINDOW_BYTES - 1)) + 1;
+			if (bpf_skb_load_bytes(l->skb, off, st->win, left))
 				return 1;
 			st->win_len = left;
 		}

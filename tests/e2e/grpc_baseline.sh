@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GreptimeDB gRPC ingestion without rowgate (issue 12 groundwork): a
+# GreptimeDB gRPC ingestion without rowgate : a
 # GreptimeDB-compatible server on gRPC C-core (python3-grpcio), clients on
 # grpc-js and grpc-go, unary Handle and client-streaming HandleRequests, row
 # and columnar inserts.  Asserts stored rows == sent rows per database, that
@@ -97,7 +97,7 @@ run_client nr_js js --db nr_js --calls 1 --no-retry && rg_fail "js: a rejected c
 rg_check "grpc-js sees RESOURCE_EXHAUSTED with x-greptime-err-code 6001" \
 	[ "$(jget "$RG_TMP/nr_js.json" "d['codes'] == {'8': 1} and d['err_code'] == '6001'")" = True ]
 
-# Today's gap (issue 12): rowgated guarding this port answers the HTTP/2
+# Today's gap: rowgated guarding this port answers the HTTP/2
 # preface 400 and closes.  When the kernel learns h2c this part changes.
 if [ -z "$CG" ] || [ ! -x "$RG_ROWGATED" ]; then
 	rg_pass "baseline (rowgated part skipped: needs root, cgroup v2 and a build)"

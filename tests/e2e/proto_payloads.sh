@@ -8,7 +8,7 @@
 # Where victoria-metrics 1.79 stores the protocol (gzip line protocol,
 # OpenTSDB, remote write) the stored rows are checked too; where it does not
 # (Loki, OTLP, ES bulk, /v1/ingest, zstd) admission still consumes quota
-# (DESIGN §1) and only rowgate's counts are checked.
+# (docs/design.md#admission) and only rowgate's counts are checked.
 RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_require_root

@@ -13,9 +13,9 @@
 #   - reconciliation lag p50/p99 is reported.
 #
 # The port's profile is victoriametrics, so rowgated counts as it stores:
-# victoria-metrics does not store NaN samples (empty summary quantiles are NaN here) but stores
-# staleness markers, and rowgate charges the same (issue 11; before, every
-# NaN sample was charged and never stored: 3.5 % more charged than stored).
+# victoria-metrics does not store NaN samples (empty summary quantiles are
+# NaN here) but stores staleness markers, and rowgate charges the same
+# (charging every NaN sample would charge 3.5 % more than is stored).
 # retry_on_http_429 is left false (2.42's default, made explicit): a rejected
 # batch is dropped by Prometheus, so nothing is stored twice and sample
 # timestamps stay close to admission time.  With true Prometheus would resend

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# (g) TCP read accounting stays exact (DESIGN §3): after each scenario the
+# (g) TCP read accounting stays exact (docs/design.md#tcp-read-accounting): after each scenario the
 # server neither spins (its CPU time stays flat while idle) nor stalls (the
 # next request on the connection is answered at once):
 #   1. requests sent before the server accept()s (admitted and rejected)

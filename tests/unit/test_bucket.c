@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The token bucket of include/rowgate/bucket.h against an independent model
  * that keeps the level in nano-rows in 128-bit arithmetic (allowed here, never
- * in BPF code): the examples of DESIGN §1 and a randomized run.
+ * in BPF code): the examples of docs/design.md#admission and a randomized run.
  */
 #include <stdlib.h>
 #include <string.h>
