@@ -40,6 +40,9 @@ static int load_one(const char *path)
 		printf("FAIL  %s: open: %s\n", path, err);
 		return rc;
 	}
+	/* a check, not a deployment: maps declared pinned stay private */
+	bpf_object__for_each_map(map, obj)
+		bpf_map__set_pin_path(map, NULL);
 	rc = bpf_object__load(obj);
 	if (rc) {
 		libbpf_strerror(rc, err, sizeof(err));
