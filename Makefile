@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # rowgate: one entry point.  `make` builds everything into build/,
 # `make test` runs every test, `make deps` installs what both need.
 # Quiet by default; V=1 prints full commands.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Keep BPF run-time statistics on while this process lives.
 
 BPF_ENABLE_STATS returns a file descriptor that holds the statistics on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /* The userspace yardstick of figure 3: count the rows (newlines) of a file
  * with memchr, the practical limit of a byte search on this CPU.  The file
  * is read into memory first; only the count is timed, REPEATS times.

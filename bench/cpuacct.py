@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """CPU snapshot for the benchmarks, in clock ticks (USER_HZ).
 
 Prints "HOST KTHREADS": the busy ticks of the whole host (/proc/stat: user,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Figure 1: admitted small writes through rowgate vs the same server bare.
 # One victoria-metrics; each round runs wrk against it bare (rowgated
 # stopped: nothing attached), then with rowgated guarding its port for a db

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Figure 2: rejected writes.  The same overload (one db far above its
 # limit) rejected in the kernel by rowgate, and in userspace by nginx
 # limit_req and by haproxy stick tables in front of the same

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Figure 3: in-kernel row counting throughput.  A large admitted body (64 MiB
 # of line protocol, sent as ~1 MiB requests over one keep-alive connection)
 # through rowgate with bpf_stats on: the verdict program's run time over the

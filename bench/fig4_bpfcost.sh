@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Figure 4: BPF cost per request of the verdict program (bpf_stats), by
 # outcome: passed without a route, classified but unlimited, admitted,
 # rejected (keep-alive 429) and rejected tiny (429 with Connection: close).

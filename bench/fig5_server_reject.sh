@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Figure 5: rejected writes, the kernel 429 vs the server's own rejection.
 # InfluxDB 1.x rejecting over-limit writes itself (it reads and parses the
 # whole write, then answers 400: max-series-per-database, its own limit),

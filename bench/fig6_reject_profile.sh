@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Figure 6: where the CPU of a kernel 429 goes.  perf samples every CPU
 # (software clock; this VM kind has no hardware counters) while wrk floods
 # one db far above its limit through rowgate, as in figure 2, and

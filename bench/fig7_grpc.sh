@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Figure 7: GreptimeDB gRPC ingestion, the baseline the kernel gRPC path
 # will be measured against.  The GreptimeDB-compatible server of
 # tests/grpc (gRPC C-core, python3-grpcio) rejecting every insert itself

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Write MIB mebibytes of InfluxDB line protocol (disk usage samples,
 ~100 bytes a line, one field, nanosecond timestamps) to FILE.
 

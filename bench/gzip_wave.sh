@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The burst a concurrent wave of compressed writes takes before
 # reconciliation catches up.  A database never written before
 # (no learned bytes-per-row ratio) with limit WAVE_LIMIT rows/s, full bucket;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # Harness shared by the benchmark figures (bench/fig*.sh): victoria-metrics
 # on 127.0.0.1 in a cgroup of its own, rowgated guarding its port with a

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Split `perf script` samples of a kernel-429 flood by where they went.
 
 Reads `perf script -F comm,ip,sym` output (callchains, leaf first) on stdin

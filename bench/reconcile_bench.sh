@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Reconciliation cost, side by side with the server's own cost.
 #
 #  A. Throughput: a known volume of Prometheus remote-write bodies (snappy

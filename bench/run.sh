@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # rowgate's benchmarks, side by side, from one run: `make bench` (root).
 # Runs every figure (bench/fig*.sh) and writes bench/RESULTS.md: the
 # machine, kernel, commit and command, then each figure as ratios.

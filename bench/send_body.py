@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Send a file of line protocol as POST requests of about CHUNK bytes
 (split at line ends) over one keep-alive connection; every answer must be
 204.  Prints "requests=N bytes=B lines=L seconds=S": B counts every byte

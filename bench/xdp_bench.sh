@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # XDP path benchmark (not a test).  Needs root and `make`.
 #
 #  1. ns per packet under BPF_PROG_TEST_RUN (repeat N): pass (other port),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Admission against the shared per-database bucket (docs/design.md#admission), used by the
  * HTTP verdict and the XDP program alike.  Clock first, then the lock: no
  * helper may run while a bpf_spin_lock is held.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Per-connection state of the HTTP verdict: where the request stream is, the
  * bytes held back from the server, and the TCP ledger (docs/design.md#tcp-read-accounting).  Kept in
  * a hash map keyed by socket cookie (sk_storage is not allowed in sk_skb),

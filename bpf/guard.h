@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Maps of enforcement continuity (rowgate/guard.h): what rowgated attached,
  * the adoption of connections that predate a start, and the counters of
  * adoption and of the connection-table policy. */

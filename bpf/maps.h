@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Maps shared by every rowgate BPF object (HTTP verdict, XDP): the daemon
  * pins them by name under its bpffs directory and every object reuses the
  * pinned instance, so one database has one bucket whatever the protocol.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Quota allocator (user/alloc.c): its unit test and the deterministic
 # simulator that compares it with the anchor strategies (bench/sim/).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Benchmarks (bench/): `make bench` runs every figure side by side and
 # writes bench/RESULTS.md; bench/count_lines is figure 3's userspace
 # yardstick (memchr over the same bytes the kernel counts).

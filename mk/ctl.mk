@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # rowgatectl and the small libraries it shares with rowgated: logging, input
 # validation, the limits state file and the admin socket.
 

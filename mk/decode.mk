@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Exact row counting of compressed and binary ingest payloads (user/decode/):
 # the library rowgated links, the rg-count tool, the protobuf-c code
 # generated from proto/*.proto, the fixture generator, the unit test and the

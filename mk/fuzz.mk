@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # libFuzzer targets (tests/fuzz/fuzz_X.c -> build/fuzz/fuzz_X), built with
 # ASan/UBSan by clang when its fuzzer runtime (Debian: libclang-rt-14-dev)
 # is installed.  `make fuzz` runs each for FUZZ_SECONDS and grows its corpus

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # GreptimeDB gRPC ingestion test stack (tests/grpc/): the protobuf
 # module the gRPC C-core test server imports, and the grpc-go client, both
 # from proto/greptime/v1/ingest.proto.  The grpc-js client runs from

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Distributed mode: rowgate-meta (the allocator, user/meta/), rowgated's
 # heartbeat agent (user/meta_agent.c) and rowgatectl --meta.
 #

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # tools/repro/copied_seq: a minimal, self-contained reproducer of the kernel's
 # copied_seq write-back in tcp_bpf_recvmsg_parser() (docs/design.md#pre-accept-data).
 # `make repro && build/repro/copied_seq` (root).  A tool, not a test: it is

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # rowgated: the host agent, linking the BPF skeleton and the control-plane
 # libraries of mk/ctl.mk.  Other fragments add sources and libraries with
 # RG_D_SRCS += / RG_D_LIBS += (the rule expands them late).

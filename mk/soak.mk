@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # Concurrency exactness and the soak with faults.  build/tests/bucket_replay
 # replays bucket operations through include/rowgate/bucket.h for
 # tests/e2e/concurrency.sh; `make soak` runs bench/soak/soak.sh for

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # vmtest: run the BPF and end-to-end suites inside qemu on the kernels listed
 # in vmtest/kernels (Debian 12's 6.1 first).  `make vmtest`; see
 # vmtest/README.md for the knobs (VMTEST_KERNELS, VMTEST_TIMEOUT, TESTS,

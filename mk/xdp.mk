@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # The UDP/XDP path: its loader (user/xdp.c) is linked by rowgated; here the
 # BPF_PROG_TEST_RUN test, and the small loader that tests and the benchmark
 # drive without a rowgated.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Run every rowgate test and end with "N passed, N failed, N skipped".
 #
 # A test is a native unit binary (build/tests/unit/test_*), or an executable

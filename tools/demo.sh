@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # rowgate standalone demo: a local victoria-metrics guarded by rowgated with
 # a demo limit of 1,000 rows/s on database "demo".  Runs until Ctrl-C, then
 # removes everything it created.

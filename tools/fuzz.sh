@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # make fuzz: run each libFuzzer target (or those named) for FUZZ_SECONDS,
 # one at a time on one core, starting from its corpus in the repo; inputs
 # that add coverage are merged back into tests/fuzz/corpus/NAME (commit

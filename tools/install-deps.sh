@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Install the Debian 12 packages rowgate's build, tests and benchmarks need.
 set -euo pipefail
 pkgs=(

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The admin unix socket between rowgatectl and rowgated.
  *
  * One request per connection: the client sends one JSON object and '\n'; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Adoption of the connections that predate a start (or a re-attach): the
  * established TCP connections on guarded ports of the processes in the
  * guarded cgroup are put in the connection table and the sockhash, marked

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The clock of the BPF side: bpf_ktime_get_ns() is CLOCK_MONOTONIC, so
  * buckets refilled here and in the kernel agree to the nanosecond. */
 #ifndef ROWGATE_USER_CLOCK_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Whether enforcement is on, read from the kernel: the pinned links and the
  * cgroup's effective programs, the verdict's attachment to the sockhash, the
  * connection table.  Used by rowgatectl status, the rowgate_enforcing gauge

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Validation of what users type: limit values and database names.  Every tool
  * uses these, so bad input is refused the same way before it reaches a daemon.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Leveled logging to stderr for every rowgate binary, with libbpf's own
  * messages routed through it one level lower.
  */

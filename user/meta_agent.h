@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* rowgated's side of distributed mode: a thread that heartbeats to
  * rowgate-meta (demand, rejections, debt and held quota of every limited
  * database, from the pinned maps) and writes the limits and quotas of each

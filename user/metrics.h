@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* /metrics in the Prometheus text format: rowgate_* series with a db label,
  * read from the pinned maps on every scrape (libmicrohttpd's own thread). */
 #ifndef ROWGATE_USER_METRICS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The explicit removal of enforcement from rowgated's bpffs directory
  * (rowgatectl detach, rowgated --cleanup).  Stopping rowgated removes nothing: enforcement outlives the daemon. */
 #ifndef ROWGATE_USER_PINS_H

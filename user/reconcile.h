@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Reconciliation of rows the kernel cannot count (docs/design.md#data-path): the
  * HTTP verdict charges an estimate from the body size and copies the body
  * into the `bodies` ring; here each copy is decoded and counted exactly

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The GreptimeDB statements that carry the database option
  * ingest_rows_rate_limit, parsed into what rowgatectl asks the daemon.
  * Pure functions: no I/O, no allocation.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The limits state file and the in-memory list of configured limits.
  *
  * File format (default RG_STATE_DEFAULT_PATH):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The UDP path's loader: attaches bpf/xdp.bpf.c to one interface, sharing
  * the limits, buckets and counters rowgated pinned, fills the port -> database
  * map and reads the UDP counters back.  Every function returns 0 or a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # vmtest host driver: boot each kernel of vmtest/kernels in qemu with an
 # initramfs holding busybox, the tools and libraries tests need, and the
 # repo's build/ and tests/; run the tests of vmtest/tests.list inside; collect

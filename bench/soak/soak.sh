@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Soak with faults: mixed admitted and rejected writes over
 # line protocol (plain, gzip, chunked), Prometheus remote write, OTLP and
 # Loki into one limited database of a victoria-metrics guarded by rowgated,

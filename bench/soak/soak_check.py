@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Invariants of a soak run (bench/soak/soak.sh), from the clients' records,
 the faults and limit changes the driver logged, and the server's export.
 

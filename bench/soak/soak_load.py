@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Mixed write load for bench/soak/soak.sh.
 
   soak_load.py --port P --db D --seconds S --procs N --bodies DIR --out DIR

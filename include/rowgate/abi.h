@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* The kernel <-> userspace ABI: map names, keys and values, pinned under the
  * daemon's bpffs directory and readable with `bpftool map dump pinned`.
  * Both sides include this file; nothing here is defined anywhere else.

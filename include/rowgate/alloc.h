@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* Quota allocation (the Metasrv role): share one database's limit L among the
  * frontends that enforce it, from the demand they report in heartbeats.
  * Pure userspace code: no I/O, no allocation; the caller owns every array.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* Token bucket with debt: the admission contract of docs/design.md#token-bucket.
  *
  * The level of a bucket is  tokens - debt_rows + frac_nrows / 1e9  rows, with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* Database names as GreptimeDB resolves them (reference/GREPTIMEDB.md):
  * the value is split at its first '-' into catalog-schema, and the default
  * catalog's form names the same database as the bare schema.  Shared by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* Row estimates of bodies the kernel cannot count (compressed, protobuf,
  * JSON), charged at admission until rowgated has counted the body, and the
  * worst case charged when it cannot.

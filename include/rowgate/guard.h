@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* Enforcement continuity: the pins that make up "enforcing" besides the maps
  * of abi.h, what rowgated records about the cgroup it guards, the
  * connection-table policy and the adoption of connections that predate a

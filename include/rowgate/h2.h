@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* Streaming HTTP/2 (h2c, prior knowledge) + gRPC + GreptimeRequest parser,
  * one byte per step, for the client->server direction of a connection.
  * Shared by the sk_skb verdict (fed from bpf_loop) and the native unit

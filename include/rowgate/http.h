@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* Streaming HTTP/1.1 request-head and chunked-body parsers, one byte per
  * step, shared by the sk_skb verdict (which feeds them from bpf_loop) and by
  * the native unit tests.  They are strict where a server could read framing

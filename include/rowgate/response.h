@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* The responses the kernel answers with itself (429 and 400): their text,
  * their exact lengths, and a writer that copies literal pieces and writes
  * numbers.  TCP charges a response at its length (docs/design.md#tcp-read-accounting), so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* Exact row counting of InfluxDB line protocol, streamed in chunks.
  *
  * A row is a line with a byte that is not blank (' ', '\t', '\r') and that

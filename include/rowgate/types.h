@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* Fixed-width types and inline markers shared by BPF and userspace code. */
 #ifndef ROWGATE_TYPES_H
 #define ROWGATE_TYPES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* The XDP path's kernel <-> userspace ABI: map names, keys and values of the
  * UDP line-protocol enforcement (bpf/xdp.bpf.c, user/xdp.c), pinned beside
  * the shared maps of abi.h.  Both sides include this file.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Per-connection state of the h2 parser test verdict (h2_load.bpf.c),
  * shared with its userspace driver (h2_kern.c). */
 #ifndef ROWGATE_TEST_H2_LOAD_H

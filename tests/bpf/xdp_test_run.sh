@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The XDP program under BPF_PROG_TEST_RUN (tests/bpf/test_xdp.c): fixtures
 # for every edge case, admit-then-drop, exact row counts, the shared bucket.
 # Exit code is the binary's: 0 pass, 77 skipped (not root), else fail.

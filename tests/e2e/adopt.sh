@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Connections that predate rowgated are adopted: 50 keep-alive clients write
 # to victoria-metrics before rowgated starts; after the start every one of
 # them is limited within a bounded time (measured and printed), the rows

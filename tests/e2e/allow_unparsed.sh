@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Non-HTTP bytes pass only on a port the operator marks: with
 # --allow-unparsed the server answers them itself (Go's own 400) and the
 # connection is counted in non_http_conns; bad --port/--allow-unparsed

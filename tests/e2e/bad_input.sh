@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Bad input gets a clear error and loses nothing: smuggling attempts and
 # malformed framing are answered 400 and closed without the server seeing a
 # byte; so are non-HTTP bytes; bad limit values are refused; a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # (d) Large, chunked and Expect: 100-continue bodies from curl: admitted ones
 # reach the server byte-exact (every row stored with its value), rejected
 # ones are answered cleanly and leave nothing behind.

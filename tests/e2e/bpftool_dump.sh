@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # (e) The pinned maps read well with bpftool: per-database counters with
 # their field names, equal to what was sent; /metrics says the same.
 RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)

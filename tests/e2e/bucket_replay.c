@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 /* Replays bucket operations through include/rowgate/bucket.h, the code the
  * kernel runs, so that end-to-end tests compare the kernel's bucket with the
  * model.  One command per line on stdin:

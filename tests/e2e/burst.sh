@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # (b) The reference example of docs/design.md#admission: quota 1,000 rows/s, full bucket, a
 # 3,000-row batch is admitted and leaves 2,000 rows of debt; writes are then
 # rejected until the debt is repaid and one token exists, at 2.001 s (±50 ms).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The guarded cgroup removed and recreated while rowgated runs, as systemd
 # does when it restarts a service: rowgatectl status and rowgate_enforcing
 # report the gap (exit 1, gauge 0), rowgated re-attaches as soon as the

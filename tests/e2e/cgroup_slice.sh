@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # rowgated guarding a slice (systemd's system.slice layout: the server runs in
 # a child cgroup, slice/vm.service) limits the server by port, and a restart
 # of the service that removes and recreates its cgroup needs no re-attach:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Concurrent writers for tests/e2e/concurrency.sh.
 
   concurrency.py load --port P --db D --seconds S --procs N --max-rows M

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Issue 14.3: exact concurrency.  Keep-alive writers pinned to every CPU
 # overload one database through rowgated guarding victoria-metrics; every
 # GZIP_EVERY-th body is gzip, which the kernel charges an estimate for and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The connection table filled (--max-conns 4 with 4 idle keep-alive
 # connections): with --conns-full=fail-open a fifth connection writes
 # without a limit, counted and logged; with fail-closed none of its bytes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Who may change a limit: the admin socket of rowgated --admin-group is
 # mode 0660 in that group; an unprivileged user outside it is refused with a
 # clear message, a member may; with the socket's mode opened to everyone,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Issue 11, estimates that cannot be gamed (rowgate/estimate.h):
 #   - a client that first teaches its database's bytes-per-row ratio bulky
 #     rows (gzip writes of one 4 KB string each) cannot make a later

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # (a) Every admitted write is stored and no rejected write is: the rows
 # victoria-metrics stores equal the rows rowgate admitted, exactly, under
 # concurrent load from several keep-alive clients.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # GreptimeDB gRPC ingestion without rowgate : a
 # GreptimeDB-compatible server on gRPC C-core (python3-grpcio), clients on
 # grpc-js and grpc-go, unary Handle and client-streaming HandleRequests, row

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The HTTP/2 facts the kernel gRPC design rests on (docs/grpc.md §6),
 # checked against real servers: gRPC C-core (tests/grpc/greptime_server.py)
 # and grpc-go (rg-grpc-go-server, SETTINGS_MAX_CONCURRENT_STREAMS 100).  A

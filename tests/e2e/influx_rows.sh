@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Issue 11, which rows, against Debian's InfluxDB 1.x: on a port of profile
 # influxdb the rows rowgate charges a database equal the points influxd
 # stores, request by request:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # (c) One keep-alive connection carrying admitted and rejected writes mixed:
 # responses arrive in order, the connection is reused throughout, and a
 # kernel 429 never overtakes a server response (pipelined requests).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # (f) kill -9 of rowgated under load: no admitted request is lost or
 # corrupted, enforcement continues from the pins, and a restarted rowgated
 # adopts them (same maps, debt intact).

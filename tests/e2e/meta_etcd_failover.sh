@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Distributed mode with etcd: two rowgate-meta replicas keep the limits in
 # etcd and elect a leader through a lease-bound key; the follower redirects
 # (307) to the leader.  Under load (three frontends, 80/15/5 of 2 x L) the

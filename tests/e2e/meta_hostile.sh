@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # rowgate-meta under hostile input: nothing changes a limit without the
 # token; bad limit values, database names, node ids, heartbeats and bodies
 # are refused with a clear error and change nothing; bodies over 8 MiB are

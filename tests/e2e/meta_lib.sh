@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 # Distributed-mode harness (sourced, not run): several frontends on this
 # machine, each a victoria-metrics in its own cgroup on its own loopback port,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Distributed mode, one database limited to L rows/s across three frontends
 # (each a victoria-metrics guarded by its own rowgated --meta) with clients
 # skewed 80/15/5 and offering 2 x L in all: the cluster-wide admitted rate

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Each guarded port counts rows by its own server's rules: one rowgated
 # guards victoria-metrics (profile victoriametrics) and InfluxDB 1.x
 # (profile influxdb), and the same line-protocol bytes, plain and gzip, are

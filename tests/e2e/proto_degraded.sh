@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Issue 3, degraded reconciliation.  rowgated counts the rows of copied
 # bodies; when it is stopped (SIGSTOP) or killed, the kernel path must go on
 # alone: no request delayed, lost or rejected because of it, the estimates

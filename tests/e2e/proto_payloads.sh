@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Issue 3: payloads the kernel cannot count (compressed line protocol, Loki
 # JSON and protobuf, Elasticsearch bulk, OTLP, OpenTSDB, /v1/ingest NDJSON,
 # Prometheus remote write with per-series databases) are charged an estimate

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Issue 3: a real Prometheus (Debian's 2.42) scrapes itself and
 # victoria-metrics every second and remote-writes the samples to
 # victoria-metrics' /api/v1/write through rowgate, database `prom` named by

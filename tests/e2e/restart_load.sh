@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Restarts keep enforcing: rowgated stopped 20 times under load from
 # keep-alive clients (SIGTERM and kill -9 alternating) and started again.
 # The rows admitted never exceed what the bucket allows, over the run and

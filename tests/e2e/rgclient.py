@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Raw HTTP/1.1 client for rowgate's end-to-end tests.
 
 Plain sockets, so a test controls exactly how bytes are cut into sends, what

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The kernel's row count over bodies of every shape: lines of random length
 # (so line ends fall at every offset of an 8-byte word and of a 256-byte
 # window), empty and blank lines, comments, CRLF, leading blanks, a last

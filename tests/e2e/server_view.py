@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
 """Differential check: what the guarded server stores per database against
 what rowgate charged per database, one raw request at a time.
 

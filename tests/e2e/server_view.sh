@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # rowgate reads a request as the guarded server does: every case's raw bytes
 # go through rowgate to a real victoria-metrics (profile victoriametrics) and
 # a real InfluxDB 1.x (profile influxdb) while database `t` is deep in debt,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The allocator's goals at small scale, in the deterministic simulator:
 # 20 frontends x 50 databases, each spread 80/15/5 over 3 frontends.
 #   waterfill: steady state within 5 % of the target (mean, p1, p99 over

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Issue 14.4, the 2-minute soak: bench/soak/soak.sh in distributed mode with
 # every fault once (rowgate-meta kill -9, rowgated kill -9 and restart,
 # SIGSTOP for 32 s, beyond the 30 s body-copy expiry, limit doubled, limit

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # (g) TCP read accounting stays exact (docs/design.md#tcp-read-accounting): after each scenario the
 # server neither spins (its CPU time stays flat while idle) nor stalls (the
 # next request on the connection is answered at once):

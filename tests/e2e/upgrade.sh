@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Upgrade in place under load: rowgated built from another BPF object
 # (tests/v2, build id 2) takes over from a running one, and back, six times
 # (SIGTERM and kill -9 mixed).  The pinned cgroup links are updated in place

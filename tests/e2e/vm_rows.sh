@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Issue 11, which rows: on a port of profile victoriametrics rowgate charges
 # each database exactly the samples victoria-metrics (1.79) stores, request
 # by request, for line protocol and remote write:

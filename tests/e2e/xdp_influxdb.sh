@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The UDP path end to end: a real InfluxDB 1.x with [[udp]] listeners runs in
 # a network namespace reached over a veth pair from a second namespace; the
 # XDP program sits on the receiving veth, sharing rowgated's pinned maps.

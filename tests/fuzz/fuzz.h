@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* What every libFuzzer target shares: an assertion that stops the run (a
  * failed property is a finding, like a crash), and a reader that takes
  * parameters off the front of the input. */

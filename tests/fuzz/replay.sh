@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # make test: every fuzz target runs every input of its corpus once (the
 # regression inputs of past findings are among them), under ASan/UBSan.
 set -u

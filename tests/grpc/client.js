@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: GPL-2.0
 // A GreptimeDB gRPC ingest client on @grpc/grpc-js: sends row inserts (or
 // columnar inserts) with unary Handle or client-streaming HandleRequests,
 // with the standard gRPC retry policy (RESOURCE_EXHAUSTED retryable) in its

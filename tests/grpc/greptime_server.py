@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
 """A GreptimeDB-compatible gRPC ingest server on gRPC C-core (python3-grpcio).
 
 Serves greptime.v1.GreptimeDatabase/Handle and /HandleRequests from

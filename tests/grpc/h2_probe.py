@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
 """Probe a real gRPC server with the bytes the kernel design would make.
 
 A raw HTTP/2 client (frames by hand, HPACK by python3-hpack) that sends what

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
 """Record the client->server bytes of TCP connections through a proxy.
 
 usage: record_proxy.py LISTEN_PORT TARGET_PORT OUT_PREFIX

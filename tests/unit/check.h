@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Minimal assertions for the native unit tests: count, print, keep going. */
 #ifndef ROWGATE_TEST_CHECK_H
 #define ROWGATE_TEST_CHECK_H

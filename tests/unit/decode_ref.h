@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Reference row counts computed from protobuf-c's unpacked messages, by the
  * same GreptimeDB rules as user/decode/pbwalk.c: what the wire walker is
  * proven equal to.  Each returns 0, or -1 when protobuf-c refuses the body. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The reference for the kernel's responses: snprintf of the printf
  * templates of rowgate/response.h with a plan's fields, what test_response
  * and the fuzzer hold rg_response_plan and rg_response_write against. */

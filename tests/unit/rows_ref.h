@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Line-protocol row counts by the byte-wise model (rg_lp_step) and by the
  * word counter as the BPF program runs it (whole words, bytes past the end
  * masked), under the comment rule in rows_ref_rule: what test_rows and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Reference for rg_lp_vm_samples(): victoria-metrics 1.79's line-protocol
  * parser (lib/protoparser/influx/parser.go) and fastfloat's number checks,
  * transliterated function by function over (pointer, length) strings, with

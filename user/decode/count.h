@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Exact row counting of ingest payloads the kernel cannot count: compressed
  * bodies, protobuf and JSON.  rowgated hands the body of an admitted request
  * to rg_count_payload() and corrects the database's bucket by the difference

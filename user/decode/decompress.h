@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Bounded, streaming undoing of HTTP Content-Encodings (gzip, deflate, zstd,
  * br, snappy block and framed).  Output goes to a sink in chunks; the total
  * is capped before any byte past the cap is produced or allocated, so a small

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Real payloads with a known row count, built with protobuf-c (from
  * the .proto files in proto/) and compressed with the real libraries: for rg-count
  * --encode (shell end-to-end tests send them with curl), the unit tests'

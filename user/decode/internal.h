@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* Internal interfaces between the counting library's files (not for
  * rowgated): the per-protocol counters over a decoded body.  Each returns
  * RG_COUNT_OK or an rg_count_err, adds to out->rows / out->default_rows /

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* rowgate-meta's in-memory cluster: the configured limits, the frontends
  * that heartbeat, and one allocation (include/rowgate/alloc.h) per database.
  * Pure: no I/O, no clock (callers pass now_ns), not thread-safe (the server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The few etcd v3 calls rowgate-meta makes, through etcd's JSON gateway
  * (HTTP, keys and values base64, int64 as strings): limits under a key
  * prefix, and leader election with a lease-bound key.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* A JSON-over-HTTP call with libcurl, shared by rowgatectl --meta, rowgated's
  * meta agent and rowgate-meta's etcd client.  Redirects (rowgate-meta
  * followers answer 307 to the leader) are followed, keeping the method, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0 */
 /* The HTTP/JSON protocol between rowgated / rowgatectl and rowgate-meta:
  * paths, message structs, and pure encode/decode functions (no I/O), so the
  * same code runs on both sides and in the unit tests.  docs/distributed.md

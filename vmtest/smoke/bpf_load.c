@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // bpf_load: open and load BPF objects on the running kernel, the "does our
 // BPF load here" check vmtest runs on every kernel in vmtest/kernels.
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # Every BPF object rowgate builds (build/bpf/*.bpf.o) passes the verifier on
 # this kernel.  On failure bpf_load prints libbpf's verifier log.
 set -u

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # The guest gives tests what vmtest/README.md promises: mounts, BTF, loopback,
 # network namespaces, module autoload and the tools.  Outside vmtest it skips.
 set -u

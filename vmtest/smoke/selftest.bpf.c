@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // vmtest's own BPF object: exercises, on each kernel in vmtest/kernels, the
 // features rowgate depends on (BTF-defined maps, a sockhash, sockops, an
 // sk_skb verdict, CO-RE reads through bpf_skc_to_tcp_sock, bpf_loop, XDP) so

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
 # vmtest's own BPF object (vmtest/smoke/selftest.bpf.c) loads on this kernel:
 # proves the VM, libbpf, BTF and CO-RE path before bpf/ has objects.
 set -u

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // Command rg-grpc-go is a GreptimeDB gRPC ingest client on grpc-go: row
 // inserts (or columnar inserts) through unary Handle or client-streaming
 // HandleRequests, with the standard retry policy (RESOURCE_EXHAUSTED

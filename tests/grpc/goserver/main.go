@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0
 // Command rg-grpc-go-server is a minimal GreptimeDB-compatible gRPC ingest
 // server on grpc-go: Handle and HandleRequests store rows per database
 // (dbname, else catalog/schema lower-cased, as greptimedb) and GET /stats on
