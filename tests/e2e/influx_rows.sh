@@ -22,34 +22,7 @@ RG_CGROUP="$root/rowgate-test-$RG_NAME-$$"
 mkdir "$RG_CGROUP" || rg_fail "cannot create cgroup $RG_CGROUP"
 rg_on_exit "rmdir '$RG_CGROUP'"
 RG_PORT=$(rg_free_port) || rg_fail "no free port"
-RPC_PORT=$(rg_free_port) || rg_fail "no free port"
-mkdir -p "$RG_TMP/influx"
-cat >"$RG_TMP/influxdb.conf" <<CONF
-reporting-disabled = true
-bind-address = "127.0.0.1:$RPC_PORT"
-[meta]
-  dir = "$RG_TMP/influx/meta"
-[data]
-  dir = "$RG_TMP/influx/data"
-  wal-dir = "$RG_TMP/influx/wal"
-  query-log-enabled = false
-[monitor]
-  store-enabled = false
-[continuous_queries]
-  enabled = false
-[http]
-  bind-address = "127.0.0.1:$RG_PORT"
-  log-enabled = false
-[logging]
-  level = "warn"
-CONF
-(
-	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-	exec influxd -config "$RG_TMP/influxdb.conf"
-) >"$RG_TMP/influxd.log" 2>&1 &
-INFLUX_PID=$!
-rg_on_exit "kill -9 $INFLUX_PID; wait $INFLUX_PID"
-rg_wait_for 30 curl -sf "http://127.0.0.1:$RG_PORT/ping" || rg_fail "influxd did not come up"
+rg_start_influxd "$RG_PORT"
 rg_start_rowgated
 rg_on_exit 'kill -9 $RG_PID; wait $RG_PID'
 BASE="http://127.0.0.1:$RG_PORT"

@@ -137,6 +137,40 @@ rg_stop_vm() {
 	wait "$VM_PID" 2>/dev/null
 }
 
+# Start InfluxDB 1.x on 127.0.0.1:PORT (a free port for its RPC) inside the
+# cgroup rowgated guards (RG_CGROUP must exist); sets INFLUX_PID.
+rg_start_influxd() {
+	local port=$1 rpc
+	rpc=$(rg_free_port) || rg_fail "no free port"
+	mkdir -p "$RG_TMP/influx"
+	cat >"$RG_TMP/influxdb.conf" <<CONF
+reporting-disabled = true
+bind-address = "127.0.0.1:$rpc"
+[meta]
+  dir = "$RG_TMP/influx/meta"
+[data]
+  dir = "$RG_TMP/influx/data"
+  wal-dir = "$RG_TMP/influx/wal"
+  query-log-enabled = false
+[monitor]
+  store-enabled = false
+[continuous_queries]
+  enabled = false
+[http]
+  bind-address = "127.0.0.1:$port"
+  log-enabled = false
+[logging]
+  level = "warn"
+CONF
+	(
+		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
+		exec influxd -config "$RG_TMP/influxdb.conf"
+	) >"$RG_TMP/influxd.log" 2>&1 &
+	INFLUX_PID=$!
+	rg_on_exit "kill -9 $INFLUX_PID; wait $INFLUX_PID"
+	rg_wait_for 30 curl -sf "http://127.0.0.1:$port/ping" || rg_fail "influxd did not come up"
+}
+
 rg_mount_bpffs() {
 	mkdir -p "$RG_BPFFS_MNT"
 	mount -t bpf bpf "$RG_BPFFS_MNT" || rg_skip "cannot mount a bpf filesystem"

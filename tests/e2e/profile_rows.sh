@@ -17,34 +17,7 @@ rg_mount_bpffs
 rg_start_vm
 
 IN_PORT=$(rg_free_port) || rg_fail "no free port"
-IN_RPC=$(rg_free_port) || rg_fail "no free port"
-mkdir -p "$RG_TMP/influx"
-cat >"$RG_TMP/influxdb.conf" <<CONF
-reporting-disabled = true
-bind-address = "127.0.0.1:$IN_RPC"
-[meta]
-  dir = "$RG_TMP/influx/meta"
-[data]
-  dir = "$RG_TMP/influx/data"
-  wal-dir = "$RG_TMP/influx/wal"
-  query-log-enabled = false
-[monitor]
-  store-enabled = false
-[continuous_queries]
-  enabled = false
-[http]
-  bind-address = "127.0.0.1:$IN_PORT"
-  log-enabled = false
-[logging]
-  level = "warn"
-CONF
-(
-	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-	exec influxd -config "$RG_TMP/influxdb.conf"
-) >"$RG_TMP/influxd.log" 2>&1 &
-IN_PID=$!
-rg_on_exit "kill -9 $IN_PID; wait $IN_PID"
-rg_wait_for 30 curl -sf "http://127.0.0.1:$IN_PORT/ping" || rg_fail "influxd did not come up"
+rg_start_influxd "$IN_PORT"
 
 # no rule flag: the profiles alone choose the counting rules
 rg_start_rowgated --port "$IN_PORT=influxdb"
