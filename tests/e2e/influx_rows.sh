@@ -35,24 +35,10 @@ post() { # post FILE URL [curl args]: HTTP status
 	local f=$1 u=$2; shift 2
 	curl -s -o "$RG_TMP/resp" -w '%{http_code}' --data-binary "@$f" "$u" "$@"
 }
-settle() {
-	local deadline=$((SECONDS + 10))
-	until rg_ctl --json stats "$1" | "$RG_PY" -c '
-import json, sys
-d = json.load(sys.stdin)["databases"][0]
-n = [0, 0]
-for p in d.get("protocols", {}).values():
-    n[0] += p.get("admitted_requests", 0) + p.get("rejected_requests", 0)
-    n[1] += p.get("reconciled_requests", 0) + p.get("undecodable_requests", 0) + p.get("unreconciled_requests", 0)
-sys.exit(0 if n[1] >= n[0] else 1)'; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.05
-	done
-}
 # expect DB REFUSED WHAT: charged == stored + REFUSED (lines influxd refused)
 expect() {
 	local charged got deadline=$((SECONDS + 10))
-	settle "$1" || rg_fail "$1: reconciliation did not settle"
+	rg_settle "$1" || rg_fail "$1: reconciliation did not settle"
 	charged=$(rg_stat "$1" admitted_rows)
 	while got=$(stored "$1"); [ $((got + $2)) -ne "$charged" ] && [ $SECONDS -lt $deadline ]; do
 		sleep 0.2
