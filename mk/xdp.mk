@@ -28,3 +28,12 @@ $(BUILD)/bench/udp_load: bench/udp_load.c $(SHARED_H)
 	$(Q)$(CC) $(USER_CFLAGS) $< -o $@
 
 EXTRA_ALL += $(BUILD)/bench/udp_load
+
+# rg_reconcile (the HTTP object's correction program) under BPF_PROG_TEST_RUN.
+$(BUILD)/tests/bpf/test_reconcile: tests/bpf/test_reconcile.c tests/unit/check.h $(SHARED_H) \
+				   $(BUILD)/rowgate.skel.h
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(USER_CFLAGS) $< -o $@ $(BPF_LIBS)
+
+EXTRA_ALL += $(BUILD)/tests/bpf/test_reconcile
