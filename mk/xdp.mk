@@ -9,7 +9,7 @@ RG_XDP_HDRS := user/xdp.h user/log.h user/limits.h user/state.h $(RG_LIB_HDRS)
 XDP_TEST_BINS := $(BUILD)/tests/bpf/test_xdp $(BUILD)/tests/bpf/xdp_loader
 EXTRA_ALL += $(XDP_TEST_BINS)
 
-$(BUILD)/tests/bpf/test_xdp: tests/bpf/test_xdp.c tests/unit/check.h $(SHARED_H) \
+$(BUILD)/tests/bpf/test_xdp: tests/bpf/test_xdp.c tests/bpf/maps_test.h tests/unit/check.h $(SHARED_H) \
 			     $(BUILD)/xdp.skel.h $(BUILD)/rowgate.skel.h
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
@@ -30,7 +30,7 @@ $(BUILD)/bench/udp_load: bench/udp_load.c $(SHARED_H)
 EXTRA_ALL += $(BUILD)/bench/udp_load
 
 # rg_reconcile (the HTTP object's correction program) under BPF_PROG_TEST_RUN.
-$(BUILD)/tests/bpf/test_reconcile: tests/bpf/test_reconcile.c tests/unit/check.h $(SHARED_H) \
+$(BUILD)/tests/bpf/test_reconcile: tests/bpf/test_reconcile.c tests/bpf/maps_test.h tests/unit/check.h $(SHARED_H) \
 				   $(BUILD)/rowgate.skel.h
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)

@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -19,27 +18,11 @@
 #include "rowgate/bucket.h"
 #include "rowgate.skel.h"
 #include "../unit/check.h"
+#include "maps_test.h"
 
 #define LIMIT 1000ULL
 
 static struct rowgate *skel;
-
-static struct rg_db_key dbkey(const char *name)
-{
-	struct rg_db_key k;
-
-	memset(&k, 0, sizeof(k));
-	strncpy(k.name, name, sizeof(k.name) - 1);
-	return k;
-}
-
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
-}
 
 /* A limited database with a bucket that is `debt` rows in debt (or full). */
 static int limited_db(const char *name, __u64 debt)
@@ -61,12 +44,7 @@ static int limited_db(const char *name, __u64 debt)
 
 static struct rg_bucket bucket_of(const char *name)
 {
-	struct rg_db_key k = dbkey(name);
-	struct rg_bucket_value bv;
-
-	memset(&bv, 0, sizeof(bv));
-	bpf_map_lookup_elem_flags(bpf_map__fd(skel->maps.buckets), &k, &bv, BPF_F_LOCK);
-	return bv.b;
+	return bucket_in(bpf_map__fd(skel->maps.buckets), name);
 }
 
 /* A database's counters; a database without an entry reads as all-ones,

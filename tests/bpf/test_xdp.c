@@ -31,6 +31,7 @@
 #include "rowgate.skel.h"
 #include "xdp.skel.h"
 #include "../unit/check.h"
+#include "maps_test.h"
 
 #define PORT_LIM   8089 /* db "lim": a limit nothing in the table exhausts */
 #define PORT_FREE  8090 /* db "free": no limit */
@@ -177,23 +178,6 @@ static size_t build(const struct pkt *o, __u8 *buf)
 
 /* ---- maps ---- */
 
-static __u64 mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * RG_NSEC_PER_SEC + (__u64)ts.tv_nsec;
-}
-
-static struct rg_db_key dbkey(const char *name)
-{
-	struct rg_db_key k;
-
-	memset(&k, 0, sizeof(k));
-	snprintf(k.name, sizeof(k.name), "%s", name);
-	return k;
-}
-
 static int set_limit(const char *name, __u64 limit)
 {
 	struct rg_db_key k = dbkey(name);
@@ -261,22 +245,12 @@ static struct rg_udp_stats udp_stats(const char *name)
 
 static struct rg_db_stats db_stats(const char *name)
 {
-	struct rg_db_key k = dbkey(name);
-	struct rg_db_stats s;
-
-	memset(&s, 0, sizeof(s));
-	bpf_map_lookup_elem(bpf_map__fd(skel->maps.db_stats), &k, &s);
-	return s;
+	return db_stats_in(bpf_map__fd(skel->maps.db_stats), name);
 }
 
 static struct rg_bucket bucket(const char *name)
 {
-	struct rg_db_key k = dbkey(name);
-	struct rg_bucket_value bv;
-
-	memset(&bv, 0, sizeof(bv));
-	bpf_map_lookup_elem_flags(bpf_map__fd(skel->maps.buckets), &k, &bv, BPF_F_LOCK);
-	return bv.b;
+	return bucket_in(bpf_map__fd(skel->maps.buckets), name);
 }
 
 static int run(const __u8 *frame, size_t len, __u32 repeat, __u32 *retval, __u32 *duration)
