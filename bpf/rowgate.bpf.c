@@ -400,32 +400,6 @@ static __always_inline void rg_fail(struct rg_conn *c, struct rg_walk *w, int er
 	}
 }
 
-/* The path ends in "/_bulk" (an Elasticsearch bulk endpoint of any index). */
-static __always_inline bool rg_path_ends_bulk(const struct rg_http_head *h)
-{
-	__u32 n = h->path_len;
-	const char *p;
-
-	if (n < 6 || n > RG_PATH_MAX)
-		return false;
-	p = &h->path[(n - 6) & (RG_PATH_MAX - 1)];
-	if ((n - 6) + 6 > RG_PATH_MAX)
-		return false;
-	return p[0] == '/' && p[1] == '_' && p[2] == 'b' && p[3] == 'u' && p[4] == 'l' &&
-	       p[5] == 'k';
-}
-
-/* No Content-Encoding, or "identity": the body is the text itself. */
-static __always_inline bool rg_identity_encoding(const struct rg_http_head *h)
-{
-	const char *e = h->content_encoding;
-
-	if (h->ce_len == 0)
-		return true;
-	return h->ce_len == 8 && e[0] == 'i' && e[1] == 'd' && e[2] == 'e' && e[3] == 'n' &&
-	       e[4] == 't' && e[5] == 'i' && e[6] == 't' && e[7] == 'y';
-}
-
 /* The head is complete: classify, decide, and set up the body. */
 __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 end)
 {
@@ -446,7 +420,7 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 		/* the head was zeroed: bytes past path_len are NULs */
 		__builtin_memcpy(c->route_key.path, h->path, RG_PATH_MAX);
 		route = bpf_map_lookup_elem(&RG_MAP_ROUTES, &c->route_key);
-		if (!route && rg_path_ends_bulk(h)) {
+		if (!route && rg_http_path_ends_bulk(h)) {
 			/* /v1/elasticsearch/{index}/_bulk: one wildcard route */
 			__builtin_memset(&c->route_key, 0, sizeof(c->route_key));
 			__builtin_memcpy(c->route_key.path, RG_ROUTE_BULK_WILDCARD,
@@ -487,7 +461,7 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 			/* compressed text is counted by rowgated like binary, and
 			 * so is line protocol whose server stores a row per field
 			 * (RG_ROWS_VM_SAMPLES: the kernel charges an upper bound) */
-			if (rg_protocol_in_kernel(route->protocol) && rg_identity_encoding(h) &&
+			if (rg_protocol_in_kernel(route->protocol) && rg_http_identity_encoding(h) &&
 			    rg_profile_rows_mode(c->profile) == RG_ROWS_LINES) {
 				c->count_rows = 1;
 			} else {
@@ -592,36 +566,6 @@ __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off,
 	return w->stop ? 1 : 0;
 }
 
-/* 0x80 in every byte of x below 0x20, exactly (bytes >= 0x80 are not). */
-static __always_inline __u64 rg_swar_lt_space(__u64 x)
-{
-	return ~(((x & RG_SWAR_LOW7) + RG_SWAR_ONES * (0x80 - 0x20)) | x) & RG_SWAR_HIGH;
-}
-
-/*
- * Eight head bytes that only need skipping: inside the value of a header
- * rowgate ignores, or of a query parameter it ignores, with no byte that
- * ends it or would make the head malformed.  Then they count as consumed.
- */
-static __always_inline bool rg_head_skip_word(struct rg_http_head *h, __u64 x)
-{
-	__u64 stop;
-
-	if (h->head_bytes + 8 >= RG_HEAD_MAX_BYTES)
-		return false;
-	if (h->state == RG_HS_VALUE && h->header == RG_HDR_OTHER)
-		stop = (rg_swar_lt_space(x) & ~rg_swar_eq(x, '\t')) | rg_swar_eq(x, 0x7f);
-	else if (h->state == RG_HS_QUERY_SKIP)
-		stop = rg_swar_lt_space(x) | rg_swar_eq(x, ' ') | rg_swar_eq(x, '&') |
-		       rg_swar_eq(x, 0x7f);
-	else
-		return false;
-	if (stop)
-		return false;
-	h->head_bytes += 8;
-	return true;
-}
-
 /* Body bytes ahead that are plain data: the rest of a Content-Length body
  * or of the current chunk's data (0 elsewhere). */
 static __always_inline __u64 rg_data_ahead(const struct rg_conn *c)
@@ -652,7 +596,7 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 			return 1;
 		if (c->phase == RG_PHASE_HEAD && p + 8 <= w->win_len &&
 		    p <= RG_WINDOW_BYTES - 8 &&
-		    rg_head_skip_word(&c->head, *(__u64 *)&c->win[p & (RG_WINDOW_BYTES - 1)])) {
+		    rg_http_head_skip_word(&c->head, *(__u64 *)&c->win[p & (RG_WINDOW_BYTES - 1)])) {
 			w->pos = p + 8;
 			continue;
 		}

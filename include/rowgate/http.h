@@ -19,6 +19,7 @@
 #include "types.h"
 #include "abi.h"
 #include "dbname.h"
+#include "rows.h"
 
 #define RG_HEAD_MAX_BYTES    8192 /* larger heads are refused: 400 */
 #define RG_METHOD_MAX_BYTES  16
@@ -940,6 +941,58 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		return RG_HEAD_DONE;
 	}
 	return RG_HEAD_ERR_MALFORMED;
+}
+
+/*
+ * Eight head bytes that only need skipping: inside the value of a header
+ * rowgate ignores, or of a query parameter it ignores, with no byte that
+ * ends it or would make the head malformed.  Then they count as consumed,
+ * exactly as eight rg_http_head_step() calls would leave the head (x holds
+ * the bytes in memory order, little-endian).
+ */
+RG_INLINE bool rg_http_head_skip_word(struct rg_http_head *h, __u64 x)
+{
+	__u64 stop;
+
+	if (h->head_bytes + 8 >= RG_HEAD_MAX_BYTES)
+		return false;
+	if (h->state == RG_HS_VALUE && h->header == RG_HDR_OTHER)
+		stop = (rg_swar_lt_space(x) & ~rg_swar_eq(x, '\t')) | rg_swar_eq(x, 0x7f);
+	else if (h->state == RG_HS_QUERY_SKIP)
+		stop = rg_swar_lt_space(x) | rg_swar_eq(x, ' ') | rg_swar_eq(x, '&') |
+		       rg_swar_eq(x, 0x7f);
+	else
+		return false;
+	if (stop)
+		return false;
+	h->head_bytes += 8;
+	return true;
+}
+
+/* The path ends in "/_bulk" (an Elasticsearch bulk endpoint of any index). */
+RG_INLINE bool rg_http_path_ends_bulk(const struct rg_http_head *h)
+{
+	__u32 n = h->path_len;
+	const char *p;
+
+	if (n < 6 || n > RG_PATH_MAX)
+		return false;
+	p = &h->path[(n - 6) & (RG_PATH_MAX - 1)];
+	if ((n - 6) + 6 > RG_PATH_MAX)
+		return false;
+	return p[0] == '/' && p[1] == '_' && p[2] == 'b' && p[3] == 'u' && p[4] == 'l' &&
+	       p[5] == 'k';
+}
+
+/* No Content-Encoding, or "identity": the body is the text itself. */
+RG_INLINE bool rg_http_identity_encoding(const struct rg_http_head *h)
+{
+	const char *e = h->content_encoding;
+
+	if (h->ce_len == 0)
+		return true;
+	return h->ce_len == 8 && e[0] == 'i' && e[1] == 'd' && e[2] == 'e' && e[3] == 'n' &&
+	       e[4] == 't' && e[5] == 'i' && e[6] == 't' && e[7] == 'y';
 }
 
 /* Whether the connection stays open after this request. */

@@ -90,6 +90,12 @@ RG_INLINE __u64 rg_swar_eq(__u64 x, __u8 c)
 	return ~(((t & RG_SWAR_LOW7) + RG_SWAR_LOW7) | t) & RG_SWAR_HIGH;
 }
 
+/* 0x80 in every byte of x below 0x20, exactly (bytes >= 0x80 are not). */
+RG_INLINE __u64 rg_swar_lt_space(__u64 x)
+{
+	return ~(((x & RG_SWAR_LOW7) + RG_SWAR_ONES * (0x80 - 0x20)) | x) & RG_SWAR_HIGH;
+}
+
 /* Number of bytes flagged 0x80 in m. */
 RG_INLINE __u32 rg_swar_count(__u64 m)
 {

@@ -8,16 +8,47 @@
 static struct rg_http_head h;
 static __u8 profile = RG_PROFILE_GREPTIMEDB; /* of the port the bytes arrive on */
 static bool after_post;                      /* the previous request was a POST */
+static unsigned long skipped_words;          /* words parse_skipping() took at once */
 
-/* Returns the final step result; *used = bytes consumed. */
+/* The verdict's way: where rg_http_head_skip_word() takes eight bytes at
+ * once it does, the rest goes byte by byte. */
+static int parse_skipping(struct rg_http_head *hs, const char *s, size_t len, size_t *used)
+{
+	size_t i = 0;
+	int r = RG_HEAD_MORE;
+	__u64 x;
+
+	while (i < len && r == RG_HEAD_MORE) {
+		if (i + 8 <= len) {
+			memcpy(&x, s + i, 8); /* little-endian, as the BPF load */
+			if (rg_http_head_skip_word(hs, x)) {
+				i += 8;
+				skipped_words++;
+				continue;
+			}
+		}
+		r = rg_http_head_step(hs, (uint8_t)s[i++]);
+	}
+	*used = i;
+	return r;
+}
+
+/* Returns the final step result; *used = bytes consumed.  Every head is
+ * parsed twice, byte by byte and skipping words, and both must agree. */
 static int parse(const char *s, int first, size_t *used)
 {
-	size_t i, len = strlen(s);
-	int r = RG_HEAD_MORE;
+	static struct rg_http_head hs;
+	size_t i, len = strlen(s), used_s;
+	int r = RG_HEAD_MORE, rs;
 
 	rg_http_head_init(&h, first, profile, after_post);
 	for (i = 0; i < len && r == RG_HEAD_MORE; i++)
 		r = rg_http_head_step(&h, (uint8_t)s[i]);
+	rg_http_head_init(&hs, first, profile, after_post);
+	rs = parse_skipping(&hs, s, len, &used_s);
+	CHECK(rs == r && used_s == i && memcmp(&hs, &h, sizeof(h)) == 0,
+	      "word skipping disagrees on %.60s: result %d/%d, used %zu/%zu", s, rs, r, used_s,
+	      i);
 	if (used)
 		*used = i;
 	return r;
@@ -435,6 +466,94 @@ static void test_go_request_line(void)
 		      RG_HEAD_ERR_FRAMING, "TE on HTTP/1.0 (greptimedb)");
 }
 
+/* The SWAR "below 0x20" mask against a byte-wise one, on random words and
+ * on every byte value in every lane. */
+static void test_swar_lt_space(void)
+{
+	unsigned long bad = 0;
+	__u64 seed = 0x9e3779b97f4a7c15ULL, x, want;
+	int i, b, v;
+
+	for (i = 0; i < 200000 + 8 * 256; i++) {
+		if (i < 200000) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			x = seed ^ (seed >> 29);
+		} else {
+			v = (i - 200000) % 256;
+			b = (i - 200000) / 256;
+			x = 0x4141414141414141ULL & ~(0xffULL << (8 * b));
+			x |= (__u64)v << (8 * b);
+		}
+		want = 0;
+		for (b = 0; b < 8; b++)
+			if (((x >> (8 * b)) & 0xff) < 0x20)
+				want |= 0x80ULL << (8 * b);
+		bad += rg_swar_lt_space(x) != want;
+	}
+	CHECK(bad == 0, "%lu words masked wrong", bad);
+}
+
+/* Heads whose ignored header values and query parameters hold every byte a
+ * value may hold, at every alignment: word skipping must leave the head as
+ * byte steps do (parse() compares them). */
+static void test_skip_words(void)
+{
+	static const char allowed[] = "abcXYZ019 \t!#$%'*+-.^_`|~\"(),/:;<=>?@[]{}\x80\xff\x7f\x01=%41";
+	char head[1024], val[96];
+	__u64 seed = 42;
+	unsigned long before = skipped_words;
+	int i, j, n, r;
+
+	for (i = 0; i < 4000; i++) {
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		n = (int)((seed >> 33) % 80);
+		for (j = 0; j < n; j++) {
+			seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+			val[j] = allowed[(seed >> 33) % (sizeof(allowed) - 1)];
+		}
+		val[n] = 0;
+		/* a value may not start or end with blanks the parser trims
+		 * differently; the comparison covers those too */
+		snprintf(head, sizeof(head),
+			 "POST /v1/influxdb/write?%.*sx=%s&db=d%d&y=%s HTTP/1.1\r\n"
+			 "Host: h\r\nX-Other-%d: %s\r\nContent-Length: 0\r\n\r\n",
+			 i % 8, "pppppppp", strchr(val, '&') || strchr(val, ' ') ? "v" : val, i,
+			 strchr(val, '&') || strchr(val, ' ') ? "w" : val, i % 7, val);
+		r = parse(head, 1, NULL);
+		CHECK(r == RG_HEAD_DONE || r < 0, "head %d: result %d", i, r);
+	}
+	CHECK(skipped_words - before > 5000, "word skipping was exercised: %lu words",
+	      skipped_words - before);
+}
+
+static void test_path_and_encoding(void)
+{
+	static const struct {
+		const char *head;
+		int bulk, identity;
+	} cases[] = {
+		{ "POST /v1/elasticsearch/logs/_bulk HTTP/1.1\r\n\r\n", 1, 1 },
+		{ "POST /_bulk HTTP/1.1\r\n\r\n", 1, 1 },
+		{ "POST /_bulkx HTTP/1.1\r\n\r\n", 0, 1 },
+		{ "POST _bulk HTTP/1.1\r\n\r\n", 0, 1 },
+		{ "POST /x_bulk HTTP/1.1\r\n\r\n", 0, 1 },
+		{ "POST /w HTTP/1.1\r\nContent-Encoding: identity\r\n\r\n", 0, 1 },
+		{ "POST /w HTTP/1.1\r\nContent-Encoding: gzip\r\n\r\n", 0, 0 },
+		{ "POST /w HTTP/1.1\r\nContent-Encoding: identityx\r\n\r\n", 0, 0 },
+		{ "POST /w HTTP/1.1\r\nContent-Encoding: identit\r\n\r\n", 0, 0 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int r = parse(cases[i].head, 1, NULL);
+
+		CHECK(r == RG_HEAD_DONE, "%s: parsed (%d)", cases[i].head, r);
+		CHECK(rg_http_path_ends_bulk(&h) == cases[i].bulk, "%s: bulk", cases[i].head);
+		CHECK(rg_http_identity_encoding(&h) == cases[i].identity, "%s: identity",
+		      cases[i].head);
+	}
+}
+
 int main(void)
 {
 	test_captured_headers();
@@ -444,5 +563,9 @@ int main(void)
 	test_chunked();
 	test_go_query();
 	test_go_request_line();
+	test_swar_lt_space();
+	test_skip_words();
+	test_path_and_encoding();
+	CHECK(skipped_words > 0, "word skipping ran");
 	return check_report("http");
 }
