@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Editing the skb the verdict holds: head fragments stashed in the
+ * connection and written back in front of the next skb
+ * (docs/design.md#split-heads), space padding, and resizing within what the
+ * helpers allow (docs/design.md#resizing-limits).  Every change here moves
+ * what TCP charges for the skb (docs/design.md#tcp-read-accounting).
+ */
+#ifndef ROWGATE_BPF_SKB_EDIT_H
+#define ROWGATE_BPF_SKB_EDIT_H
+
+#include "conn.h"
+
+const char spaces[RG_WINDOW_BYTES] = { [0 ... RG_WINDOW_BYTES - 1] = ' ' };
+
+/* Copy skb bytes [from, from + n) into the stash at stash_len (n small). */
+struct rg_stash_ctx {
+	struct __sk_buff *skb;
+	struct rg_conn *conn;
+	__u32 from;
+	__u32 n;
+	__s32 err;
+};
+
+static long rg_stash_cb(__u64 idx, void *ctx)
+{
+	struct rg_stash_ctx *s = ctx;
+	struct rg_conn *c = s->conn;
+	__u32 done = (__u32)idx * RG_WINDOW_BYTES;
+	__u32 dst, n;
+
+	if (done >= s->n)
+		return 1;
+	n = s->n - done;
+	if (n > RG_WINDOW_BYTES)
+		n = RG_WINDOW_BYTES;
+	n = ((n - 1) & (RG_WINDOW_BYTES - 1)) + 1;
+	dst = (c->stash_len + done) & (RG_HEAD_MAX_BYTES - 1);
+	s->err = bpf_skb_load_bytes(s->skb, s->from + done, &c->stash[dst], n);
+	return s->err ? 1 : 0;
+}
+
+static __always_inline int rg_stash_append(struct __sk_buff *skb, struct rg_conn *c,
+					   __u32 from, __u32 n)
+{
+	struct rg_stash_ctx s = { .skb = skb, .conn = c, .from = from, .n = n };
+
+	if (n == 0)
+		return 0;
+	if ((__u32)c->stash_len + n > RG_HEAD_MAX_BYTES)
+		return -1;
+	bpf_loop((n + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_stash_cb, &s, 0);
+	if (s.err)
+		return -1;
+	c->stash_len += n;
+	c->uncharged += n;
+	return 0;
+}
+
+/* Write the stash back in front of the skb (the head it belongs to is
+ * admitted): grow in steps adjust_room allows, then store the bytes. */
+static long rg_unstash_cb(__u64 idx, void *ctx)
+{
+	struct rg_stash_ctx *s = ctx;
+	struct rg_conn *c = s->conn;
+	__u32 off = (__u32)idx * RG_WINDOW_BYTES;
+	__u32 n;
+
+	if (off >= s->n)
+		return 1;
+	n = s->n - off;
+	if (n > RG_WINDOW_BYTES)
+		n = RG_WINDOW_BYTES;
+	n = ((n - 1) & (RG_WINDOW_BYTES - 1)) + 1;
+	s->err = bpf_skb_store_bytes(s->skb, off, &c->stash[off & (RG_HEAD_MAX_BYTES - 1)], n, 0);
+	return s->err ? 1 : 0;
+}
+
+static __always_inline int rg_grow_front(struct __sk_buff *skb, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < 3 && n; i++) {
+		__u32 step = n > RG_ADJUST_MAX ? RG_ADJUST_MAX : n;
+
+		if (bpf_skb_adjust_room(skb, (__s32)step, 0, 0))
+			return -1;
+		n -= step;
+	}
+	return n ? -1 : 0;
+}
+
+static __always_inline int rg_unstash(struct __sk_buff *skb, struct rg_conn *c)
+{
+	struct rg_stash_ctx s = { .skb = skb, .conn = c, .n = c->stash_len };
+
+	if (!s.n)
+		return 0;
+	if (rg_grow_front(skb, s.n))
+		return -1;
+	bpf_loop((s.n + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_unstash_cb, &s, 0);
+	if (s.err)
+		return -1;
+	c->uncharged -= c->stash_len;
+	c->stash_len = 0;
+	return 0;
+}
+
+/* Pad skb bytes [from, len) with spaces. */
+struct rg_pad_ctx {
+	struct __sk_buff *skb;
+	__u32 from;
+	__u32 len;
+	__s32 err;
+};
+
+static long rg_pad_cb(__u64 idx, void *ctx)
+{
+	struct rg_pad_ctx *p = ctx;
+	__u32 off = p->from + (__u32)idx * RG_WINDOW_BYTES;
+	__u32 n;
+
+	if (off >= p->len)
+		return 1;
+	n = p->len - off;
+	if (n > RG_WINDOW_BYTES)
+		n = RG_WINDOW_BYTES;
+	n = ((n - 1) & (RG_WINDOW_BYTES - 1)) + 1;
+	p->err = bpf_skb_store_bytes(p->skb, off, spaces, n, 0);
+	return p->err ? 1 : 0;
+}
+
+/* Make the skb exactly len bytes long. */
+static __always_inline int rg_resize(struct __sk_buff *skb, __u32 len)
+{
+	__u32 cur = skb->len;
+
+	if (cur == len)
+		return 0;
+	if (len <= RG_CHANGE_TAIL_MAX && cur <= RG_CHANGE_TAIL_MAX)
+		return bpf_skb_change_tail(skb, len, 0);
+	if (len > cur)
+		return rg_grow_front(skb, len - cur);
+	return -1; /* a large skb cannot shrink from the tail */
+}
+
+#endif /* ROWGATE_BPF_SKB_EDIT_H */

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* How the verdict walks an skb: windows of RG_WINDOW_BYTES loaded from it,
+ * the bulk of a body counted a word at a time, and everything else fed
+ * byte by byte to the request state machine (rg_feed_byte), with the head
+ * bytes nobody reads skipped a word at a time.  The cost figures are in
+ * docs/design.md#row-counting.
+ */
+#ifndef ROWGATE_BPF_WALK_H
+#define ROWGATE_BPF_WALK_H
+
+#include "admit.h"
+#include "conn.h"
+
+/* What a bpf_loop callback needs: the skb and its connection.  Kept apart
+ * from the walk state, which global functions may write. */
+struct rg_loop {
+	struct __sk_buff *skb;
+	struct rg_conn *conn;
+};
+
+/* One byte of the request stream (all phases); returns 1 to stop. */
+__noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off, __u32 ch);
+
+/* Body bytes ahead that are plain data: the rest of a Content-Length body
+ * or of the current chunk's data (0 elsewhere). */
+static __always_inline __u64 rg_data_ahead(const struct rg_conn *c)
+{
+	if (c->phase == RG_PHASE_BODY_LENGTH)
+		return c->body_remaining;
+	if (c->phase == RG_PHASE_BODY_CHUNKED && c->chunk.state == RG_CS_DATA)
+		return c->chunk.remaining;
+	return 0;
+}
+
+#define RG_BYTES_PER_STEP 8 /* byte steps per bpf_loop iteration */
+
+/* Up to RG_BYTES_PER_STEP bytes of the window per iteration (the frames of
+ * nested callbacks and global functions are limited, so no deeper call). */
+static long rg_byte_cb(__u64 idx, void *ctx)
+{
+	struct rg_loop *l = ctx;
+	struct rg_conn *c = l->conn;
+	struct rg_walk *w = &c->w;
+	__u32 i, p;
+
+	for (i = 0; i < RG_BYTES_PER_STEP; i++) {
+		p = w->pos;
+		if (w->stop || p >= w->win_len || p >= RG_WINDOW_BYTES)
+			return 1;
+		if (w->yield_to_bulk && rg_data_ahead(c) > 8)
+			return 1;
+		if (c->phase == RG_PHASE_HEAD && p + 8 <= w->win_len &&
+		    p <= RG_WINDOW_BYTES - 8 &&
+		    rg_http_head_skip_word(&c->head, *(__u64 *)&c->win[p & (RG_WINDOW_BYTES - 1)])) {
+			w->pos = p + 8;
+			continue;
+		}
+		w->pos = p + 1;
+		if (rg_feed_byte(l->skb, c, w->win_off + p, c->win[p & (RG_WINDOW_BYTES - 1)]))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The bulk of a Content-Length body or of a chunk's data in the loaded
+ * window, from w->pos: whole words through the SWAR counter instead of
+ * per-byte steps.  The last byte of the body (or chunk) is left to the
+ * byte path, which ends the request (or the chunk).
+ */
+__noinline int rg_bulk_body(struct rg_conn *c)
+{
+	struct rg_walk *w;
+	__u32 from, to, i, k;
+	__u64 ahead;
+
+	if (!c)
+		return 0;
+	w = &c->w;
+	ahead = rg_data_ahead(c);
+	if (ahead <= 1 || w->pos >= w->win_len || w->win_len > RG_WINDOW_BYTES)
+		return 0;
+	from = w->pos;
+	k = w->win_len - from;
+	if (ahead - 1 < k)
+		k = (__u32)(ahead - 1);
+	to = from + k;
+	if (c->count_rows && k) {
+		/* indexed as words: clang 14 loads a byte array at a variable
+		 * index byte by byte, even where it is aligned */
+		const __u64 *words = (const __u64 *)c->win;
+		struct rg_lp_state lp = c->lp;
+		__u32 first = from / 8, last = (to - 1) / 8;
+		__u64 rows;
+
+		if (first >= RG_WINDOW_BYTES / 8 || last >= RG_WINDOW_BYTES / 8)
+			return 0;
+		if (first == last) {
+			rows = rg_lp_count_span(&lp, words[first], from - first * 8,
+						to - first * 8);
+		} else {
+			/* only the edge words are masked */
+			rows = rg_lp_count_span(&lp, words[first], from - first * 8, 8);
+			for (i = first + 1; i < last && i < RG_WINDOW_BYTES / 8; i++)
+				rows += rg_lp_count_word(&lp, words[i]);
+			rows += rg_lp_count_span(&lp, words[last], 0, to - last * 8);
+		}
+		c->lp = lp;
+		c->req_rows += rows;
+	}
+	if (c->phase == RG_PHASE_BODY_LENGTH)
+		c->body_remaining -= k;
+	else
+		c->chunk.remaining -= k;
+	c->body_bytes += k;
+	w->pos = to;
+	return 0;
+}
+
+/* Segments of one window: body bulk and byte steps alternate (a head, then
+ * its body; a body's end, then the next head); past this many the rest of
+ * the window goes byte by byte. */
+#define RG_WINDOW_SEGMENTS 3
+
+/* One window of up to RG_WINDOW_BYTES bytes of the skb. */
+static long rg_window_cb(__u64 idx, void *ctx)
+{
+	struct rg_loop *l = ctx;
+	struct rg_conn *c = l->conn;
+	struct rg_walk *w = &c->w;
+	__u32 off = (__u32)idx * RG_WINDOW_BYTES;
+	__u32 n, seg;
+
+	if (w->stop || off >= w->len)
+		return 1;
+	n = w->len - off;
+	if (n > RG_WINDOW_BYTES)
+		n = RG_WINDOW_BYTES;
+	n = ((n - 1) & (RG_WINDOW_BYTES - 1)) + 1; /* [1, 256] for the verifier */
+	/* inside a body nobody counts or copies: no need to look at it */
+	if (c->phase == RG_PHASE_BODY_LENGTH && !c->count_rows && !c->copy_body &&
+	    c->body_remaining > n) {
+		c->body_remaining -= n;
+		c->body_bytes += n;
+		return 0;
+	}
+	if (bpf_skb_load_bytes(l->skb, off, c->win, n)) {
+		rg_global_inc(internal_errors);
+		w->stop = 1;
+		w->must_pass = 1;
+		return 1;
+	}
+	w->win_off = off;
+	w->win_len = n;
+	w->pos = 0;
+	for (seg = 0; seg <= RG_WINDOW_SEGMENTS; seg++) {
+		rg_bulk_body(c);
+		if (w->stop || w->pos >= n)
+			break;
+		/* byte steps yield back when a body worth the bulk path starts */
+		w->yield_to_bulk = seg < RG_WINDOW_SEGMENTS;
+		bpf_loop((n - w->pos + RG_BYTES_PER_STEP - 1) / RG_BYTES_PER_STEP + 1, rg_byte_cb,
+			 l, 0);
+		if (w->stop || w->pos >= n)
+			break;
+	}
+	return w->stop ? 1 : 0;
+}
+
+#endif /* ROWGATE_BPF_WALK_H */
