@@ -13,7 +13,7 @@ DECODE_PB_C   := $(DECODE_PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.c)
 DECODE_PB_H   := $(DECODE_PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.h)
 
 # The counting library (what rowgated links): no protobuf-c needed.
-DECODE_LIB_SRCS := user/decode/count.c user/decode/decompress.c \
+DECODE_LIB_SRCS := user/decode/count.c user/decode/payload.c user/decode/decompress.c \
                    user/decode/pbwalk.c user/decode/jsoncount.c
 DECODE_LIB_LIBS := -ljansson -lz -lzstd -lbrotlidec -lsnappy
 DECODE_HDRS     := user/decode/count.h user/decode/decompress.h \
