@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The verdict's own answers, a 429 or a 400: planned to the bytes TCP must
+ * charge (rowgate/response.h, docs/design.md#tcp-read-accounting), written
+ * over the skb that carries them, padded, and sent back out of the socket.
+ */
+#ifndef ROWGATE_BPF_RESPOND_H
+#define ROWGATE_BPF_RESPOND_H
+
+#include "admit.h"
+#include "conn.h"
+#include "skb_edit.h"
+
+/*
+ * Plan the pending response (response.h): sized to every byte received and
+ * not yet charged, the skb plus the ledger, since its length is what TCP
+ * charges (docs/design.md#tcp-read-accounting).  A global function: the verifier checks the
+ * arithmetic once, and its results reach the caller as plain values.
+ */
+__noinline int rg_plan_response(struct rg_conn *c)
+{
+	struct rg_response *r;
+	struct rg_walk *w;
+
+	if (!c)
+		return -1;
+	w = &c->w;
+	r = &c->resp_plan;
+	__builtin_memset(r, 0, sizeof(*r));
+	if (w->respond == RG_RESPOND_400) {
+		r->kind = RG_RESP_400;
+		r->error = w->error == RG_HEAD_ERR_TOO_LARGE ? RG_RESP_ERR_TOO_LARGE :
+			   w->error == RG_HEAD_ERR_FRAMING  ? RG_RESP_ERR_FRAMING :
+							      RG_RESP_ERR_MALFORMED;
+		r->close = 1;
+	} else {
+		r->kind = RG_RESP_429;
+		r->retry_after_s = c->reject.retry_after_s;
+		r->rows = c->reject_rows;
+		r->quota_rows_per_s = c->reject.quota_rows_per_s;
+		r->limit_rows_per_s = c->reject.limit_rows_per_s;
+		r->db_len = c->db_len;
+		r->estimated = c->reject_estimated;
+		r->close = w->respond != RG_RESPOND_429;
+	}
+	return rg_response_plan(r, (__u64)w->len + c->uncharged);
+}
+
+/*
+ * Turn the skb into the planned response and send it back out of the same
+ * socket: the text, then the JSON's space padding.  Only when even the
+ * short form cannot fit does it grow, with Connection: close.
+ */
+static __always_inline int rg_respond(struct __sk_buff *skb, struct rg_conn *c)
+{
+	struct rg_response *r = &c->resp_plan;
+	__u32 text, total;
+
+	if (rg_plan_response(c))
+		return -1;
+	text = r->text_len;
+	total = r->total_len;
+	if (rg_response_write(&c->resp, r, &c->db) != text || text == 0 || text > total ||
+	    text >= RG_RESP_TEXT_MAX) {
+		/* writer and plan disagree (never expected) */
+		rg_global_inc(internal_errors);
+		return -1;
+	}
+	if (rg_resize(skb, total))
+		return -1;
+	if (bpf_skb_store_bytes(skb, 0, c->resp.b, ((text - 1) & (RG_RESP_TEXT_MAX - 1)) + 1, 0))
+		return -1;
+	if (total > text) {
+		struct rg_pad_ctx p = { .skb = skb, .from = text, .len = total };
+
+		bpf_loop((p.len - p.from + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_pad_cb,
+			 &p, 0);
+		if (p.err)
+			return -1;
+	}
+	if (r->close) {
+		c->mode = RG_MODE_CLOSING;
+		if ((__u64)total > (__u64)c->w.len + c->uncharged)
+			rg_global_inc(responses_close);
+	}
+	c->uncharged = 0;
+	c->stash_len = 0;
+	return 0;
+}
+
+#endif /* ROWGATE_BPF_RESPOND_H */
