@@ -7,7 +7,7 @@ RG_META_PROTO_SRCS  := user/meta/proto.c user/meta/http_client.c
 RG_META_HDRS        := $(wildcard user/meta/*.h) user/meta_agent.h
 RG_META_LIB_SRCS    := user/log.c user/limits.c user/state.c
 RG_META_SRCS        := user/meta/server.c user/meta/cluster.c user/meta/etcd.c \
-                       $(RG_META_PROTO_SRCS) user/alloc.c $(RG_META_LIB_SRCS)
+                       $(RG_META_PROTO_SRCS) user/meta/alloc.c $(RG_META_LIB_SRCS)
 RG_META_LIBS        := -lmicrohttpd -lcurl -ljansson -lbpf -lpthread
 
 USER_BINS += $(BUILD)/rowgate-meta
@@ -29,7 +29,7 @@ $(BUILD)/rowgatectl: $(RG_META_PROTO_SRCS) $(RG_META_HDRS)
 # Unit tests of the pure parts: messages, routing, auth, allocation glue, base64.
 UNIT_EXTRA_test_meta_proto   := user/meta/proto.c $(RG_META_LIB_SRCS)
 UNIT_LIBS_test_meta_proto    := -ljansson -lbpf
-UNIT_EXTRA_test_meta_cluster := user/meta/cluster.c user/meta/proto.c user/alloc.c \
+UNIT_EXTRA_test_meta_cluster := user/meta/cluster.c user/meta/proto.c user/meta/alloc.c \
                                 $(RG_META_LIB_SRCS)
 UNIT_LIBS_test_meta_cluster  := -ljansson -lbpf
 UNIT_EXTRA_test_meta_etcd    := user/meta/etcd.c user/meta/http_client.c $(RG_META_LIB_SRCS)

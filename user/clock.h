@@ -7,6 +7,8 @@
 #include <time.h>
 #include <linux/types.h>
 
+#define RG_NSEC_PER_MSEC 1000000ULL
+
 static inline __u64 rg_monotonic_ns(void)
 {
 	struct timespec ts;

@@ -11,7 +11,6 @@
 #include <bpf/bpf.h>
 
 #include "clock.h"
-#include "rowgate/alloc.h" /* RG_NSEC_PER_MSEC */
 #include "log.h"
 #include "meta/http_client.h"
 #include "meta/proto.h"

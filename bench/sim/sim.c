@@ -3,7 +3,7 @@
  * Deterministic simulator of cluster-wide rate limiting: virtual time, no
  * sockets.  Frontends enforce per-database quotas with the real token bucket
  * (include/rowgate/bucket.h), heartbeat their demand to the real allocator
- * (user/alloc.c) and enforce the grants they get back.  Every strategy sees
+ * (user/meta/alloc.c) and enforce the grants they get back.  Every strategy sees
  * the same workload (a pure function of the seed), so columns compare.
  *
  * Timeline, in four equal phases: start from "no assignment" (every frontend
@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "rowgate/abi.h"
-#include "rowgate/alloc.h"
+#include "../../user/meta/alloc.h"
 #include "rowgate/bucket.h"
 
 #define SIM_FRONTENDS_DEFAULT        1000

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Unit tests of the quota allocator (user/alloc.c): the documented edge cases
+/* Unit tests of the quota allocator (user/meta/alloc.c): the documented edge cases
  * and the properties — sum <= L, max-min fairness, stability. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "rowgate/alloc.h"
+#include "../../user/meta/alloc.h"
 
 #define MAX_FE       64
 #define SEC_NS       1000000000ULL

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* rowgate-meta's in-memory cluster: the configured limits, the frontends
- * that heartbeat, and one allocation (include/rowgate/alloc.h) per database.
+ * that heartbeat, and one allocation (alloc.h) per database.
  * Pure: no I/O, no clock (callers pass now_ns), not thread-safe (the server
  * holds one lock around every call).
  *
@@ -24,7 +24,7 @@
 
 #include <jansson.h>
 
-#include <rowgate/alloc.h>
+#include "alloc.h"
 
 #include "proto.h"
 #include "../state.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Quota allocation: max-min fair water-filling with headroom, and the anchor
- * strategies it is compared with.  See include/rowgate/alloc.h.
+ * strategies it is compared with.  See alloc.h.
  *
  * Userspace only, so sums and products use unsigned __int128: L and every
  * demand may be anywhere in u64 and a database may have many frontends.
@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "rowgate/alloc.h"
+#include "alloc.h"
 
 typedef unsigned __int128 u128;
 

@@ -22,7 +22,8 @@
 #ifndef ROWGATE_ALLOC_H
 #define ROWGATE_ALLOC_H
 
-#include "types.h"
+#include "rowgate/types.h"
+#include "../clock.h" /* RG_NSEC_PER_MSEC */
 
 /* Grants stay valid for 3 heartbeats of 1 s: one lost heartbeat must not cost
  * a frontend its share, a dead one must not hold it for long. */
@@ -35,8 +36,6 @@
  * traffic starts gets some at once), half by demand (growth is mostly
  * relative, so busy frontends need more room). */
 #define RG_ALLOC_HEADROOM_EQUAL_PERMILLE_DEFAULT 500
-
-#define RG_NSEC_PER_MSEC 1000000ULL
 
 enum rg_alloc_strategy {
 	/* rowgate: max-min fair water-filling of L over demand estimates,
