@@ -394,6 +394,41 @@ static __always_inline void rg_fail(struct rg_conn *c, struct rg_walk *w, int er
 	}
 }
 
+/*
+ * A write that must be refused but cannot be answered in order (a passed
+ * request before it still awaits its answer): its method's first byte
+ * becomes '@', which no server reads as a method, so the server itself
+ * answers it 400 and closes the connection, after its answers to the
+ * requests before it (docs/design.md#response-ordering).  The head began
+ * in this skb or in the stash (bytes of it already passed would have
+ * forced it unenforced).
+ */
+static __always_inline int rg_void_method(struct __sk_buff *skb, struct rg_conn *c)
+{
+	__u32 at = c->head.lead; /* leading CR/LF the server skips */
+	__u8 void_byte = '@';
+
+	if (c->w.req_in_skb)
+		return bpf_skb_store_bytes(skb, c->w.req_start + at, &void_byte, 1, 0);
+	if (at < c->stash_len) {
+		c->stash[at & (RG_HEAD_MAX_BYTES - 1)] = void_byte;
+		return 0;
+	}
+	return bpf_skb_store_bytes(skb, at - c->stash_len, &void_byte, 1, 0);
+}
+
+/* The server closes the connection after its 400: nothing that follows is
+ * read, so nothing more is parsed or charged, and later data is dropped. */
+static __always_inline void rg_void_request(struct rg_conn *c, struct rg_walk *w)
+{
+	rg_account_reject(&c->db, 0, &c->reject);
+	rg_global_inc(pipelined_voided);
+	c->mode = RG_MODE_CLOSING;
+	c->requests++;
+	w->stop = 1;
+	rg_request_reset(c);
+}
+
 /* The head is complete: classify, decide, and set up the body. */
 __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 end)
 {
@@ -443,11 +478,15 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 					 (c->awaiting &&
 					  rg_server_write_seq(skb) == c->write_seq_mark);
 
-			if (pipelined || w->must_pass || c->force_unenforced) {
+			if (!pipelined && !w->must_pass && !c->force_unenforced) {
+				c->verdict = RG_REQ_REJECT;
+			} else if (pipelined && !w->must_pass && !c->force_unenforced &&
+				   rg_void_method(skb, c) == 0) {
+				rg_void_request(c, w);
+				return 0;
+			} else {
 				c->verdict = RG_REQ_UNENFORCED;
 				rg_global_inc(pipelined_unenforced);
-			} else {
-				c->verdict = RG_REQ_REJECT;
 			}
 		}
 		c->protocol = (__u8)route->protocol;
@@ -607,6 +646,8 @@ int rg_verdict(struct __sk_buff *skb)
 
 	if (c->mode == RG_MODE_PASSTHROUGH)
 		goto pass; /* not HTTP (first bytes only, nothing stashed) */
+	if (c->mode == RG_MODE_CLOSING && !w->respond)
+		goto pass; /* a voided request: the server answers and closes */
 
 	if (w->respond) {
 		if (w->must_pass)
@@ -660,7 +701,9 @@ int rg_verdict(struct __sk_buff *skb)
 			goto unenforce_next;
 		}
 		rg_global_inc(heads_split);
-		goto pass;
+		/* the requests before it pass; the fragment just stashed waits
+		 * for the skb that completes its head */
+		return SK_PASS;
 	}
 	goto pass;
 

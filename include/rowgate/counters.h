@@ -85,6 +85,8 @@
 	  "Request heads held back across segments.")                                    \
 	X(pipelined_unenforced, "pipelined_unenforced", "pipelined_unenforced_total",     \
 	  COUNTER, "Rejections passed to keep responses in order.")                      \
+	X(pipelined_voided, "pipelined_voided", "pipelined_voided_total", COUNTER,        \
+	  "Rejections behind an unanswered request: voided, the server answers 400.")    \
 	X(recvmsg_failopen, "recvmsg_failopen", "recvmsg_failopen_total", COUNTER,        \
 	  "Verdicts run inside recvmsg: passed.")                                        \
 	X(responses_close, "responses_close", "responses_close_total", COUNTER,           \

@@ -211,6 +211,8 @@ rg_setup() {
 
 # One counter of a database from rowgatectl: rg_stat DB FIELD
 rg_stat() { rg_ctl --json stats "$1" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['databases'][0]['$2'])"; }
+# A host-wide counter: rg_global NAME
+rg_global() { rg_ctl --json stats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['global']['$1'])"; }
 
 # Wait until every body of DB that rowgated was sent is counted (or
 # counted lost): rg_settle DB
