@@ -25,7 +25,7 @@
  * value changes (abi.h, guard.h, bpf/conn.h): a rowgated refuses pins of
  * another version rather than reading them wrong.  Pins without a guard
  * record predate the number and are version 1. */
-#define RG_ABI_VERSION 2
+#define RG_ABI_VERSION 3
 
 #define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */
 
