@@ -56,6 +56,10 @@ struct rg_adopt {
 	__u64 write_seq;   /* server's write_seq when client bytes last passed */
 	__u32 at_boundary; /* at adoption: nothing unread, answered since */
 	__u32 seq_known;   /* write_seq is set */
+	/* since when the server's connection timer has run: its last send
+	 * before adoption (or the establishment), then the last client bytes
+	 * passed (docs/server-profiles.md#server-timeouts) */
+	__u64 timer_from_ns;
 };
 
 #endif /* ROWGATE_GUARD_H */
