@@ -39,6 +39,14 @@ enum rg_req_verdict {
 			    * order: passed, charged, counted */
 };
 
+/* Which of the server's timers runs while it sees no bytes (rejected
+ * requests never reach it): docs/server-profiles.md#server-timeouts. */
+enum rg_server_timer {
+	RG_TIMER_HEADER = 0, /* since accept: no request was passed yet */
+	RG_TIMER_IDLE,	     /* since the last passed request's answer */
+	RG_TIMER_SHORTER,    /* adopted: either, take the shorter */
+};
+
 enum rg_respond {
 	RG_RESPOND_NONE = 0,
 	RG_RESPOND_429,   /* rejected request ended exactly at the skb end */
@@ -62,6 +70,7 @@ struct rg_walk {
 	__u8 req_in_skb; /* the current request's head began in this skb */
 	__u8 body_open;  /* body bytes of a copied request began in this skb */
 	__u8 yield_to_bulk; /* byte steps stop where a body can go in bulk */
+	__u8 close_deadline; /* the 429 closes ahead of the server's timer */
 	__u32 body_from; /* skb offset where they began */
 };
 
@@ -84,9 +93,13 @@ struct rg_conn {
 	__u8 profile;    /* enum rg_profile of the port, set by sockops */
 	__u8 port_flags; /* RG_PORT_* */
 	__u8 last_post;  /* the previous request's method was "POST" */
-	__u8 pad0;
+	__u8 server_timer; /* enum rg_server_timer running on the server */
 	__u32 uncharged; /* bytes received but not yet charged to TCP */
 	__u32 requests;
+	__u16 header_timeout_s; /* the port's server timers (struct rg_port) */
+	__u16 idle_timeout_s;
+	__u32 pad1;
+	__u64 timer_from_ns; /* when server_timer started, as the verdict sees it */
 	__u64 body_remaining;
 	__u64 write_seq_mark; /* server's write_seq when a request was passed */
 	__u64 req_rows;

@@ -66,9 +66,12 @@ static __always_inline int rg_starts_request(struct __sk_buff *skb)
 /*
  * The verdict's hook for a connection it has not started: 1 while it is
  * being adopted and must pass untouched (rg_adopt).  write_seq is the
- * server's, now.
+ * server's, now.  Once adopted, the server's timer counts from its last
+ * send before adoption, or from the last bytes passed while held
+ * (docs/server-profiles.md#server-timeouts).
  */
-static __always_inline int rg_adopt_hold(struct __sk_buff *skb, __u64 cookie, __u64 write_seq)
+static __always_inline int rg_adopt_hold(struct __sk_buff *skb, __u64 cookie, __u64 write_seq,
+					 struct rg_conn *c)
 {
 	struct rg_adopt *a = bpf_map_lookup_elem(&RG_MAP_ADOPT, &cookie);
 	struct rg_guard_stats *g;
@@ -80,6 +83,9 @@ static __always_inline int rg_adopt_hold(struct __sk_buff *skb, __u64 cookie, __
 	if ((a->at_boundary || (a->seq_known && a->write_seq != write_seq)) &&
 	    rg_starts_request(skb)) {
 		took = bpf_ktime_get_ns() - a->adopted_ns;
+		/* bytes passed while held were requests the server answered */
+		c->server_timer = a->seq_known ? RG_TIMER_IDLE : RG_TIMER_SHORTER;
+		c->timer_from_ns = a->timer_from_ns;
 		bpf_map_delete_elem(&RG_MAP_ADOPT, &cookie);
 		g = bpf_map_lookup_elem(&RG_MAP_GUARD_STATS, &zero);
 		if (g) {
@@ -93,6 +99,7 @@ static __always_inline int rg_adopt_hold(struct __sk_buff *skb, __u64 cookie, __
 	a->write_seq = write_seq;
 	a->seq_known = 1;
 	a->at_boundary = 0;
+	a->timer_from_ns = bpf_ktime_get_ns();
 	rg_guard_add(adopt_passed_bytes, skb->len);
 	return 1;
 }

@@ -81,6 +81,8 @@ static __always_inline int rg_respond(struct __sk_buff *skb, struct rg_conn *c)
 		c->mode = RG_MODE_CLOSING;
 		if ((__u64)total > (__u64)c->w.len + c->uncharged)
 			rg_global_inc(responses_close);
+		else if (c->w.close_deadline)
+			rg_global_inc(responses_close_deadline);
 	}
 	c->uncharged = 0;
 	c->stash_len = 0;

@@ -313,6 +313,23 @@ static __always_inline struct rg_conn *rg_conn_again(struct __sk_buff *skb, stru
 	return bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 }
 
+/* Half of the server's running timer has passed: the 429 closes now rather
+ * than let the server reset the client mid-send
+ * (docs/server-profiles.md#server-timeouts). */
+static __always_inline bool rg_server_deadline_near(const struct rg_conn *c)
+{
+	__u32 h = c->header_timeout_s, i = c->idle_timeout_s, t;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (c->server_timer == RG_TIMER_HEADER)
+		t = h;
+	else if (c->server_timer == RG_TIMER_IDLE)
+		t = i;
+	else /* adopted: the shorter of the timers that are set */
+		t = !h || (i && i < h) ? i : h;
+	return rg_server_timer_near(now > c->timer_from_ns ? now - c->timer_from_ns : 0, t);
+}
+
 /* The request ended at skb offset end.  Global functions like this one are
  * verified once, not once per call site and callback round. */
 __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 end)
@@ -350,6 +367,10 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 
 		/* the 429 must replace the skb: only if nothing follows */
 		w->respond = end == w->len && c->keep_alive ? RG_RESPOND_429 :
 							     RG_RESPOND_429_CLOSE;
+		if (w->respond == RG_RESPOND_429 && rg_server_deadline_near(c)) {
+			w->respond = RG_RESPOND_429_CLOSE;
+			w->close_deadline = 1;
+		}
 		w->stop = 1;
 		rg_request_reset(c);
 		return 0;
@@ -357,6 +378,9 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 
 	w->pass_end = end;
 	c->awaiting = 1;
 	c->write_seq_mark = rg_server_write_seq(skb);
+	/* the server's idle timer starts at its answer, which is later */
+	c->server_timer = RG_TIMER_IDLE;
+	c->timer_from_ns = bpf_ktime_get_ns();
 	rg_request_reset(c);
 	return 0;
 }
@@ -612,7 +636,7 @@ int rg_verdict(struct __sk_buff *skb)
 	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!c || c->mode == RG_MODE_PASSTHROUGH)
 		return SK_PASS;
-	if (!c->started && rg_adopt_hold(skb, cookie, rg_server_write_seq(skb)))
+	if (!c->started && rg_adopt_hold(skb, cookie, rg_server_write_seq(skb), c))
 		return SK_PASS; /* adopted mid-stream: no request boundary yet */
 	if (c->mode == RG_MODE_CLOSING)
 		return SK_DROP; /* after a close response nothing reaches the server */
@@ -625,6 +649,8 @@ int rg_verdict(struct __sk_buff *skb)
 		if (pv) {
 			c->profile = pv->profile;
 			c->port_flags = pv->flags;
+			c->header_timeout_s = pv->header_timeout_s;
+			c->idle_timeout_s = pv->idle_timeout_s;
 		}
 		c->started = 1;
 		rg_request_reset(c);
@@ -767,6 +793,11 @@ int rg_sockops(struct bpf_sock_ops *skops)
 		if (c) {
 			c->profile = pv->profile;
 			c->port_flags = pv->flags;
+			c->header_timeout_s = pv->header_timeout_s;
+			c->idle_timeout_s = pv->idle_timeout_s;
+			/* the server's header timer runs from about now */
+			c->server_timer = RG_TIMER_HEADER;
+			c->timer_from_ns = bpf_ktime_get_ns();
 		}
 		if (!c || bpf_sock_hash_update(skops, &RG_MAP_SOCKHASH, &cookie, BPF_NOEXIST)) {
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);

@@ -101,6 +101,10 @@ static void adopt_fd(int fd, const __u32 *ports, int nports, const struct rg_ado
 	ioctl(fd, FIONREAD, &unread);
 	a.at_boundary = unread == 0 && ti.tcpi_last_data_sent < ti.tcpi_last_data_recv;
 	a.adopted_ns = rg_monotonic_ns();
+	/* the server's timer runs since its last send, or the establishment */
+	a.timer_from_ns = a.adopted_ns - (__u64)ti.tcpi_last_data_sent * 1000000;
+	if (a.timer_from_ns > a.adopted_ns)
+		a.timer_from_ns = 0;
 	if (bpf_map_update_elem(m->conns_fd, &cookie, zero_conn, BPF_NOEXIST)) {
 		res->failed++;
 		return;

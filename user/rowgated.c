@@ -64,6 +64,11 @@ struct config {
 	int nports;
 	__u32 allow_unparsed[RG_MAX_PORTS]; /* --allow-unparsed, applied after parsing */
 	int nallow_unparsed;
+	struct server_timeout_opt {
+		__u32 port;
+		__u16 header_s, idle_s;
+	} server_timeouts[RG_MAX_PORTS]; /* --server-timeout, applied after parsing */
+	int nserver_timeouts;
 	const char *cgroup;
 	char cgroup_buf[PATH_MAX];
 	const char *bpffs;
@@ -200,6 +205,15 @@ static void usage(FILE *out)
 		"      --allow-unparsed N  on guarded port N let a connection whose first\n"
 		"                          bytes are not HTTP pass unenforced (counted);\n"
 		"                          repeatable; default: answer 400 and close\n"
+		"      --server-timeout N=SECONDS[,IDLE]\n"
+		"                          the timers of the server on guarded port N: it\n"
+		"                          closes a connection SECONDS after accept while no\n"
+		"                          request reached it, IDLE seconds (default SECONDS)\n"
+		"                          after its last answer; a rejected write is\n"
+		"                          answered with Connection: close once half of the\n"
+		"                          running timer has passed; 0 = never; repeatable;\n"
+		"                          default by profile: victoriametrics 5,60,\n"
+		"                          prometheus 300,300, loki 30,120, others 0\n"
 		"  -c, --cgroup PATH       cgroup v2 directory holding the ingest servers, or\n"
 		"                          a parent (a slice: guarded by port); re-attached\n"
 		"                          when it is removed and recreated (default: the\n"
@@ -273,6 +287,44 @@ static int parse_port(const char *s, __u32 *port)
 	if (errno || *end || end == s || v == 0 || v > 65535 || s[0] == '-' || s[0] == '+')
 		return -EINVAL;
 	*port = (__u32)v;
+	return 0;
+}
+
+/* SECONDS of --server-timeout: 0 (never) up to what a timer field holds. */
+static int parse_timeout_s(const char *s, const char *end, __u16 *out)
+{
+	char num[16];
+	char *e;
+	unsigned long v;
+
+	if (end == s || (size_t)(end - s) >= sizeof(num) || s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	snprintf(num, sizeof(num), "%.*s", (int)(end - s), s);
+	errno = 0;
+	v = strtoul(num, &e, 10);
+	if (errno || *e || v > RG_TIMEOUT_MAX_S)
+		return -EINVAL;
+	*out = (__u16)v;
+	return 0;
+}
+
+/* PORT=SECONDS[,IDLE] of --server-timeout. */
+static int parse_server_timeout(const char *s, struct server_timeout_opt *o)
+{
+	const char *eq = strchr(s, '='), *comma;
+	char num[16];
+
+	if (!eq || (size_t)(eq - s) >= sizeof(num))
+		return -EINVAL;
+	snprintf(num, sizeof(num), "%.*s", (int)(eq - s), s);
+	if (parse_port(num, &o->port))
+		return -EINVAL;
+	comma = strchr(eq + 1, ',');
+	if (parse_timeout_s(eq + 1, comma ? comma : eq + 1 + strlen(eq + 1), &o->header_s))
+		return -EINVAL;
+	o->idle_s = o->header_s;
+	if (comma && parse_timeout_s(comma + 1, comma + 1 + strlen(comma + 1), &o->idle_s))
+		return -EINVAL;
 	return 0;
 }
 
@@ -373,7 +425,7 @@ static int find_cgroup2_root(char *buf, size_t len)
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_MAX_CONNS,
-	       OPT_CONNS_FULL, OPT_ADMIN_GROUP };
+	       OPT_CONNS_FULL, OPT_ADMIN_GROUP, OPT_SERVER_TIMEOUT };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -386,6 +438,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
 		{ "allow-unparsed", required_argument, NULL, OPT_ALLOW_UNPARSED },
+		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
 		{ "udp", required_argument, NULL, 'u' },
 		{ "foreground", no_argument, NULL, OPT_FOREGROUND },
@@ -447,6 +500,18 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 				return -EINVAL;
 			}
 			cfg->nallow_unparsed++;
+			break;
+		case OPT_SERVER_TIMEOUT:
+			if (cfg->nserver_timeouts == RG_MAX_PORTS ||
+			    parse_server_timeout(optarg,
+						 &cfg->server_timeouts[cfg->nserver_timeouts])) {
+				pr_err("--server-timeout '%s': expected PORT=SECONDS[,IDLE], PORT a "
+				       "guarded TCP port, SECONDS and IDLE whole seconds 0-%u "
+				       "(0: never)",
+				       optarg, RG_TIMEOUT_MAX_S);
+				return -EINVAL;
+			}
+			cfg->nserver_timeouts++;
 			break;
 		case 'c':
 			cfg->cgroup = optarg;
@@ -587,6 +652,25 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 			return -EINVAL;
 		}
 		cfg->port_cfg[i].flags |= RG_PORT_ALLOW_UNPARSED;
+	}
+	for (i = 0; i < cfg->nports; i++) {
+		cfg->port_cfg[i].header_timeout_s =
+			rg_profile_header_timeout_s(cfg->port_cfg[i].profile);
+		cfg->port_cfg[i].idle_timeout_s = rg_profile_idle_timeout_s(cfg->port_cfg[i].profile);
+	}
+	for (int k = 0; k < cfg->nserver_timeouts; k++) {
+		const struct server_timeout_opt *o = &cfg->server_timeouts[k];
+
+		for (i = 0; i < cfg->nports; i++)
+			if (cfg->ports[i] == o->port)
+				break;
+		if (i == cfg->nports) {
+			pr_err("--server-timeout %u: not a guarded port (add --port %u)", o->port,
+			       o->port);
+			return -EINVAL;
+		}
+		cfg->port_cfg[i].header_timeout_s = o->header_s;
+		cfg->port_cfg[i].idle_timeout_s = o->idle_s;
 	}
 	if (cfg->max_conns == 0)
 		cfg->max_conns = RG_MAX_CONNS;

@@ -134,7 +134,56 @@ struct rg_port {
 	__u8 profile; /* enum rg_profile */
 	__u8 flags;   /* RG_PORT_* */
 	__u8 pad[2];
+	/* the server's connection timers (docs/server-profiles.md#server-timeouts),
+	 * 0 = none: a connection that never had a request passed is closed
+	 * header_timeout_s after accept, one that had idle_timeout_s after the
+	 * last passed request's answer */
+	__u16 header_timeout_s;
+	__u16 idle_timeout_s;
 };
+
+#define RG_TIMEOUT_MAX_S 65535 /* what a timer field holds */
+
+/* The timers of each profile's server at the version Debian 12 ships,
+ * before any --server-timeout (docs/server-profiles.md#server-timeouts). */
+RG_INLINE __u16 rg_profile_header_timeout_s(__u32 profile)
+{
+	switch (profile) {
+	case RG_PROFILE_VICTORIAMETRICS:
+		return 5; /* lib/httpserver ReadHeaderTimeout */
+	case RG_PROFILE_PROMETHEUS:
+		return 300; /* --web.read-timeout */
+	case RG_PROFILE_LOKI:
+		return 30; /* -server.http-read-timeout */
+	default:
+		return 0; /* influxd and GreptimeDB set none */
+	}
+}
+
+RG_INLINE __u16 rg_profile_idle_timeout_s(__u32 profile)
+{
+	switch (profile) {
+	case RG_PROFILE_VICTORIAMETRICS:
+		return 60; /* -http.idleConnTimeout */
+	case RG_PROFILE_PROMETHEUS:
+		return 300; /* --web.read-timeout */
+	case RG_PROFILE_LOKI:
+		return 120; /* -server.http-idle-timeout */
+	default:
+		return 0;
+	}
+}
+
+/*
+ * A rejected request is answered with Connection: close once half the
+ * server's timer has run: the server never sees it, so its timer keeps
+ * running, and a client that writes at least every timeout/2 then always
+ * reconnects before the server would reset it mid-send.
+ */
+RG_INLINE bool rg_server_timer_near(__u64 elapsed_ns, __u32 timeout_s)
+{
+	return timeout_s && elapsed_ns >= (__u64)timeout_s * (RG_NSEC_PER_SEC / 2);
+}
 
 /* proto_stats: (database, protocol) -> counters of that protocol. */
 struct rg_proto_key {

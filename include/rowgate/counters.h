@@ -91,6 +91,9 @@
 	  "Verdicts run inside recvmsg: passed.")                                        \
 	X(responses_close, "responses_close", "responses_close_total", COUNTER,           \
 	  "429s that had to close the connection.")                                      \
+	X(responses_close_deadline, "responses_close_deadline",                          \
+	  "responses_close_deadline_total", COUNTER,                                     \
+	  "429s that closed ahead of the server's own timeout.")                         \
 	X(internal_errors, "internal_errors", "internal_errors_total", COUNTER,           \
 	  "Helper failures: passed unenforced.")                                         \
 	X(body_ring_full, "body_ring_full", "body_ring_full_total", COUNTER,              \

@@ -25,7 +25,7 @@
  * value changes (abi.h, guard.h, bpf/conn.h): a rowgated refuses pins of
  * another version rather than reading them wrong.  Pins without a guard
  * record predate the number and are version 1. */
-#define RG_ABI_VERSION 2
+#define RG_ABI_VERSION 3
 
 #define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */
 
@@ -56,6 +56,10 @@ struct rg_adopt {
 	__u64 write_seq;   /* server's write_seq when client bytes last passed */
 	__u32 at_boundary; /* at adoption: nothing unread, answered since */
 	__u32 seq_known;   /* write_seq is set */
+	/* since when the server's connection timer has run: its last send
+	 * before adoption (or the establishment), then the last client bytes
+	 * passed (docs/server-profiles.md#server-timeouts) */
+	__u64 timer_from_ns;
 };
 
 #endif /* ROWGATE_GUARD_H */

@@ -121,11 +121,33 @@ static void test_protocols(void)
 	CHECK_EQ_U64(RG_PROTO_MAX, 10, "protocols");
 }
 
+/* The profiles' server timers (docs/server-profiles.md#server-timeouts) and
+ * the point from which a rejection closes ahead of them: half the timer. */
+static void test_server_timers(void)
+{
+	const __u64 s = RG_NSEC_PER_SEC;
+
+	CHECK_EQ_U64(rg_profile_header_timeout_s(RG_PROFILE_VICTORIAMETRICS), 5, "vm header");
+	CHECK_EQ_U64(rg_profile_idle_timeout_s(RG_PROFILE_VICTORIAMETRICS), 60, "vm idle");
+	CHECK_EQ_U64(rg_profile_header_timeout_s(RG_PROFILE_PROMETHEUS), 300, "prometheus");
+	CHECK_EQ_U64(rg_profile_idle_timeout_s(RG_PROFILE_LOKI), 120, "loki idle");
+	CHECK_EQ_U64(rg_profile_header_timeout_s(RG_PROFILE_INFLUXDB), 0, "influxd: none");
+	CHECK_EQ_U64(rg_profile_idle_timeout_s(RG_PROFILE_GREPTIMEDB), 0, "greptimedb: none");
+	CHECK(!rg_server_timer_near(UINT64_MAX, 0), "0: never");
+	CHECK(!rg_server_timer_near(5 * s / 2 - 1, 5), "5 s: keep-alive before 2.5 s");
+	CHECK(rg_server_timer_near(5 * s / 2, 5), "5 s: close from 2.5 s");
+	CHECK(rg_server_timer_near(UINT64_MAX, RG_TIMEOUT_MAX_S), "largest timer, no overflow");
+	CHECK(!rg_server_timer_near((__u64)RG_TIMEOUT_MAX_S * s / 2 - 1, RG_TIMEOUT_MAX_S),
+	      "largest timer: keep-alive before half");
+	CHECK_EQ_U64(sizeof(struct rg_port), 8, "ports value (wire ABI)");
+}
+
 int main(void)
 {
 	test_layout();
 	test_names();
 	test_json();
 	test_protocols();
+	test_server_timers();
 	return check_report("test_tables");
 }
