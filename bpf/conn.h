@@ -84,7 +84,8 @@ struct rg_conn {
 	__u8 profile;    /* enum rg_profile of the port, set by sockops */
 	__u8 port_flags; /* RG_PORT_* */
 	__u8 last_post;  /* the previous request's method was "POST" */
-	__u8 pad0;
+	__u8 verdict_build; /* low byte of rg_build_id of the verdict that ran last:
+			     * taken from padding, so older builds leave it 0 */
 	__u32 uncharged; /* bytes received but not yet charged to TCP */
 	__u32 requests;
 	__u64 body_remaining;

@@ -107,7 +107,7 @@ static const char *const state_maps[] = {
 	RG_STR(RG_MAP_LIMITS), RG_STR(RG_MAP_BUCKETS), RG_STR(RG_MAP_DB_STATS),
 	RG_STR(RG_MAP_GLOBAL), RG_STR(RG_MAP_PROTO_STATS), RG_STR(RG_MAP_RATIOS),
 	RG_STR(RG_MAP_GUARD), RG_STR(RG_MAP_GUARD_STATS), RG_STR(RG_MAP_PORTS),
-	RG_STR(RG_MAP_ROUTES),
+	RG_STR(RG_MAP_ROUTES), RG_STR(RG_MAP_VERDICT_STATS),
 };
 
 /* The well-known port that picks each server profile by default
@@ -759,23 +759,72 @@ static int attach_cgroup(struct daemon *d)
 	return err;
 }
 
+/* The name of the program attached to the sockhash, "" when none. */
+static void sockhash_prog_name(int sockhash_fd, char *name, size_t len)
+{
+	__u32 ids[1], n = 1;
+	struct bpf_prog_info info = {};
+	__u32 info_len = sizeof(info);
+	int fd;
+
+	name[0] = 0;
+	if (bpf_prog_query(sockhash_fd, BPF_SK_SKB_VERDICT, 0, NULL, ids, &n) || n == 0)
+		return;
+	fd = bpf_prog_get_fd_by_id(ids[0]);
+	if (fd < 0)
+		return;
+	if (bpf_obj_get_info_by_fd(fd, &info, &info_len) == 0)
+		snprintf(name, len, "%s", info.name);
+	close(fd);
+}
+
+/* Put this build's verdict in the slot the entry jumps to: one atomic map
+ * update, seen by every open connection from its next segment on. */
+static int fill_verdict_slot(struct daemon *d)
+{
+	int slot_fd = bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_SLOT);
+	int prog_fd = bpf_program__fd(d->skel->progs.rg_verdict);
+	__u32 slot = RG_VERDICT_SLOT, prev = 0;
+
+	bpf_map_lookup_elem(slot_fd, &slot, &prev); /* a prog array reads back ids */
+	if (bpf_map_update_elem(slot_fd, &slot, &prog_fd, BPF_ANY)) {
+		pr_err("cannot put the verdict in the verdict slot: %s", strerror(errno));
+		return -errno;
+	}
+	if (prev)
+		pr_info("verdict slot: program %u replaced, open connections run this build's "
+			"verdict from their next segment",
+			prev);
+	return 0;
+}
+
 static int attach_all(struct daemon *d)
 {
 	struct rowgate *skel = d->skel;
-	char path[PATH_MAX];
+	int sockhash_fd = bpf_map__fd(skel->maps.RG_MAP_SOCKHASH);
+	char path[PATH_MAX], was[BPF_OBJ_NAME_LEN];
 	int err;
 
-	/* verdict first, so no socket enters the sockhash unguarded;
-	 * attaching again replaces a previous rowgated's program */
-	err = bpf_prog_attach(bpf_program__fd(skel->progs.rg_verdict),
-			      bpf_map__fd(skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT, 0);
+	/* the slot before the entry, so no socket meets an empty slot */
+	err = fill_verdict_slot(d);
+	if (err)
+		return err;
+	sockhash_prog_name(sockhash_fd, was, sizeof(was));
+	if (was[0] && strcmp(was, RG_ENTRY_PROG_NAME))
+		pr_warn("the sockhash ran %s, a verdict without the entry (an older rowgated): "
+			"connections it accepted keep that verdict until they close",
+			was);
+	/* entry before sockops, so no socket enters the sockhash unguarded;
+	 * attaching again replaces a previous rowgated's entry (same code) */
+	err = bpf_prog_attach(bpf_program__fd(skel->progs.rg_entry), sockhash_fd,
+			      BPF_SK_SKB_VERDICT, 0);
 	if (err) {
-		pr_err("cannot attach the verdict program to the sockhash: %s", strerror(errno));
+		pr_err("cannot attach the verdict entry to the sockhash: %s", strerror(errno));
 		return -errno;
 	}
 	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_VERDICT);
 	unlink(path);
-	bpf_program__pin(skel->progs.rg_verdict, path);
+	bpf_program__pin(skel->progs.rg_entry, path);
 	return attach_cgroup(d);
 }
 
@@ -789,7 +838,7 @@ static int attach_all(struct daemon *d)
  */
 static void guard_check(struct daemon *d)
 {
-	__u32 ids[4], n = 4;
+	__u32 ids[4], n = 4, slot = RG_VERDICT_SLOT, prog_id;
 	__u64 linked = 0;
 	struct stat st;
 
@@ -799,10 +848,15 @@ static void guard_check(struct daemon *d)
 	if (bpf_prog_query(bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT, 0,
 			   NULL, ids, &n) == 0 && n == 0) {
 		pr_warn("the verdict program was detached from the sockhash: re-attaching");
-		if (bpf_prog_attach(bpf_program__fd(d->skel->progs.rg_verdict),
+		if (bpf_prog_attach(bpf_program__fd(d->skel->progs.rg_entry),
 				    bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT,
 				    0))
 			pr_err("cannot re-attach the verdict program: %s", strerror(errno));
+	}
+	/* the slot emptied (by hand): every connection passes unparsed */
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_SLOT), &slot, &prog_id)) {
+		pr_warn("the verdict slot is empty: putting the verdict back");
+		fill_verdict_slot(d);
 	}
 	rg_link_cgroup(d->cfg->bpffs, RG_PIN_LINK_SOCKOPS, &linked, NULL);
 	if (stat(d->cfg->cgroup, &st)) {
@@ -1137,6 +1191,7 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	json_t *arr = json_array(), *g = json_object();
 	struct rg_global_stats gs = {};
 	struct rg_guard_stats guard = {};
+	struct rg_verdict_stats vs = {};
 	struct rg_db_key key, next;
 	bool first = true;
 	__u32 zero = 0;
@@ -1162,6 +1217,8 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	rg_counters_json(g, &rg_global_stats_table, &gs);
 	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD_STATS), &zero, &guard) == 0)
 		rg_counters_json(g, &rg_guard_stats_table, &guard);
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_STATS), &zero, &vs) == 0)
+		rg_counters_json(g, &rg_verdict_stats_table, &vs);
 	rg_reconciler_stats_json(d->rec, g);
 	rg_xdp_stats_json(d->cfg->bpffs, db, reply); /* -ENOENT: no UDP path */
 	json_object_set_new(reply, "databases", arr);
