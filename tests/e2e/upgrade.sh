@@ -4,7 +4,8 @@
 # (tests/v2, build id 2) takes over from a running one, and back, six times
 # (SIGTERM and kill -9 mixed).  The pinned cgroup links are updated in place
 # (same link, new program: no moment without a program); the sockhash runs
-# the fixed entry, which jumps to the verdict in the pinned verdict_slot, so
+# the fixed entry (the same program tag in both builds), which jumps to the
+# verdict in the pinned verdict_slot, so
 # the keep-alive connections opened before the first swap run each new
 # build's verdict from their next segment (each connection's verdict_build
 # says which ran last) and the slot stays filled while no rowgated runs.  No
@@ -53,7 +54,9 @@ for e in json.load(sys.stdin):
 	v = e.get("formatted", e)["value"]
 	print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), "little"))'
 }
+entry_tag() { bpftool -j prog show pinned "$RG_BPFFS/prog_verdict" | jq_field tag; }
 link0=$(link_id)
+tag0=$(entry_tag)
 prog_before=$(link_prog)
 rg_check "v1 runs build 1" [ "$(build_id)" = 1 ]
 
@@ -83,6 +86,7 @@ for i in $(seq 1 $SWAPS); do
 	[ "$prog" != "$prog_before" ] || rg_fail "the program was not replaced"
 	[ "$(build_id)" = "$want" ] || rg_fail "the link does not run build $want"
 	[ -n "$slot" ] && [ "$slot" != "$slot_before" ] || rg_fail "the verdict slot was not refilled"
+	[ "$(entry_tag)" = "$tag0" ] || rg_fail "build $want's entry differs from build 1's (tag $(entry_tag), not $tag0)"
 	rg_wait_for 5 old_conns_run $want ||
 		rg_fail "connections opened under build 1 do not run build $want: $(conn_builds)"
 	slot_before=$slot
