@@ -25,6 +25,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <bpf/btf.h>
 
 #include "clock.h"
 #include "rowgate.skel.h"
@@ -1270,11 +1271,37 @@ static void purge_all(const char *dir)
 		pr_warn("cannot remove %s: %s", dir, strerror(errno));
 }
 
+/* Whether a pinned map's key or value type, as its BTF describes it, lays
+ * out memory differently from this object's: a new verdict reads the state
+ * of connections an older one wrote (rg_conn), so equal sizes are not
+ * enough.  Pins without BTF are judged by their sizes alone. */
+static bool pinned_btf_differs(struct daemon *d, const struct bpf_map *map,
+			       const struct bpf_map_info *info, char *why, size_t len)
+{
+	const struct btf *ours = bpf_object__btf(d->skel->obj);
+	struct btf *theirs;
+	bool differs = false;
+
+	if (!ours || !info->btf_id)
+		return false;
+	theirs = btf__load_from_kernel_by_id(info->btf_id);
+	if (!theirs)
+		return false;
+	if (info->btf_key_type_id && bpf_map__btf_key_type_id(map))
+		differs = rg_btf_layout_diff(theirs, info->btf_key_type_id, ours,
+					     bpf_map__btf_key_type_id(map), why, len) != 0;
+	if (!differs && info->btf_value_type_id && bpf_map__btf_value_type_id(map))
+		differs = rg_btf_layout_diff(theirs, info->btf_value_type_id, ours,
+					     bpf_map__btf_value_type_id(map), why, len) != 0;
+	btf__free(theirs);
+	return differs;
+}
+
 /* A pinned map this object cannot share: different layout or version.
  * Checked before loading, so an incompatible upgrade attaches nothing. */
 static int check_pinned_abi(struct daemon *d)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[512];
 	struct bpf_map *map;
 	struct rg_guard g = {};
 	__u32 zero = 0;
@@ -1316,6 +1343,13 @@ static int check_pinned_abi(struct daemon *d)
 			       "matches the pins, or 'rowgated --cleanup' first",
 			       path, info.key_size, info.value_size, bpf_map__key_size(map),
 			       bpf_map__value_size(map));
+			return -EPROTO;
+		}
+		if (pinned_btf_differs(d, map, &info, why, sizeof(why))) {
+			pr_err("pinned map %s has another layout (the pinned one first, this "
+			       "rowgated's second: %s): nothing was changed; run the rowgated that "
+			       "matches the pins, or 'rowgated --cleanup' first",
+			       path, why);
 			return -EPROTO;
 		}
 	}
