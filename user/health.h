@@ -18,6 +18,9 @@ struct rg_health {
 	bool sockops, peer4, peer6; /* links attached and effective in the cgroup */
 	bool refuse_wanted, refuse; /* fail-closed filter: asked for, attached */
 	bool verdict;		    /* the verdict is attached to the sockhash */
+	bool entry;		    /* ... and it is the entry: the slot decides */
+	__u32 slot_prog_id;	    /* the verdict in the verdict slot, 0 = empty */
+	__u32 slot_build;	    /* its rg_build_id, 0 = unknown */
 	bool cgroup_present;	    /* the recorded cgroup path exists */
 	__u64 cgroup_id_attached;   /* the sockops link's cgroup, 0 = detached */
 	__u64 cgroup_id_now;	    /* inode of the recorded path, 0 = absent */

@@ -5,13 +5,15 @@
 # (SIGTERM and kill -9 mixed).  The pinned cgroup links are updated in place
 # (same link, new program: no moment without a program); the sockhash runs
 # the fixed entry (the same program tag in both builds), which jumps to the
-# verdict in the pinned verdict_slot, so
-# the keep-alive connections opened before the first swap run each new
-# build's verdict from their next segment (each connection's verdict_build
-# says which ran last) and the slot stays filled while no rowgated runs.  No
-# write is lost, none is admitted beyond the bucket, no connection breaks.
-# A rowgated whose map layout differs from the pins refuses and attaches
-# nothing; rowgatectl detach removes the slot's pin.
+# verdict in the pinned verdict_slot, so the keep-alive connections opened
+# before the first swap run each new build's verdict from their next
+# segment (each connection's verdict_build says which ran last; status
+# shows the slot's build) and the slot stays filled while no rowgated runs.
+# No write is lost, none is admitted beyond the bucket, no connection
+# breaks.  An emptied slot passes segments (counted), status names it, and
+# rowgated fills it again.  A rowgated whose map layout differs from the
+# pins refuses and attaches nothing; rowgatectl detach removes the slot's
+# pin.
 RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd bpftool
@@ -90,7 +92,9 @@ for i in $(seq 1 $SWAPS); do
 	rg_wait_for 5 old_conns_run $want ||
 		rg_fail "connections opened under build 1 do not run build $want: $(conn_builds)"
 	slot_before=$slot
-	rg_ctl status >/dev/null || rg_fail "not enforcing after swap $i"
+	rg_ctl status >"$RG_TMP/status.txt" || rg_fail "not enforcing after swap $i"
+	grep -q "^verdict slot: program $slot, build $want$" "$RG_TMP/status.txt" ||
+		rg_fail "status does not show build $want in the slot: $(cat "$RG_TMP/status.txt")"
 	prog_before=$prog
 	sleep 0.5
 	kill -0 "$load_pid" 2>/dev/null || rg_fail "the load ended before swap $i was done"
@@ -111,6 +115,26 @@ stored=$(rg_vm_rows_wait '{__name__="rg_upg_v"}' "$adm_rows")
 rg_check "stored rows ($stored) == admitted rows ($adm_rows)" [ "$stored" -eq "$adm_rows" ]
 missing=$(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["global"]["verdict_missing"])')
 rg_check "no segment met an empty verdict slot ($missing)" [ "$missing" -eq 0 ]
+
+# an emptied slot (by hand, rowgated stopped): segments pass, counted, and
+# status says so; rowgated puts its verdict back when it runs again
+missing_now() { bpftool -j map dump pinned "$RG_BPFFS/verdict_stats" | "$RG_PY" -c '
+import json,sys; print(json.load(sys.stdin)[0]["formatted"]["value"]["verdict_missing"])'; }
+slot_filled() { [ -n "$(slot_prog)" ]; }
+kill -STOP "$RG_PID"
+rg_on_exit "kill -CONT $RG_PID"
+bpftool map delete pinned "$RG_BPFFS/verdict_slot" key 0 0 0 0 || rg_fail "bpftool map delete"
+code=$(curl -s -o /dev/null -w '%{http_code}' --data-binary 'rg_upg_gap v=1' "http://127.0.0.1:$RG_PORT/write?db=upg")
+rg_check "with the slot empty a write passes ($code)" [ "$code" = 204 ]
+rg_check "... counted in verdict_missing ($(missing_now))" [ "$(missing_now)" -ge 1 ]
+rg_ctl status >"$RG_TMP/status.txt"
+rc=$?
+rg_log "$(head -1 "$RG_TMP/status.txt")"
+rg_check "status exits 1 ($rc)" [ $rc -eq 1 ]
+rg_check "... and names the empty slot" grep -q "verdict slot is empty" "$RG_TMP/status.txt"
+kill -CONT "$RG_PID"
+rg_check "rowgated refills the slot" rg_wait_for 5 slot_filled
+rg_check "status exits 0 again" rg_wait_for 5 rg_ctl status
 
 # pins from an incompatible layout: refused before anything is attached
 other="$RG_BPFFS_MNT/abi"
