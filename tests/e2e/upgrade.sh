@@ -63,14 +63,14 @@ prog_before=$(link_prog)
 rg_check "v1 runs build 1" [ "$(build_id)" = 1 ]
 
 t0=$(date +%s.%N)
-# the load runs until the swaps are done (a slow VM takes longer)
-"$RG_PY" "$RG_CLIENT" load --port "$RG_PORT" --db upg --seconds 120 --threads $THREADS \
+# the load runs until the swaps are done (six swaps took 136 s under TCG)
+"$RG_PY" "$RG_CLIENT" load --port "$RG_PORT" --db upg --seconds 900 --threads $THREADS \
 	--min-rows 10 --max-rows $MAXROWS --series rg_upg --stop-file "$RG_TMP/stop" \
 	>"$RG_TMP/load.json" &
 load_pid=$!
 rg_on_exit "kill $load_pid"
 conns_open() { [ "$(conn_builds | grep -c ' 1$')" -eq $THREADS ]; }
-rg_wait_for 10 conns_open || rg_fail "the $THREADS load connections are not all tracked: $(conn_builds)"
+rg_wait_for 30 conns_open || rg_fail "the $THREADS load connections are not all tracked: $(conn_builds)"
 cookies=$(conn_builds | cut -d' ' -f1)
 slot_before=$(slot_prog)
 rg_log "connections opened under build 1: $(echo $cookies); verdict slot runs program $slot_before"
@@ -89,7 +89,8 @@ for i in $(seq 1 $SWAPS); do
 	[ "$(build_id)" = "$want" ] || rg_fail "the link does not run build $want"
 	[ -n "$slot" ] && [ "$slot" != "$slot_before" ] || rg_fail "the verdict slot was not refilled"
 	[ "$(entry_tag)" = "$tag0" ] || rg_fail "build $want's entry differs from build 1's (tag $(entry_tag), not $tag0)"
-	rg_wait_for 5 old_conns_run $want ||
+	kill -0 "$load_pid" 2>/dev/null || rg_fail "the load ended before swap $i was checked"
+	rg_wait_for 30 old_conns_run $want ||
 		rg_fail "connections opened under build 1 do not run build $want: $(conn_builds)"
 	slot_before=$slot
 	rg_ctl status >"$RG_TMP/status.txt" || rg_fail "not enforcing after swap $i"
@@ -133,8 +134,8 @@ rg_log "$(head -1 "$RG_TMP/status.txt")"
 rg_check "status exits 1 ($rc)" [ $rc -eq 1 ]
 rg_check "... and names the empty slot" grep -q "verdict slot is empty" "$RG_TMP/status.txt"
 kill -CONT "$RG_PID"
-rg_check "rowgated refills the slot" rg_wait_for 5 slot_filled
-rg_check "status exits 0 again" rg_wait_for 5 rg_ctl status
+rg_check "rowgated refills the slot" rg_wait_for 20 slot_filled
+rg_check "status exits 0 again" rg_wait_for 20 rg_ctl status
 
 # pins from an incompatible layout: refused before anything is attached
 other="$RG_BPFFS_MNT/abi"
