@@ -980,7 +980,8 @@ static __always_inline int rg_respond(struct __sk_buff *skb, struct rg_conn *c)
 #ifndef RG_BUILD_ID
 #define RG_BUILD_ID 1
 #endif
-/* Which build of this object is loaded (bpftool map dump of .rodata). */
+/* Which build of this object is loaded (bpftool map dump of .rodata;
+ * rowgatectl status finds it by name, RG_BUILD_ID_VAR). */
 const volatile __u32 rg_build_id = RG_BUILD_ID;
 
 SEC("sk_skb")

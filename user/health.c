@@ -74,19 +74,23 @@ static __u64 count_keys(int fd)
 
 #define RG_PROG_MAPS_MAX 64 /* map ids read from a program's info */
 
-/* The name of program id, "" when it cannot be read. */
-static void prog_name(__u32 id, char *name, size_t len)
+int rg_sockhash_verdict(int sockhash_fd, char *name, size_t len)
 {
+	__u32 ids[RG_QUERY_PROGS_MAX], n = RG_QUERY_PROGS_MAX;
 	struct bpf_prog_info info = {};
 	__u32 info_len = sizeof(info);
-	int fd = bpf_prog_get_fd_by_id(id);
+	int fd;
 
 	name[0] = 0;
-	if (fd < 0)
-		return;
-	if (bpf_obj_get_info_by_fd(fd, &info, &info_len) == 0)
-		snprintf(name, len, "%s", info.name);
-	close(fd);
+	if (bpf_prog_query(sockhash_fd, BPF_SK_SKB_VERDICT, 0, NULL, ids, &n) || n == 0)
+		return 0;
+	fd = bpf_prog_get_fd_by_id(ids[0]);
+	if (fd >= 0) {
+		if (bpf_obj_get_info_by_fd(fd, &info, &info_len) == 0)
+			snprintf(name, len, "%s", info.name);
+		close(fd);
+	}
+	return 1;
 }
 
 /* rg_build_id in the .rodata of .rodata map fd, found through its BTF
@@ -108,7 +112,7 @@ static __u32 rodata_build_id(int fd, const struct bpf_map_info *mi)
 	for (__u16 i = 0; i < btf_vlen(sec); i++, vs++) {
 		const struct btf_type *var = btf__type_by_id(btf, vs->type);
 
-		if (var && !strcmp(btf__name_by_offset(btf, var->name_off), "rg_build_id") &&
+		if (var && !strcmp(btf__name_by_offset(btf, var->name_off), RG_BUILD_ID_VAR) &&
 		    vs->size == sizeof(build) && vs->offset + vs->size <= mi->value_size) {
 			memcpy(&build, val + vs->offset, sizeof(build));
 			break;
@@ -207,16 +211,11 @@ int rg_health_read(const char *dir, struct rg_health *h)
 
 	fd = rg_pin_open(dir, RG_STR(RG_MAP_SOCKHASH));
 	if (fd >= 0) {
-		__u32 ids[RG_QUERY_PROGS_MAX], n = RG_QUERY_PROGS_MAX;
+		char name[BPF_OBJ_NAME_LEN];
 
-		h->verdict = bpf_prog_query(fd, BPF_SK_SKB_VERDICT, 0, NULL, ids, &n) == 0 && n > 0;
+		h->verdict = rg_sockhash_verdict(fd, name, sizeof(name)) > 0;
+		h->entry = !strcmp(name, RG_ENTRY_PROG_NAME);
 		close(fd);
-		if (h->verdict) {
-			char name[BPF_OBJ_NAME_LEN];
-
-			prog_name(ids[0], name, sizeof(name));
-			h->entry = !strcmp(name, RG_ENTRY_PROG_NAME);
-		}
 	}
 	fd = rg_pin_open(dir, RG_STR(RG_MAP_VERDICT_SLOT));
 	if (fd >= 0) {

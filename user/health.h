@@ -43,6 +43,10 @@ int rg_health_read(const char *dir, struct rg_health *h);
 
 json_t *rg_health_json(const struct rg_health *h);
 
+/* Whether a program is attached to the sockhash at sockhash_fd as its
+ * verdict (1, its name in name, "" if unreadable) or not (0). */
+int rg_sockhash_verdict(int sockhash_fd, char *name, size_t len);
+
 /* The cgroup id a pinned cgroup link is attached to (0: detached, its cgroup
  * was removed) and its program id.  0 or negative errno (no such pin). */
 int rg_link_cgroup(const char *dir, const char *pin, __u64 *cgroup_id, __u32 *prog_id);

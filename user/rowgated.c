@@ -760,25 +760,6 @@ static int attach_cgroup(struct daemon *d)
 	return err;
 }
 
-/* The name of the program attached to the sockhash, "" when none. */
-static void sockhash_prog_name(int sockhash_fd, char *name, size_t len)
-{
-	__u32 ids[1], n = 1;
-	struct bpf_prog_info info = {};
-	__u32 info_len = sizeof(info);
-	int fd;
-
-	name[0] = 0;
-	if (bpf_prog_query(sockhash_fd, BPF_SK_SKB_VERDICT, 0, NULL, ids, &n) || n == 0)
-		return;
-	fd = bpf_prog_get_fd_by_id(ids[0]);
-	if (fd < 0)
-		return;
-	if (bpf_obj_get_info_by_fd(fd, &info, &info_len) == 0)
-		snprintf(name, len, "%s", info.name);
-	close(fd);
-}
-
 /* Put this build's verdict in the slot the entry jumps to: one atomic map
  * update, seen by every open connection from its next segment on. */
 static int fill_verdict_slot(struct daemon *d)
@@ -810,8 +791,7 @@ static int attach_all(struct daemon *d)
 	err = fill_verdict_slot(d);
 	if (err)
 		return err;
-	sockhash_prog_name(sockhash_fd, was, sizeof(was));
-	if (was[0] && strcmp(was, RG_ENTRY_PROG_NAME))
+	if (rg_sockhash_verdict(sockhash_fd, was, sizeof(was)) && strcmp(was, RG_ENTRY_PROG_NAME))
 		pr_warn("the sockhash ran %s, a verdict without the entry (an older rowgated): "
 			"connections it accepted keep that verdict until they close",
 			was);

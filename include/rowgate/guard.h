@@ -30,6 +30,7 @@
  * (docs/design.md#verdict-slot). */
 #define RG_VERDICT_SLOT	   0
 #define RG_ENTRY_PROG_NAME "rg_entry" /* how a sockhash running the entry is recognised */
+#define RG_BUILD_ID_VAR	   "rg_build_id" /* .rodata variable: which build an object is */
 
 /* The layout of every pinned map.  Bump it when a pinned map's key or
  * value changes (abi.h, guard.h, bpf/conn.h): a rowgated refuses pins of
