@@ -103,12 +103,13 @@ struct daemon {
 	struct rg_guard guard; /* what the pinned guard record says */
 };
 
-/* Maps whose contents outlive a clean stop: limits, debt, counters. */
+/* Maps whose contents outlive a clean stop: limits, debt, counters, and the
+ * body ring (rowgated --cleanup removes them; detach keeps them). */
 static const char *const state_maps[] = {
 	RG_STR(RG_MAP_LIMITS), RG_STR(RG_MAP_BUCKETS), RG_STR(RG_MAP_DB_STATS),
 	RG_STR(RG_MAP_GLOBAL), RG_STR(RG_MAP_PROTO_STATS), RG_STR(RG_MAP_RATIOS),
 	RG_STR(RG_MAP_GUARD), RG_STR(RG_MAP_GUARD_STATS), RG_STR(RG_MAP_PORTS),
-	RG_STR(RG_MAP_ROUTES), RG_STR(RG_MAP_VERDICT_STATS),
+	RG_STR(RG_MAP_ROUTES), RG_STR(RG_MAP_VERDICT_STATS), RG_STR(RG_MAP_BODIES),
 };
 
 /* The well-known port that picks each server profile by default

@@ -13,7 +13,7 @@
 # breaks.  An emptied slot passes segments (counted), status names it, and
 # rowgated fills it again.  A rowgated whose map layout differs from the
 # pins refuses and attaches nothing; rowgatectl detach removes the slot's
-# pin.
+# pin, rowgated --cleanup everything else.
 RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd bpftool
@@ -152,4 +152,7 @@ rg_check "... and nothing was attached" [ ! -e "$other/link_sockops" -a ! -e "$o
 
 rg_ctl detach >/dev/null || rg_fail "rowgatectl detach"
 rg_check "detach removes the verdict slot" [ ! -e "$RG_BPFFS/verdict_slot" -a ! -e "$RG_BPFFS/prog_verdict" ]
+rg_stop_rowgated
+"$V1" --cleanup --bpffs "$RG_BPFFS" >"$RG_TMP/cleanup.log" 2>&1 || rg_fail "rowgated --cleanup: $(cat "$RG_TMP/cleanup.log")"
+rg_check "--cleanup leaves nothing ($(ls "$RG_BPFFS" 2>/dev/null | tr '\n' ' '))" [ ! -e "$RG_BPFFS" ]
 rg_pass
