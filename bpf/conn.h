@@ -98,7 +98,9 @@ struct rg_conn {
 	__u32 requests;
 	__u16 header_timeout_s; /* the port's server timers (struct rg_port) */
 	__u16 idle_timeout_s;
-	__u32 pad1;
+	__u8 verdict_build; /* low byte of rg_build_id of the verdict that ran last:
+			     * taken from padding, so older builds leave it 0 */
+	__u8 pad1[3];
 	__u64 timer_from_ns; /* when server_timer started, as the verdict sees it */
 	__u64 body_remaining;
 	__u64 write_seq_mark; /* server's write_seq when a request was passed */

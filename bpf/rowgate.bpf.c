@@ -623,6 +623,13 @@ __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off,
 	return w->stop ? 1 : 0;
 }
 
+#ifndef RG_BUILD_ID
+#define RG_BUILD_ID 1
+#endif
+/* Which build of this object is loaded (bpftool map dump of .rodata;
+ * rowgatectl status finds it by name, RG_BUILD_ID_VAR). */
+const volatile __u32 rg_build_id = RG_BUILD_ID;
+
 SEC("sk_skb")
 int rg_verdict(struct __sk_buff *skb)
 {
@@ -634,7 +641,10 @@ int rg_verdict(struct __sk_buff *skb)
 	int verdict = SK_PASS;
 
 	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
-	if (!c || c->mode == RG_MODE_PASSTHROUGH)
+	if (!c)
+		return SK_PASS;
+	c->verdict_build = (__u8)rg_build_id; /* after an upgrade: which verdict runs */
+	if (c->mode == RG_MODE_PASSTHROUGH)
 		return SK_PASS;
 	if (!c->started && rg_adopt_hold(skb, cookie, rg_server_write_seq(skb), c))
 		return SK_PASS; /* adopted mid-stream: no request boundary yet */
@@ -749,11 +759,45 @@ pass:
 	return verdict;
 }
 
-#ifndef RG_BUILD_ID
-#define RG_BUILD_ID 1
-#endif
-/* Which build of this object is loaded (bpftool map dump of .rodata). */
-const volatile __u32 rg_build_id = RG_BUILD_ID;
+/* verdict_slot: [RG_VERDICT_SLOT] -> the verdict of the running build.
+ * Pinned, so it outlives rowgated: a prog array is cleared when its last
+ * user reference (fd or pin) goes, not when the programs using it do. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, RG_VERDICT_SLOT + 1);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_VERDICT_SLOT SEC(".maps");
+
+/* verdict_stats: [0] -> the entry's counters */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rg_verdict_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_VERDICT_STATS SEC(".maps");
+
+/*
+ * The program attached to the sockhash, identical in every build: open
+ * connections keep the program they were accepted with, so it only jumps to
+ * the slot rowgated fills (docs/design.md#verdict-slot).  No subprogram
+ * calls: on 6.1 they would cap the stack of a program that tail-calls.  An
+ * empty slot passes the segment, counted; it never drops.
+ */
+SEC("sk_skb")
+int rg_entry(struct __sk_buff *skb)
+{
+	struct rg_verdict_stats *s;
+	__u32 zero = 0;
+
+	bpf_tail_call(skb, &RG_MAP_VERDICT_SLOT, RG_VERDICT_SLOT);
+	s = bpf_map_lookup_elem(&RG_MAP_VERDICT_STATS, &zero);
+	if (s)
+		__sync_fetch_and_add(&s->verdict_missing, 1);
+	return SK_PASS;
+}
 
 /* --conns-full: 0 = fail-open (an untracked connection passes, counted),
  * 1 = fail-closed (rg_refuse drops its data). */

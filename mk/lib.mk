@@ -15,3 +15,7 @@ $(BUILD)/rowgatectl: $(RG_LIB_SRCS) $(RG_LIB_HDRS)
 UNIT_EXTRA_test_tables := user/lib/counters.c user/state.c user/limits.c $(DECODE_LIB_SRCS)
 UNIT_LIBS_test_tables  := -ljansson $(DECODE_LIB_LIBS)
 $(BUILD)/tests/unit/test_tables: $(RG_LIB_HDRS) user/decode/count.h
+
+UNIT_EXTRA_test_btf_layout := user/lib/maps.c user/log.c
+UNIT_LIBS_test_btf_layout  := -lbpf -lelf -lz
+$(BUILD)/tests/unit/test_btf_layout: $(RG_LIB_HDRS)

@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 
 #include "health.h"
 #include "pins.h"
@@ -70,6 +72,89 @@ static __u64 count_keys(int fd)
 	return n;
 }
 
+#define RG_PROG_MAPS_MAX 64 /* map ids read from a program's info */
+
+int rg_sockhash_verdict(int sockhash_fd, char *name, size_t len)
+{
+	__u32 ids[RG_QUERY_PROGS_MAX], n = RG_QUERY_PROGS_MAX;
+	struct bpf_prog_info info = {};
+	__u32 info_len = sizeof(info);
+	int fd;
+
+	name[0] = 0;
+	if (bpf_prog_query(sockhash_fd, BPF_SK_SKB_VERDICT, 0, NULL, ids, &n) || n == 0)
+		return 0;
+	fd = bpf_prog_get_fd_by_id(ids[0]);
+	if (fd >= 0) {
+		if (bpf_obj_get_info_by_fd(fd, &info, &info_len) == 0)
+			snprintf(name, len, "%s", info.name);
+		close(fd);
+	}
+	return 1;
+}
+
+/* rg_build_id in the .rodata of .rodata map fd, found through its BTF
+ * (the section's layout is the compiler's): 0 when absent. */
+static __u32 rodata_build_id(int fd, const struct bpf_map_info *mi)
+{
+	const struct btf_var_secinfo *vs;
+	const struct btf_type *sec;
+	struct btf *btf;
+	__u32 zero = 0, build = 0;
+	char *val;
+
+	btf = mi->btf_id ? btf__load_from_kernel_by_id(mi->btf_id) : NULL;
+	val = btf ? calloc(1, mi->value_size) : NULL;
+	sec = btf ? btf__type_by_id(btf, mi->btf_value_type_id) : NULL;
+	if (!val || !sec || !btf_is_datasec(sec) || bpf_map_lookup_elem(fd, &zero, val))
+		goto out;
+	vs = btf_var_secinfos(sec);
+	for (__u16 i = 0; i < btf_vlen(sec); i++, vs++) {
+		const struct btf_type *var = btf__type_by_id(btf, vs->type);
+
+		if (var && !strcmp(btf__name_by_offset(btf, var->name_off), RG_BUILD_ID_VAR) &&
+		    vs->size == sizeof(build) && vs->offset + vs->size <= mi->value_size) {
+			memcpy(&build, val + vs->offset, sizeof(build));
+			break;
+		}
+	}
+out:
+	free(val);
+	btf__free(btf);
+	return build;
+}
+
+/* Which build program id is: its rg_build_id, 0 when unknown. */
+static __u32 prog_build_id(__u32 id)
+{
+	__u32 map_ids[RG_PROG_MAPS_MAX], build = 0;
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_prog_get_fd_by_id(id);
+
+	if (fd < 0)
+		return 0;
+	info.nr_map_ids = RG_PROG_MAPS_MAX;
+	info.map_ids = (__u64)(unsigned long)map_ids;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		info.nr_map_ids = 0;
+	close(fd);
+	for (__u32 i = 0; !build && i < info.nr_map_ids && i < RG_PROG_MAPS_MAX; i++) {
+		struct bpf_map_info mi = {};
+		__u32 mlen = sizeof(mi);
+		const char *dot;
+		int mfd = bpf_map_get_fd_by_id(map_ids[i]);
+
+		if (mfd < 0)
+			continue;
+		dot = bpf_obj_get_info_by_fd(mfd, &mi, &mlen) == 0 ? strrchr(mi.name, '.') : NULL;
+		if (dot && !strcmp(dot, ".rodata"))
+			build = rodata_build_id(mfd, &mi);
+		close(mfd);
+	}
+	return build;
+}
+
 static void why(struct rg_health *h, const char *reason)
 {
 	if (!h->reason[0])
@@ -126,10 +211,21 @@ int rg_health_read(const char *dir, struct rg_health *h)
 
 	fd = rg_pin_open(dir, RG_STR(RG_MAP_SOCKHASH));
 	if (fd >= 0) {
-		__u32 ids[RG_QUERY_PROGS_MAX], n = RG_QUERY_PROGS_MAX;
+		char name[BPF_OBJ_NAME_LEN];
 
-		h->verdict = bpf_prog_query(fd, BPF_SK_SKB_VERDICT, 0, NULL, ids, &n) == 0 && n > 0;
+		h->verdict = rg_sockhash_verdict(fd, name, sizeof(name)) > 0;
+		h->entry = !strcmp(name, RG_ENTRY_PROG_NAME);
 		close(fd);
+	}
+	fd = rg_pin_open(dir, RG_STR(RG_MAP_VERDICT_SLOT));
+	if (fd >= 0) {
+		__u32 slot = RG_VERDICT_SLOT;
+
+		if (bpf_map_lookup_elem(fd, &slot, &h->slot_prog_id)) /* a prog id */
+			h->slot_prog_id = 0;
+		close(fd);
+		if (h->slot_prog_id)
+			h->slot_build = prog_build_id(h->slot_prog_id);
 	}
 	fd = rg_pin_open(dir, RG_STR(RG_MAP_CONNS));
 	if (fd >= 0) {
@@ -171,6 +267,8 @@ int rg_health_read(const char *dir, struct rg_health *h)
 		why(h, "no guarded ports");
 	else if (!h->verdict)
 		why(h, "the verdict program is not attached to the sockhash");
+	else if (h->entry && !h->slot_prog_id)
+		why(h, "the verdict slot is empty: segments pass unparsed (verdict_missing)");
 	else if (!h->cgroup_present)
 		why(h, "the guarded cgroup does not exist (removed?)");
 	else if (!h->cgroup_id_attached)
@@ -221,6 +319,10 @@ json_t *rg_health_json(const struct rg_health *h)
 	json_object_set_new(progs, "getpeername4", json_boolean(h->peer4));
 	json_object_set_new(progs, "getpeername6", json_boolean(h->peer6));
 	json_object_set_new(progs, "verdict", json_boolean(h->verdict));
+	if (h->entry) {
+		set_u64(progs, "verdict_slot_prog_id", h->slot_prog_id);
+		set_u64(progs, "verdict_slot_build", h->slot_build);
+	}
 	if (h->refuse_wanted)
 		json_object_set_new(progs, "fail_closed_filter", json_boolean(h->refuse));
 	json_object_set_new(o, "programs", progs);

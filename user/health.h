@@ -18,6 +18,9 @@ struct rg_health {
 	bool sockops, peer4, peer6; /* links attached and effective in the cgroup */
 	bool refuse_wanted, refuse; /* fail-closed filter: asked for, attached */
 	bool verdict;		    /* the verdict is attached to the sockhash */
+	bool entry;		    /* ... and it is the entry: the slot decides */
+	__u32 slot_prog_id;	    /* the verdict in the verdict slot, 0 = empty */
+	__u32 slot_build;	    /* its rg_build_id, 0 = unknown */
 	bool cgroup_present;	    /* the recorded cgroup path exists */
 	__u64 cgroup_id_attached;   /* the sockops link's cgroup, 0 = detached */
 	__u64 cgroup_id_now;	    /* inode of the recorded path, 0 = absent */
@@ -39,6 +42,10 @@ struct rg_health {
 int rg_health_read(const char *dir, struct rg_health *h);
 
 json_t *rg_health_json(const struct rg_health *h);
+
+/* Whether a program is attached to the sockhash at sockhash_fd as its
+ * verdict (1, its name in name, "" if unreadable) or not (0). */
+int rg_sockhash_verdict(int sockhash_fd, char *name, size_t len);
 
 /* The cgroup id a pinned cgroup link is attached to (0: detached, its cgroup
  * was removed) and its program id.  0 or negative errno (no such pin). */

@@ -141,10 +141,12 @@ static void put_global(struct text *t, const struct rg_counter_table *tab, const
 	}
 }
 
-/* Adoption and connection-table counters (guard_stats), when pinned. */
+/* Adoption and connection-table counters (guard_stats) and the verdict
+ * entry's (verdict_stats), when pinned. */
 static void put_guard(struct text *t, const char *bpffs)
 {
 	struct rg_guard_stats gs = { 0 };
+	struct rg_verdict_stats vs = { 0 };
 	__u32 zero = 0;
 	int fd;
 
@@ -154,6 +156,12 @@ static void put_guard(struct text *t, const char *bpffs)
 	bpf_map_lookup_elem(fd, &zero, &gs);
 	close(fd);
 	put_global(t, &rg_guard_stats_table, &gs);
+	fd = rg_pin_open(bpffs, RG_STR(RG_MAP_VERDICT_STATS));
+	if (fd < 0)
+		return;
+	bpf_map_lookup_elem(fd, &zero, &vs);
+	close(fd);
+	put_global(t, &rg_verdict_stats_table, &vs);
 }
 
 /* The per-database, per-protocol and global series of the HTTP path. */

@@ -52,6 +52,8 @@ void rg_detach_all(const char *dir)
 	if (prog_fd >= 0)
 		close(prog_fd);
 	rg_unpin(dir, RG_PIN_PROG_VERDICT);
+	/* the last user reference gone, the kernel empties the prog array */
+	rg_unpin(dir, RG_STR(RG_MAP_VERDICT_SLOT));
 	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
 	rg_unpin(dir, RG_STR(RG_MAP_CONNS));
 	rg_unpin(dir, RG_STR(RG_MAP_ADOPT));

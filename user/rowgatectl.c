@@ -726,6 +726,12 @@ static void print_status(const struct rg_health *h, bool daemon_up)
 	       h->verdict ? "yes" : "NO");
 	if (h->refuse_wanted)
 		printf(", fail-closed filter %s", h->refuse ? "yes" : "NO");
+	if (h->entry && h->slot_prog_id)
+		printf("\nverdict slot: program %u, build %u", h->slot_prog_id, h->slot_build);
+	else if (h->entry)
+		printf("\nverdict slot: EMPTY");
+	else if (h->verdict)
+		printf("\nverdict slot: not used (the sockhash runs a verdict of an older build)");
 	printf("\nconnections: %llu tracked, %llu adopting (table of %u, when full: %s); "
 	       "since start: %llu tracked, %llu untracked, %llu refused\n",
 	       (unsigned long long)(h->conns_now - h->adopting_now),

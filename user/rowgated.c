@@ -25,6 +25,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <bpf/btf.h>
 
 #include "clock.h"
 #include "rowgate.skel.h"
@@ -107,12 +108,13 @@ struct daemon {
 	struct rg_guard guard; /* what the pinned guard record says */
 };
 
-/* Maps whose contents outlive a clean stop: limits, debt, counters. */
+/* Maps whose contents outlive a clean stop: limits, debt, counters, and the
+ * body ring (rowgated --cleanup removes them; detach keeps them). */
 static const char *const state_maps[] = {
 	RG_STR(RG_MAP_LIMITS), RG_STR(RG_MAP_BUCKETS), RG_STR(RG_MAP_DB_STATS),
 	RG_STR(RG_MAP_GLOBAL), RG_STR(RG_MAP_PROTO_STATS), RG_STR(RG_MAP_RATIOS),
 	RG_STR(RG_MAP_GUARD), RG_STR(RG_MAP_GUARD_STATS), RG_STR(RG_MAP_PORTS),
-	RG_STR(RG_MAP_ROUTES),
+	RG_STR(RG_MAP_ROUTES), RG_STR(RG_MAP_VERDICT_STATS), RG_STR(RG_MAP_BODIES),
 };
 
 /* The well-known port that picks each server profile by default
@@ -843,23 +845,52 @@ static int attach_cgroup(struct daemon *d)
 	return err;
 }
 
+/* Put this build's verdict in the slot the entry jumps to: one atomic map
+ * update, seen by every open connection from its next segment on. */
+static int fill_verdict_slot(struct daemon *d)
+{
+	int slot_fd = bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_SLOT);
+	int prog_fd = bpf_program__fd(d->skel->progs.rg_verdict);
+	__u32 slot = RG_VERDICT_SLOT, prev = 0;
+
+	bpf_map_lookup_elem(slot_fd, &slot, &prev); /* a prog array reads back ids */
+	if (bpf_map_update_elem(slot_fd, &slot, &prog_fd, BPF_ANY)) {
+		pr_err("cannot put the verdict in the verdict slot: %s", strerror(errno));
+		return -errno;
+	}
+	if (prev)
+		pr_info("verdict slot: program %u replaced, open connections run this build's "
+			"verdict from their next segment",
+			prev);
+	return 0;
+}
+
 static int attach_all(struct daemon *d)
 {
 	struct rowgate *skel = d->skel;
-	char path[PATH_MAX];
+	int sockhash_fd = bpf_map__fd(skel->maps.RG_MAP_SOCKHASH);
+	char path[PATH_MAX], was[BPF_OBJ_NAME_LEN];
 	int err;
 
-	/* verdict first, so no socket enters the sockhash unguarded;
-	 * attaching again replaces a previous rowgated's program */
-	err = bpf_prog_attach(bpf_program__fd(skel->progs.rg_verdict),
-			      bpf_map__fd(skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT, 0);
+	/* the slot before the entry, so no socket meets an empty slot */
+	err = fill_verdict_slot(d);
+	if (err)
+		return err;
+	if (rg_sockhash_verdict(sockhash_fd, was, sizeof(was)) && strcmp(was, RG_ENTRY_PROG_NAME))
+		pr_warn("the sockhash ran %s, a verdict without the entry (an older rowgated): "
+			"connections it accepted keep that verdict until they close",
+			was);
+	/* entry before sockops, so no socket enters the sockhash unguarded;
+	 * attaching again replaces a previous rowgated's entry (same code) */
+	err = bpf_prog_attach(bpf_program__fd(skel->progs.rg_entry), sockhash_fd,
+			      BPF_SK_SKB_VERDICT, 0);
 	if (err) {
-		pr_err("cannot attach the verdict program to the sockhash: %s", strerror(errno));
+		pr_err("cannot attach the verdict entry to the sockhash: %s", strerror(errno));
 		return -errno;
 	}
 	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_VERDICT);
 	unlink(path);
-	bpf_program__pin(skel->progs.rg_verdict, path);
+	bpf_program__pin(skel->progs.rg_entry, path);
 	return attach_cgroup(d);
 }
 
@@ -873,7 +904,7 @@ static int attach_all(struct daemon *d)
  */
 static void guard_check(struct daemon *d)
 {
-	__u32 ids[4], n = 4;
+	__u32 ids[4], n = 4, slot = RG_VERDICT_SLOT, prog_id;
 	__u64 linked = 0;
 	struct stat st;
 
@@ -883,10 +914,15 @@ static void guard_check(struct daemon *d)
 	if (bpf_prog_query(bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT, 0,
 			   NULL, ids, &n) == 0 && n == 0) {
 		pr_warn("the verdict program was detached from the sockhash: re-attaching");
-		if (bpf_prog_attach(bpf_program__fd(d->skel->progs.rg_verdict),
+		if (bpf_prog_attach(bpf_program__fd(d->skel->progs.rg_entry),
 				    bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT,
 				    0))
 			pr_err("cannot re-attach the verdict program: %s", strerror(errno));
+	}
+	/* the slot emptied (by hand): every connection passes unparsed */
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_SLOT), &slot, &prog_id)) {
+		pr_warn("the verdict slot is empty: putting the verdict back");
+		fill_verdict_slot(d);
 	}
 	rg_link_cgroup(d->cfg->bpffs, RG_PIN_LINK_SOCKOPS, &linked, NULL);
 	if (stat(d->cfg->cgroup, &st)) {
@@ -1221,6 +1257,7 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	json_t *arr = json_array(), *g = json_object();
 	struct rg_global_stats gs = {};
 	struct rg_guard_stats guard = {};
+	struct rg_verdict_stats vs = {};
 	struct rg_db_key key, next;
 	bool first = true;
 	__u32 zero = 0;
@@ -1246,6 +1283,8 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	rg_counters_json(g, &rg_global_stats_table, &gs);
 	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD_STATS), &zero, &guard) == 0)
 		rg_counters_json(g, &rg_guard_stats_table, &guard);
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_STATS), &zero, &vs) == 0)
+		rg_counters_json(g, &rg_verdict_stats_table, &vs);
 	rg_reconciler_stats_json(d->rec, g);
 	rg_xdp_stats_json(d->cfg->bpffs, db, reply); /* -ENOENT: no UDP path */
 	json_object_set_new(reply, "databases", arr);
@@ -1297,11 +1336,37 @@ static void purge_all(const char *dir)
 		pr_warn("cannot remove %s: %s", dir, strerror(errno));
 }
 
+/* Whether a pinned map's key or value type, as its BTF describes it, lays
+ * out memory differently from this object's: a new verdict reads the state
+ * of connections an older one wrote (rg_conn), so equal sizes are not
+ * enough.  Pins without BTF are judged by their sizes alone. */
+static bool pinned_btf_differs(struct daemon *d, const struct bpf_map *map,
+			       const struct bpf_map_info *info, char *why, size_t len)
+{
+	const struct btf *ours = bpf_object__btf(d->skel->obj);
+	struct btf *theirs;
+	bool differs = false;
+
+	if (!ours || !info->btf_id)
+		return false;
+	theirs = btf__load_from_kernel_by_id(info->btf_id);
+	if (!theirs)
+		return false;
+	if (info->btf_key_type_id && bpf_map__btf_key_type_id(map))
+		differs = rg_btf_layout_diff(theirs, info->btf_key_type_id, ours,
+					     bpf_map__btf_key_type_id(map), why, len) != 0;
+	if (!differs && info->btf_value_type_id && bpf_map__btf_value_type_id(map))
+		differs = rg_btf_layout_diff(theirs, info->btf_value_type_id, ours,
+					     bpf_map__btf_value_type_id(map), why, len) != 0;
+	btf__free(theirs);
+	return differs;
+}
+
 /* A pinned map this object cannot share: different layout or version.
  * Checked before loading, so an incompatible upgrade attaches nothing. */
 static int check_pinned_abi(struct daemon *d)
 {
-	char path[PATH_MAX];
+	char path[PATH_MAX], why[512];
 	struct bpf_map *map;
 	struct rg_guard g = {};
 	__u32 zero = 0;
@@ -1343,6 +1408,13 @@ static int check_pinned_abi(struct daemon *d)
 			       "matches the pins, or 'rowgated --cleanup' first",
 			       path, info.key_size, info.value_size, bpf_map__key_size(map),
 			       bpf_map__value_size(map));
+			return -EPROTO;
+		}
+		if (pinned_btf_differs(d, map, &info, why, sizeof(why))) {
+			pr_err("pinned map %s has another layout (the pinned one first, this "
+			       "rowgated's second: %s): nothing was changed; run the rowgated that "
+			       "matches the pins, or 'rowgated --cleanup' first",
+			       path, why);
 			return -EPROTO;
 		}
 	}

@@ -171,6 +171,13 @@
 	X(refused_segments, "refused_segments", "refused_segments_total", COUNTER,        \
 	  "Data segments dropped for connections without state (fail-closed).")
 
+/* verdict_stats: [0] -> counters of the entry attached to the sockhash
+ * (rowgate/guard.h); a map of its own so the pinned counter structs keep
+ * their layout. */
+#define RG_VERDICT_STATS_FIELDS(X)                                                        \
+	X(verdict_missing, "verdict_missing", "verdict_missing_total", COUNTER,           \
+	  "Segments passed unparsed: the verdict slot was empty.")
+
 #define RG_COUNTER_FIELD_(field, json, series, kind, help) __u64 field;
 
 #endif /* ROWGATE_COUNTERS_H */

@@ -15,11 +15,22 @@
 #define RG_PIN_LINK_PEER4   "link_getpeername4"
 #define RG_PIN_LINK_PEER6   "link_getpeername6"
 #define RG_PIN_LINK_REFUSE  "link_refuse" /* --conns-full=fail-closed only */
-#define RG_PIN_PROG_VERDICT "prog_verdict"
+#define RG_PIN_PROG_VERDICT "prog_verdict" /* what is attached to the sockhash: rg_entry */
 
 #define RG_MAP_GUARD	   guard       /* [0] -> struct rg_guard */
 #define RG_MAP_GUARD_STATS guard_stats /* [0] -> struct rg_guard_stats */
 #define RG_MAP_ADOPT	   adopting    /* cookie -> struct rg_adopt */
+#define RG_MAP_VERDICT_SLOT  verdict_slot  /* [RG_VERDICT_SLOT] -> the verdict program */
+#define RG_MAP_VERDICT_STATS verdict_stats /* [0] -> struct rg_verdict_stats */
+
+/* The program attached to the sockhash is a fixed entry that tail-calls the
+ * verdict in this slot of the pinned verdict_slot prog array: a socket's
+ * psock copies the sockhash's program when it is inserted, so only a slot
+ * swapped by rowgated reaches the connections already open
+ * (docs/design.md#verdict-slot). */
+#define RG_VERDICT_SLOT	   0
+#define RG_ENTRY_PROG_NAME "rg_entry" /* how a sockhash running the entry is recognised */
+#define RG_BUILD_ID_VAR	   "rg_build_id" /* .rodata variable: which build an object is */
 
 /* The layout of every pinned map.  Bump it when a pinned map's key or
  * value changes (abi.h, guard.h, bpf/conn.h): a rowgated refuses pins of
@@ -44,6 +55,11 @@ struct rg_guard {
 /* guard_stats: host-wide counters of adoption and the connection table. */
 struct rg_guard_stats {
 	RG_GUARD_STATS_FIELDS(RG_COUNTER_FIELD_)
+};
+
+/* verdict_stats: the entry's counters (counters.h). */
+struct rg_verdict_stats {
+	RG_VERDICT_STATS_FIELDS(RG_COUNTER_FIELD_)
 };
 
 /* adopting: a connection found established at a start (rowgated inserts

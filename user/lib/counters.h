@@ -37,6 +37,7 @@ extern const struct rg_counter_table rg_global_stats_table; /* struct rg_global_
 extern const struct rg_counter_table rg_udp_stats_table;    /* struct rg_udp_stats */
 extern const struct rg_counter_table rg_xdp_stats_table;    /* struct rg_xdp_stats */
 extern const struct rg_counter_table rg_guard_stats_table;  /* struct rg_guard_stats */
+extern const struct rg_counter_table rg_verdict_stats_table; /* struct rg_verdict_stats */
 
 static inline __u64 rg_counter_get(const struct rg_counter_desc *d, const void *st)
 {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 
 #include "../clock.h"
 #include "../log.h"
@@ -99,6 +100,113 @@ const char *rg_load_hint(int err)
 	return err == -EINVAL ? " (pinned maps from an incompatible rowgated? run 'rowgated "
 				"--cleanup' with the same --bpffs)" :
 				" (run with --log-level debug for the verifier log)";
+}
+
+#define RG_BTF_DEPTH_MAX 16 /* nesting of the map values compared (rg_conn: 3) */
+
+static const struct btf_type *btf_skip_mods(const struct btf *btf, __u32 *id)
+{
+	const struct btf_type *t = btf__type_by_id(btf, *id);
+
+	while (t && (btf_is_mod(t) || btf_is_typedef(t))) {
+		*id = t->type;
+		t = btf__type_by_id(btf, *id);
+	}
+	return t;
+}
+
+static bool pad_name(const char *name)
+{
+	return !strncmp(name, "pad", 3);
+}
+
+static int layout_diff(const struct btf *a, __u32 ia, const struct btf *b, __u32 ib,
+		       const char *where, int depth, char *why, size_t len)
+{
+	const struct btf_type *ta = btf_skip_mods(a, &ia), *tb = btf_skip_mods(b, &ib);
+	char sub[256];
+	__u16 i;
+
+	if (!ta || !tb) {
+		snprintf(why, len, "%s: a type is missing", where);
+		return -EPROTO;
+	}
+	if (btf_kind(ta) != btf_kind(tb)) {
+		snprintf(why, len, "%s: kind %u, not %u", where, btf_kind(ta), btf_kind(tb));
+		return -EPROTO;
+	}
+	if (depth > RG_BTF_DEPTH_MAX) {
+		snprintf(why, len, "%s: nested too deep to compare", where);
+		return -EPROTO;
+	}
+	switch (btf_kind(ta)) {
+	case BTF_KIND_ARRAY: {
+		const struct btf_array *aa = btf_array(ta), *ab = btf_array(tb);
+
+		if (aa->nelems != ab->nelems) {
+			snprintf(why, len, "%s: %u elements, not %u", where, aa->nelems, ab->nelems);
+			return -EPROTO;
+		}
+		snprintf(sub, sizeof(sub), "%s[]", where);
+		return layout_diff(a, aa->type, b, ab->type, sub, depth + 1, why, len);
+	}
+	case BTF_KIND_STRUCT:
+	case BTF_KIND_UNION: {
+		const struct btf_member *ma = btf_members(ta), *mb = btf_members(tb);
+
+		if (ta->size != tb->size || btf_vlen(ta) != btf_vlen(tb)) {
+			snprintf(why, len, "%s: %u bytes in %u members, not %u in %u", where,
+				 ta->size, btf_vlen(ta), tb->size, btf_vlen(tb));
+			return -EPROTO;
+		}
+		for (i = 0; i < btf_vlen(ta); i++) {
+			const char *na = btf__name_by_offset(a, ma[i].name_off);
+			const char *nb = btf__name_by_offset(b, mb[i].name_off);
+			int err;
+
+			na = na ? na : "";
+			nb = nb ? nb : "";
+			snprintf(sub, sizeof(sub), "%s.%s", where, na);
+			if (strcmp(na, nb) && !pad_name(na) && !pad_name(nb)) {
+				snprintf(why, len, "%s: named %s in the other", sub, nb);
+				return -EPROTO;
+			}
+			if (btf_member_bit_offset(ta, i) != btf_member_bit_offset(tb, i) ||
+			    btf_member_bitfield_size(ta, i) != btf_member_bitfield_size(tb, i)) {
+				snprintf(why, len, "%s: at bit %u, not %u", sub,
+					 btf_member_bit_offset(ta, i),
+					 btf_member_bit_offset(tb, i));
+				return -EPROTO;
+			}
+			err = layout_diff(a, ma[i].type, b, mb[i].type, sub, depth + 1, why, len);
+			if (err)
+				return err;
+		}
+		return 0;
+	}
+	case BTF_KIND_PTR:
+		return 0; /* a pointer's size does not depend on what it points to */
+	default: {
+		__s64 sa = btf__resolve_size(a, ia), sb = btf__resolve_size(b, ib);
+
+		if (sa != sb) {
+			snprintf(why, len, "%s: %lld bytes, not %lld", where, (long long)sa,
+				 (long long)sb);
+			return -EPROTO;
+		}
+		return 0;
+	}
+	}
+}
+
+int rg_btf_layout_diff(const struct btf *a, __u32 ia, const struct btf *b, __u32 ib, char *why,
+		       size_t len)
+{
+	const struct btf_type *t = btf_skip_mods(a, &ia);
+	const char *name = t ? btf__name_by_offset(a, t->name_off) : NULL;
+
+	why[0] = 0;
+	return layout_diff(a, ia, b, ib, name && name[0] ? name : "value", 0, why, len);
 }
 
 int rg_pin_open(const char *dir, const char *name)

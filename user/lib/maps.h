@@ -35,6 +35,18 @@ int rg_bpffs_lock(const char *dir);
  * mostly means a pinned map of another layout. */
 const char *rg_load_hint(int err);
 
+struct btf;
+
+/* Whether type ia of a and type ib of b lay out memory the same way: the
+ * same kinds, sizes, array lengths, and struct members at the same offsets
+ * under the same names, recursively (typedefs and qualifiers skipped).  A
+ * member named pad* on either side may carry another name: a field taken
+ * from padding reads as zero to a build that does not know it.  0 when they
+ * do; -EPROTO, with where they differ ("rg_conn.w.len: ...") in why, when
+ * not. */
+int rg_btf_layout_diff(const struct btf *a, __u32 ia, const struct btf *b, __u32 ib, char *why,
+		       size_t len);
+
 /* The object pinned as dir/name: an fd, or a negative errno. */
 int rg_pin_open(const char *dir, const char *name);
 
