@@ -92,6 +92,9 @@ struct {
 	__type(value, struct rg_conn);
 } conn_zero SEC(".maps");
 
+/* the sk_msg program and the verdict's hooks use the maps above */
+#include "egress.h"
+
 const char spaces[RG_WINDOW_BYTES] = { [0 ... RG_WINDOW_BYTES - 1] = ' ' };
 
 /* What a bpf_loop callback needs: the skb and its connection.  Kept apart
@@ -348,6 +351,7 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 
 		rg_account_reject(&c->db, c->req_rows, &c->reject);
 		break;
 	}
+	rg_egress_close(c);
 	c->requests++;
 	if (c->verdict == RG_REQ_REJECT) {
 		c->reject_rows = c->req_rows;
@@ -513,6 +517,8 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 		/* the server's last method: it never sees a rejected one */
 		c->last_post = h->method_post;
 	}
+	if (c->verdict != RG_REQ_REJECT)
+		rg_egress_open(c);
 
 	if (c->copy_body) {
 		w->body_open = 1;
@@ -1030,7 +1036,10 @@ int rg_verdict(struct __sk_buff *skb)
 			goto failopen;
 		if (rg_respond(skb, c))
 			goto failopen;
-		return bpf_sk_redirect_hash(skb, &RG_MAP_SOCKHASH, &cookie, 0);
+		verdict = bpf_sk_redirect_hash(skb, &RG_MAP_SOCKHASH, &cookie, 0);
+		if (verdict == SK_PASS)
+			rg_egress_kernel_answer(c, skb->len);
+		return verdict;
 	}
 
 	if (c->verdict == RG_REQ_REJECT && c->phase != RG_PHASE_HEAD) {
@@ -1141,6 +1150,8 @@ int rg_sockops(struct bpf_sock_ops *skops)
 		if (c) {
 			c->profile = pv->profile;
 			c->port_flags = pv->flags;
+			/* egress follows it from the server's first byte */
+			c->eg.armed = rg_egress_on;
 		}
 		if (!c || bpf_sock_hash_update(skops, &RG_MAP_SOCKHASH, &cookie, BPF_NOEXIST)) {
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);

@@ -16,6 +16,7 @@
 #define RG_PIN_LINK_PEER6   "link_getpeername6"
 #define RG_PIN_LINK_REFUSE  "link_refuse" /* --conns-full=fail-closed only */
 #define RG_PIN_PROG_VERDICT "prog_verdict"
+#define RG_PIN_PROG_EGRESS  "prog_egress" /* sk_msg on the sockhash */
 
 #define RG_MAP_GUARD	   guard       /* [0] -> struct rg_guard */
 #define RG_MAP_GUARD_STATS guard_stats /* [0] -> struct rg_guard_stats */
@@ -25,7 +26,7 @@
  * value changes (abi.h, guard.h, bpf/conn.h): a rowgated refuses pins of
  * another version rather than reading them wrong.  Pins without a guard
  * record predate the number and are version 1. */
-#define RG_ABI_VERSION 2
+#define RG_ABI_VERSION 3
 
 #define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */
 

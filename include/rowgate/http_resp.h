@@ -31,7 +31,7 @@ enum rg_resp_state {
 	RG_RS_VERSION = 0, /* "HTTP/1." */
 	RG_RS_MINOR,
 	RG_RS_SP,
-	RG_RS_CODE,        /* three digits */
+	RG_RS_CODE, /* three digits */
 	RG_RS_CODE_SP,
 	RG_RS_REASON,
 	RG_RS_LINE_LF,
@@ -42,28 +42,32 @@ enum rg_resp_state {
 	RG_RS_END_LF,
 	RG_RS_BODY_LENGTH, /* Content-Length bytes left in remaining */
 	RG_RS_BODY_CHUNKED,
-	RG_RS_BODY_CLOSE,  /* until the connection closes */
+	RG_RS_BODY_CLOSE, /* until the connection closes */
 };
 
-/* Which header the name being read still may be. */
-#define RG_RH_CL (1U << 0) /* content-length */
-#define RG_RH_TE (1U << 1) /* transfer-encoding */
+/* The headers that frame a response. */
+#define RG_RH_CL 1 /* content-length */
+#define RG_RH_TE 2 /* transfer-encoding */
+
+/* "HTTP/1." as a word, byte i at bits 8i */
+#define RG_RESP_VERSION_W   RG_W8('H', 'T', 'T', 'P', '/', '1', '.', 0)
+#define RG_RESP_VERSION_LEN 7
 
 struct rg_resp {
-	__u64 remaining;    /* Content-Length body bytes left */
-	__u64 length;       /* the Content-Length value */
-	__u64 te_tail;      /* last 8 non-blank bytes of Transfer-Encoding, lowercased */
+	__u64 remaining; /* Content-Length body bytes left */
+	__u64 length;	 /* the Content-Length value */
+	__u64 te_tail;	 /* last 8 non-blank bytes of Transfer-Encoding, lowercased */
+	__u64 name_words[RG_HDR_NAME_WORDS]; /* header name, lowercased */
 	struct rg_chunked chunk;
 	__u32 head_bytes;
 	__u16 status;
-	__u8 state;         /* enum rg_resp_state */
-	__u8 pos;           /* bytes matched of the version or the name */
-	__u8 cand;          /* RG_RH_* the current name may still be */
-	__u8 hdr;           /* RG_RH_* of the current value */
+	__u8 state; /* enum rg_resp_state */
+	__u8 pos;   /* bytes of the version, the code, the name */
+	__u8 hdr;   /* RG_RH_* of the current value */
 	__u8 has_length;
 	__u8 has_te;
 	__u8 digits;
-	__u8 pad[7];
+	__u8 pad[8];
 };
 
 RG_INLINE void rg_resp_init(struct rg_resp *r)
@@ -80,6 +84,18 @@ RG_INLINE __u8 rg_resp_lower(__u8 c)
 RG_INLINE bool rg_resp_status_bodyless(__u16 status)
 {
 	return status < 200 || status == 204 || status == 304;
+}
+
+/*
+ * Statuses that prove the server refused a write before storing any of it
+ * (docs/design.md#refunds): authentication (401), authorisation (403), no
+ * such path or database (404), and a request too large to read (413, 431).
+ * 400 is not here: InfluxDB and VictoriaMetrics answer 400 to a body that
+ * fails to parse part-way, after storing the rows before the error.
+ */
+RG_INLINE bool rg_resp_status_refunds(__u16 status)
+{
+	return status == 401 || status == 403 || status == 404 || status == 413 || status == 431;
 }
 
 /* The head is over: set up the body (head_request: the request was HEAD).
@@ -148,22 +164,19 @@ RG_INLINE int rg_resp_skip(struct rg_resp *r, __u64 n)
 	return RG_RESP_MORE;
 }
 
-static const char rg_resp_version[] = "HTTP/1.";
-static const char rg_resp_cl[] = "content-length";
-static const char rg_resp_te[] = "transfer-encoding";
-
-/* One header-name byte: narrow the candidates. */
-RG_INLINE void rg_resp_name_byte(struct rg_resp *r, __u8 c)
+/* The framing header a complete name is, or 0. */
+RG_INLINE __u8 rg_resp_header(const struct rg_resp *r)
 {
-	__u8 i = r->pos;
+	const __u64 *w = r->name_words;
 
-	c = rg_resp_lower(c);
-	if ((r->cand & RG_RH_CL) && (i >= sizeof(rg_resp_cl) - 1 || rg_resp_cl[i] != c))
-		r->cand &= ~RG_RH_CL;
-	if ((r->cand & RG_RH_TE) && (i >= sizeof(rg_resp_te) - 1 || rg_resp_te[i] != c))
-		r->cand &= ~RG_RH_TE;
-	if (r->pos < 255)
-		r->pos++;
+	if (r->pos == 14 && w[0] == RG_W8('c', 'o', 'n', 't', 'e', 'n', 't', '-') &&
+	    w[1] == RG_W8('l', 'e', 'n', 'g', 't', 'h', 0, 0))
+		return RG_RH_CL;
+	if (r->pos == 17 && w[0] == RG_W8('t', 'r', 'a', 'n', 's', 'f', 'e', 'r') &&
+	    w[1] == RG_W8('-', 'e', 'n', 'c', 'o', 'd', 'i', 'n') &&
+	    w[2] == RG_W8('g', 0, 0, 0, 0, 0, 0, 0))
+		return RG_RH_TE;
+	return 0;
 }
 
 /* One byte of a header value (pos: blanks followed the length digits). */
@@ -195,9 +208,10 @@ RG_INLINE int rg_resp_step(struct rg_resp *r, __u8 c)
 		return RG_RESP_ERR;
 	switch (r->state) {
 	case RG_RS_VERSION:
-		if (r->pos >= sizeof(rg_resp_version) - 1 || c != (__u8)rg_resp_version[r->pos])
+		if (r->pos >= RG_RESP_VERSION_LEN ||
+		    c != (__u8)(RG_RESP_VERSION_W >> ((r->pos & 7) * 8)))
 			return RG_RESP_ERR;
-		if (++r->pos == sizeof(rg_resp_version) - 1)
+		if (++r->pos == RG_RESP_VERSION_LEN)
 			r->state = RG_RS_MINOR;
 		return RG_RESP_MORE;
 	case RG_RS_MINOR:
@@ -248,23 +262,20 @@ RG_INLINE int rg_resp_step(struct rg_resp *r, __u8 c)
 			return RG_RESP_ERR;
 		r->state = RG_RS_NAME;
 		r->pos = 0;
-		r->cand = RG_RH_CL | RG_RH_TE;
-		rg_resp_name_byte(r, c);
-		return RG_RESP_MORE;
+		__builtin_memset(r->name_words, 0, sizeof(r->name_words));
+		/* fall through */
 	case RG_RS_NAME:
 		if (c == ':') {
-			r->hdr = 0;
-			if ((r->cand & RG_RH_CL) && r->pos == sizeof(rg_resp_cl) - 1) {
+			r->hdr = rg_resp_header(r);
+			if (r->hdr == RG_RH_CL) {
 				/* a second Content-Length: ambiguous */
 				if (r->has_length)
 					return RG_RESP_ERR;
 				r->has_length = 1;
-				r->hdr = RG_RH_CL;
-			} else if ((r->cand & RG_RH_TE) && r->pos == sizeof(rg_resp_te) - 1) {
+			} else if (r->hdr == RG_RH_TE) {
 				if (r->has_te)
 					r->te_tail = r->te_tail << 8 | ',';
 				r->has_te = 1;
-				r->hdr = RG_RH_TE;
 			}
 			r->state = RG_RS_VALUE;
 			r->pos = 0;
@@ -272,7 +283,9 @@ RG_INLINE int rg_resp_step(struct rg_resp *r, __u8 c)
 		}
 		if (!rg_is_tchar(c))
 			return RG_RESP_ERR;
-		rg_resp_name_byte(r, c);
+		rg_word_put(r->name_words, RG_HDR_NAME_WORDS, r->pos, rg_resp_lower(c));
+		if (r->pos < 255)
+			r->pos++;
 		return RG_RESP_MORE;
 	case RG_RS_VALUE:
 		if (c == '\r') {

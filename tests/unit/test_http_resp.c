@@ -129,15 +129,16 @@ static void test_framing(void)
 		     "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"
 		     "HTTP/1.1 204 No Content\r\n\r\n",
 		     "HP", "H200 D0 H204 D0 ", 0);
-	check_splits("304 and 204 carry no body", "HTTP/1.1 304 Not Modified\r\n\r\n"
+	check_splits("304 and 204 carry no body",
+		     "HTTP/1.1 304 Not Modified\r\n\r\n"
 		     "HTTP/1.0 204\r\n\r\n",
 		     NULL, "H304 D0 H204 D0 ", 0);
 	check_splits("no framing: until close",
 		     "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nanything HTTP/1.1 204 x\r\n\r\n",
 		     NULL, "H200 ", 0);
 	check_splits("a coding other than chunked last: until close",
-		     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
-		     NULL, "H200 ", 0);
+		     "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", NULL,
+		     "H200 ", 0);
 	check_splits("chunked wins over a length",
 		     "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: Chunked\r\n\r\n"
 		     "3\r\nabc\r\n0\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n",
@@ -151,13 +152,12 @@ static void test_errors(void)
 	check_splits("not HTTP", "SSH-2.0-x\r\n", NULL, "", 1);
 	check_splits("bare LF", "HTTP/1.1 200 OK\nContent-Length: 0\n\n", NULL, "", 1);
 	check_splits("two lengths",
-		     "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx", NULL,
-		     "", 1);
-	check_splits("bad length", "HTTP/1.1 200 OK\r\nContent-Length: 1 2\r\n\r\nx", NULL, "",
+		     "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx", NULL, "",
 		     1);
+	check_splits("bad length", "HTTP/1.1 200 OK\r\nContent-Length: 1 2\r\n\r\nx", NULL, "", 1);
 	check_splits("empty length", "HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\n", NULL, "", 1);
-	check_splits("101 switches protocol", "HTTP/1.1 101 Switching Protocols\r\n\r\n", NULL,
-		     "", 1);
+	check_splits("101 switches protocol", "HTTP/1.1 101 Switching Protocols\r\n\r\n", NULL, "",
+		     1);
 	check_splits("two-digit status", "HTTP/1.1 20 OK\r\n\r\n", NULL, "", 1);
 	check_splits("HTTP/2 preface", "HTTP/2 200\r\n\r\n", NULL, "", 1);
 	check_splits("bad chunk", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
