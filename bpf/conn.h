@@ -54,6 +54,7 @@ enum rg_respond {
 #define RG_PEND_HEAD	 (1U << 0) /* the method was HEAD: no body in the answer */
 #define RG_PEND_CHARGED	 (1U << 1) /* rows were charged to db in the kernel */
 #define RG_PEND_ENFORCED (1U << 2) /* charged as admitted (else unenforced) */
+#define RG_PEND_COPIED	 (1U << 3) /* rows are rowgated's estimate: corrected later */
 
 /* rg_pending.sync bits: whichever side sets the second one refunds. */
 #define RG_PEND_DONE	(1U << 0) /* verdict: the request ended, rows are final */
@@ -62,8 +63,9 @@ enum rg_respond {
 /* One passed request, as the egress program needs it to judge its answer.
  * Pushed when its head passes; the server may answer before its body ends. */
 struct rg_pending {
-	struct rg_db_key db;
+	struct rg_proto_key pk; /* database, and protocol of a copied body */
 	__u64 rows;
+	__u64 seq;  /* the request's number (body records of copied ones) */
 	__u32 sync; /* RG_PEND_DONE | RG_PEND_REFUSED, set atomically */
 	__u8 flags; /* RG_PEND_*, final once DONE */
 	__u8 pad[3];
@@ -88,6 +90,11 @@ struct rg_egress {
 	__u8 open;	    /* the current request has a slot (cur) */
 	__u8 pad;
 	struct rg_pending q[RG_PENDING_MAX];
+	/* scratch of refunds (the verdict's stack is full), one per side */
+	struct rg_refund_scratch {
+		struct rg_refused_key key;
+		struct rg_refused val;
+	} sv, se;
 };
 
 /* State of one verdict run over one skb (scalars only: global functions

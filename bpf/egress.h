@@ -21,6 +21,16 @@
 /* 1: rowgated attached rg_egress: sockops arms new connections. */
 const volatile __u32 rg_egress_on = 0;
 
+/* refused: a copied request (cookie, seq) -> whether its correction or its
+ * refund came first (struct rg_refused) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RG_MAX_REFUSED);
+	__type(key, struct rg_refused_key);
+	__type(value, struct rg_refused);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_REFUSED SEC(".maps");
+
 /* Give a refused write's rows back and move its counters from admitted (or
  * unenforced) to refunded.  db points into a map value (6.1 wants map keys
  * there, not in a global function's argument). */
@@ -48,6 +58,40 @@ static __always_inline void rg_refund(const struct rg_db_key *db, __u64 rows, __
 	__sync_fetch_and_add(&st->refunded_rows, rows);
 }
 
+/*
+ * Refund one refused request.  A copied one was charged rowgated's estimate
+ * and is corrected to its exact rows later (rg_reconcile): whichever of
+ * refund and correction comes second adjusts, so the bucket ends where it
+ * would have without the request.
+ */
+static __always_inline void rg_refund_request(struct rg_pending *p, __u64 rows, __u64 cookie,
+					      struct rg_refund_scratch *x)
+{
+	__u8 flags = p->flags;
+	struct rg_proto_stats *ps;
+	struct rg_refused *o;
+
+	if (flags & RG_PEND_COPIED) {
+		x->key.cookie = cookie;
+		x->key.seq = p->seq;
+		x->val.exact_rows = 0;
+		x->val.state = RG_REFUSED_REFUNDED;
+		x->val.pad = 0;
+		if (bpf_map_update_elem(&RG_MAP_REFUSED, &x->key, &x->val, BPF_NOEXIST)) {
+			o = bpf_map_lookup_elem(&RG_MAP_REFUSED, &x->key);
+			if (!o || o->state != RG_REFUSED_CORRECTED)
+				return;
+			rows = o->exact_rows; /* corrected already: that is the charge */
+		}
+		ps = bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, &p->pk);
+		if (ps) {
+			__sync_fetch_and_add(&ps->admitted_requests, -1ULL);
+			__sync_fetch_and_add(&ps->admitted_rows, -rows);
+		}
+	}
+	rg_refund(&p->pk.db, rows, flags);
+}
+
 static __always_inline void rg_egress_lose(struct rg_egress *eg)
 {
 	if (!eg->lost) {
@@ -70,8 +114,11 @@ static __always_inline void rg_egress_open(struct rg_conn *c)
 		return;
 	}
 	p = &eg->q[tail & (RG_PENDING_MAX - 1)];
-	__builtin_memcpy(&p->db, &c->db, sizeof(p->db));
+	__builtin_memcpy(&p->pk.db, &c->db, sizeof(p->pk.db));
+	p->pk.protocol = c->protocol;
+	p->pk.pad = 0;
 	p->rows = 0;
+	p->seq = c->requests;
 	/* known now: egress may pop the slot before the request ends */
 	p->flags = 0;
 	if (c->head.method_len == 4 && c->head.method == RG_W8('H', 'E', 'A', 'D', 0, 0, 0, 0))
@@ -84,7 +131,7 @@ static __always_inline void rg_egress_open(struct rg_conn *c)
 }
 
 /* Verdict side, at the end of a passed request, after it was charged. */
-static __always_inline void rg_egress_close(struct rg_conn *c)
+static __always_inline void rg_egress_close(struct __sk_buff *skb, struct rg_conn *c)
 {
 	struct rg_egress *eg = &c->eg;
 	struct rg_pending *p;
@@ -99,20 +146,19 @@ static __always_inline void rg_egress_close(struct rg_conn *c)
 	eg->open = 0;
 	p = &eg->q[eg->cur & (RG_PENDING_MAX - 1)];
 	flags = p->flags & RG_PEND_HEAD;
-	/* copied bodies are not refunded: their estimate is corrected later
-	 * by rowgated (docs/design.md#refunds) */
-	if ((c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_UNENFORCED) && !c->copy_body &&
-	    c->req_rows) {
+	if ((c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_UNENFORCED) && c->req_rows) {
 		flags |= RG_PEND_CHARGED;
 		if (c->verdict == RG_REQ_ADMIT)
 			flags |= RG_PEND_ENFORCED;
+		if (c->copy_body)
+			flags |= RG_PEND_COPIED;
 	}
 	p->rows = c->req_rows;
 	p->flags = flags;
 	old = __sync_fetch_and_or(&p->sync, RG_PEND_DONE);
 	/* the server refused it before its body ended */
 	if ((old & RG_PEND_REFUSED) && (flags & RG_PEND_CHARGED))
-		rg_refund(&c->db, c->req_rows, flags);
+		rg_refund_request(p, c->req_rows, bpf_get_socket_cookie(skb), &eg->sv);
 }
 
 /* The kernel's own 429/400 leave through the server's egress too. */
@@ -125,6 +171,7 @@ static __always_inline void rg_egress_kernel_answer(struct rg_conn *c, __u32 byt
 struct rg_msg_walk {
 	struct sk_msg_md *msg;
 	struct rg_conn *conn;
+	__u64 cookie;
 	__u32 off; /* next byte of the msg */
 	__u32 size;
 	__u32 win_start; /* [win_start, win_end) is in view */
@@ -132,7 +179,7 @@ struct rg_msg_walk {
 };
 
 /* One final response head: pop its request, refund if refused. */
-static __always_inline int rg_egress_final(struct rg_conn *c)
+static __always_inline int rg_egress_final(struct rg_conn *c, __u64 cookie)
 {
 	struct rg_egress *eg = &c->eg;
 	struct rg_pending *p;
@@ -148,7 +195,7 @@ static __always_inline int rg_egress_final(struct rg_conn *c)
 	old = refuse ? __sync_fetch_and_or(&p->sync, RG_PEND_REFUSED) : RG_READ_ONCE(p->sync);
 	rg_global_inc(egress_responses);
 	if (refuse && (old & RG_PEND_DONE) && (p->flags & RG_PEND_CHARGED))
-		rg_refund(&p->db, p->rows, p->flags);
+		rg_refund_request(p, p->rows, cookie, &eg->se);
 	eg->head = head + 1;
 	return rg_resp_begin_body(&eg->resp, p->flags & RG_PEND_HEAD);
 }
@@ -209,7 +256,7 @@ static long rg_msg_cb(__u64 idx, void *ctx)
 	res = rg_resp_step(&eg->resp, data[i]);
 	m->off++;
 	if (res == RG_RESP_HEAD)
-		res = rg_egress_final(c);
+		res = rg_egress_final(c, m->cookie);
 	if (res == RG_RESP_ERR)
 		rg_egress_lose(eg);
 	return 0;
@@ -236,6 +283,7 @@ int rg_egress(struct sk_msg_md *msg)
 	/* sk_msg has no bpf_get_socket_cookie on 6.1: sockops made the
 	 * cookie, read it from the socket */
 	cookie = tp->inet_conn.icsk_inet.sk.__sk_common.skc_cookie.counter;
+	m.cookie = cookie;
 	m.conn = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!m.conn || !m.conn->eg.armed || m.conn->eg.lost)
 		return SK_PASS;

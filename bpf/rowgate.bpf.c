@@ -351,7 +351,7 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 
 		rg_account_reject(&c->db, c->req_rows, &c->reject);
 		break;
 	}
-	rg_egress_close(c);
+	rg_egress_close(skb, c);
 	c->requests++;
 	if (c->verdict == RG_REQ_REJECT) {
 		c->reject_rows = c->req_rows;
@@ -1307,6 +1307,22 @@ int rg_reconcile(struct xdp_md *ctx)
 		ps = bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, &pk);
 	}
 	st = bpf_map_lookup_elem(&RG_MAP_DB_STATS, &pk.db);
+	/* a request refunded before its correction stays refunded; one
+	 * corrected first is refunded its exact rows (egress.h) */
+	if (cr->cookie) {
+		struct rg_refused_key k = { .cookie = cr->cookie, .seq = cr->seq };
+		struct rg_refused v = { .state = RG_REFUSED_CORRECTED };
+		struct rg_refused *o;
+
+		/* an undecodable body stays at its estimate when that is more */
+		v.exact_rows = cr->undecodable && exact <= est ? est : exact;
+		if (!cr->admitted || !est ||
+		    bpf_map_update_elem(&RG_MAP_REFUSED, &k, &v, BPF_NOEXIST)) {
+			o = bpf_map_lookup_elem(&RG_MAP_REFUSED, &k);
+			if (o && o->state == RG_REFUSED_REFUNDED)
+				return XDP_PASS;
+		}
+	}
 	if (cr->undecodable) {
 		if (ps)
 			__sync_fetch_and_add(&ps->undecodable_requests, 1);

@@ -63,6 +63,7 @@ void rg_detach_all(const char *dir)
 	rg_unpin(dir, RG_PIN_PROG_EGRESS);
 	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
 	rg_unpin(dir, RG_STR(RG_MAP_CONNS));
+	rg_unpin(dir, RG_STR(RG_MAP_REFUSED));
 	rg_unpin(dir, RG_STR(RG_MAP_ADOPT));
 	rg_xdp_cleanup(dir, false);
 }
