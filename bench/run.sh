@@ -9,14 +9,14 @@
 #   BENCH_OUT=/tmp/r.md bench/run.sh
 #
 # Knobs (environment): BENCH_SECONDS (3, per measured run), BENCH_RUNS (5,
-# figure 1 rounds), FIG2_RUNS .. FIG6_RUNS (3), FIG7_RUNS (5), BENCH_CONNS (16),
+# figure 1 rounds), FIG2_RUNS .. FIG6_RUNS (3), FIG7_RUNS (5), FIG8_RUNS (3), BENCH_CONNS (16),
 # BENCH_THREADS (1), FIG3_MIB (64), BENCH_RAW=DIR keeps every run's raw line.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${BENCH_OUT:-$ROOT/bench/RESULTS.md}
 [ "$(id -u)" -eq 0 ] || { echo "bench/run.sh: needs root (BPF, cgroups)" >&2; exit 1; }
 figs=("$@")
-[ ${#figs[@]} -gt 0 ] || figs=(1 2 3 4 5 6 7)
+[ ${#figs[@]} -gt 0 ] || figs=(1 2 3 4 5 6 7 8)
 
 tmp=$(mktemp -d /tmp/rowgate-bench-run.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

@@ -12,6 +12,7 @@
 #include "rowgate/rows.h"
 #include "admit.h"
 #include "rowgate/response.h"
+#include "rowgate/http_resp.h"
 
 #define RG_WINDOW_BYTES   256  /* bytes loaded from an skb per bpf_loop step */
 #define RG_RESERVE_BYTES  1024 /* charge withheld from a rejected body so the
@@ -52,6 +53,56 @@ enum rg_respond {
 	RG_RESPOND_429,   /* rejected request ended exactly at the skb end */
 	RG_RESPOND_429_CLOSE,
 	RG_RESPOND_400,
+};
+
+/* Passed requests awaiting their answer; more pipelined than this and
+ * egress stops tracking the connection. */
+#define RG_PENDING_MAX 8
+
+#define RG_PEND_HEAD	 (1U << 0) /* the method was HEAD: no body in the answer */
+#define RG_PEND_CHARGED	 (1U << 1) /* rows were charged to db in the kernel */
+#define RG_PEND_ENFORCED (1U << 2) /* charged as admitted (else unenforced) */
+#define RG_PEND_COPIED	 (1U << 3) /* rows are rowgated's estimate: corrected later */
+
+/* rg_pending.sync bits: whichever side sets the second one refunds. */
+#define RG_PEND_DONE	(1U << 0) /* verdict: the request ended, rows are final */
+#define RG_PEND_REFUSED (1U << 1) /* egress: answered with a refund status */
+
+/* One passed request, as the egress program needs it to judge its answer.
+ * Pushed when its head passes; the server may answer before its body ends. */
+struct rg_pending {
+	struct rg_proto_key pk; /* database, and protocol of a copied body */
+	__u64 rows;
+	__u64 seq;  /* the request's number (body records of copied ones) */
+	__u32 sync; /* RG_PEND_DONE | RG_PEND_REFUSED, set atomically */
+	__u8 flags; /* RG_PEND_*, final once DONE */
+	__u8 pad[3];
+};
+
+/*
+ * The server's side of the connection (docs/design.md#egress): the verdict
+ * pushes each passed request at tail, the sk_msg program pops one per final
+ * response at head.  One writer each (the verdict under the receive path,
+ * the msg program under the sender's socket lock); kernel_bytes is shared
+ * and changed atomically.
+ */
+struct rg_egress {
+	struct rg_resp resp;
+	__u64 kernel_bytes; /* bytes of the verdict's own 429/400 answers that
+			     * egress passes over instead of parsing */
+	__u32 head;	    /* next request to pop */
+	__u32 tail;	    /* next free slot */
+	__u32 cur;	    /* slot of the verdict's current request */
+	__u8 armed;	    /* seen from the first byte (sockops): tracked */
+	__u8 lost;	    /* framing lost: egress decides nothing more */
+	__u8 open;	    /* the current request has a slot (cur) */
+	__u8 pad;
+	struct rg_pending q[RG_PENDING_MAX];
+	/* scratch of refunds (the verdict's stack is full), one per side */
+	struct rg_refund_scratch {
+		struct rg_refused_key key;
+		struct rg_refused val;
+	} sv, se;
 };
 
 /* State of one verdict run over one skb (scalars only: global functions
@@ -119,6 +170,7 @@ struct rg_conn {
 	struct rg_response resp_plan; /* the pending 429 or 400 */
 	struct rg_resp_buf resp;      /* its text */
 	__u8 stash[RG_HEAD_MAX_BYTES + RG_WINDOW_BYTES];
+	struct rg_egress eg;
 };
 
 #endif /* ROWGATE_BPF_CONN_H */

@@ -95,6 +95,9 @@ struct {
 	__type(value, struct rg_conn);
 } conn_zero SEC(".maps");
 
+/* the sk_msg program and the verdict's hooks use the maps above */
+#include "egress.h"
+
 static __always_inline __u64 rg_server_write_seq(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
@@ -359,6 +362,7 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 
 		rg_account_reject(&c->db, c->req_rows, &c->reject);
 		break;
 	}
+	rg_egress_close(skb, c);
 	c->requests++;
 	if (c->verdict == RG_REQ_REJECT) {
 		c->reject_rows = c->req_rows;
@@ -443,8 +447,13 @@ static __always_inline int rg_void_method(struct __sk_buff *skb, struct rg_conn 
 
 /* The server closes the connection after its 400: nothing that follows is
  * read, so nothing more is parsed or charged, and later data is dropped. */
-static __always_inline void rg_void_request(struct rg_conn *c, struct rg_walk *w)
+static __always_inline void rg_void_request(struct __sk_buff *skb, struct rg_conn *c,
+					    struct rg_walk *w)
 {
+	/* the server answers it: egress pairs that 400 with it, uncharged */
+	c->verdict = RG_REQ_PASS;
+	rg_egress_open(c);
+	rg_egress_close(skb, c);
 	rg_account_reject(&c->db, 0, &c->reject);
 	rg_global_inc(pipelined_voided);
 	c->mode = RG_MODE_CLOSING;
@@ -506,7 +515,7 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 				c->verdict = RG_REQ_REJECT;
 			} else if (pipelined && !w->must_pass && !c->force_unenforced &&
 				   rg_void_method(skb, c) == 0) {
-				rg_void_request(c, w);
+				rg_void_request(skb, c, w);
 				return 0;
 			} else {
 				c->verdict = RG_REQ_UNENFORCED;
@@ -544,6 +553,8 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 		/* the server's last method: it never sees a rejected one */
 		c->last_post = h->method_post;
 	}
+	if (c->verdict != RG_REQ_REJECT)
+		rg_egress_open(c);
 
 	if (c->copy_body) {
 		w->body_open = 1;
@@ -690,7 +701,10 @@ int rg_verdict(struct __sk_buff *skb)
 			goto failopen;
 		if (rg_respond(skb, c))
 			goto failopen;
-		return bpf_sk_redirect_hash(skb, &RG_MAP_SOCKHASH, &cookie, 0);
+		verdict = bpf_sk_redirect_hash(skb, &RG_MAP_SOCKHASH, &cookie, 0);
+		if (verdict == SK_PASS)
+			rg_egress_kernel_answer(c, skb->len);
+		return verdict;
 	}
 
 	if (c->verdict == RG_REQ_REJECT && c->phase != RG_PHASE_HEAD) {
@@ -842,6 +856,8 @@ int rg_sockops(struct bpf_sock_ops *skops)
 			/* the server's header timer runs from about now */
 			c->server_timer = RG_TIMER_HEADER;
 			c->timer_from_ns = bpf_ktime_get_ns();
+			/* egress follows it from the server's first byte */
+			c->eg.armed = rg_egress_on;
 		}
 		if (!c || bpf_sock_hash_update(skops, &RG_MAP_SOCKHASH, &cookie, BPF_NOEXIST)) {
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
@@ -997,6 +1013,22 @@ int rg_reconcile(struct xdp_md *ctx)
 		ps = bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, &pk);
 	}
 	st = bpf_map_lookup_elem(&RG_MAP_DB_STATS, &pk.db);
+	/* a request refunded before its correction stays refunded; one
+	 * corrected first is refunded its exact rows (egress.h) */
+	if (cr->cookie) {
+		struct rg_refused_key k = { .cookie = cr->cookie, .seq = cr->seq };
+		struct rg_refused v = { .state = RG_REFUSED_CORRECTED };
+		struct rg_refused *o;
+
+		/* an undecodable body stays at its estimate when that is more */
+		v.exact_rows = cr->undecodable && exact <= est ? est : exact;
+		if (!cr->admitted || !est ||
+		    bpf_map_update_elem(&RG_MAP_REFUSED, &k, &v, BPF_NOEXIST)) {
+			o = bpf_map_lookup_elem(&RG_MAP_REFUSED, &k);
+			if (o && o->state == RG_REFUSED_REFUNDED)
+				return XDP_PASS;
+		}
+	}
 	if (cr->undecodable) {
 		if (ps)
 			__sync_fetch_and_add(&ps->undecodable_requests, 1);

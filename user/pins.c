@@ -44,8 +44,16 @@ void rg_detach_all(const char *dir)
 	rg_pin_path(path, sizeof(path), dir, RG_PIN_PROG_VERDICT);
 	prog_fd = bpf_obj_get(path);
 	if (sockhash_fd >= 0) {
+		int egress_fd;
+
 		if (prog_fd >= 0)
 			bpf_prog_detach2(prog_fd, sockhash_fd, BPF_SK_SKB_VERDICT);
+		rg_pin_path(path, sizeof(path), dir, RG_PIN_PROG_EGRESS);
+		egress_fd = bpf_obj_get(path);
+		if (egress_fd >= 0) {
+			bpf_prog_detach2(egress_fd, sockhash_fd, BPF_SK_MSG_VERDICT);
+			close(egress_fd);
+		}
 		rg_map_clear(sockhash_fd, sizeof(__u64));
 		close(sockhash_fd);
 	}
@@ -54,8 +62,10 @@ void rg_detach_all(const char *dir)
 	rg_unpin(dir, RG_PIN_PROG_VERDICT);
 	/* the last user reference gone, the kernel empties the prog array */
 	rg_unpin(dir, RG_STR(RG_MAP_VERDICT_SLOT));
+	rg_unpin(dir, RG_PIN_PROG_EGRESS);
 	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
 	rg_unpin(dir, RG_STR(RG_MAP_CONNS));
+	rg_unpin(dir, RG_STR(RG_MAP_REFUSED));
 	rg_unpin(dir, RG_STR(RG_MAP_ADOPT));
 	rg_xdp_cleanup(dir, false);
 }

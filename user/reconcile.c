@@ -106,6 +106,8 @@ static void correct(struct rg_reconciler *r, const struct rg_body_start *s, cons
 	c.estimated_rows = est;
 	c.exact_rows = exact;
 	c.lag_ns = lag;
+	c.cookie = s->h.cookie;
+	c.seq = s->h.seq;
 	if (bpf_prog_test_run_opts(r->prog_fd, &opts))
 		pr_warn("cannot correct database %s: %s", c.db.name, strerror(errno));
 	else

@@ -79,6 +79,7 @@ struct config {
 	bool foreground;
 	__u32 max_conns;       /* connection table entries, set before load */
 	bool conns_full_close; /* --conns-full=fail-closed */
+	bool egress_off;       /* --egress off */
 	bool cleanup;
 	const char *metrics_addr; /* /metrics listener, NULL = off */
 	const char *xdp_iface;    /* UDP path: interface, NULL = off */
@@ -250,6 +251,9 @@ static void usage(FILE *out)
 		"                          of its data reaches the server (dropped in the\n"
 		"                          cgroup's ingress, its writes time out), counted\n"
 		"                          (conns_refused) and logged (default fail-open)\n"
+		"      --egress on|off     follow the servers' responses (sk_msg) and refund\n"
+		"                          writes they refuse unstored: 401, 403, 404, 413,\n"
+		"                          431 (default on)\n"
 		"      --foreground        stay in the foreground (default: detach once ready)\n"
 		"      --keep              accepted for compatibility: stopping never detaches\n"
 		"      --cleanup           detach and remove everything under --bpffs (limits,\n"
@@ -427,7 +431,7 @@ static int find_cgroup2_root(char *buf, size_t len)
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_MAX_CONNS,
-	       OPT_CONNS_FULL, OPT_ADMIN_GROUP, OPT_SERVER_TIMEOUT };
+	       OPT_CONNS_FULL, OPT_ADMIN_GROUP, OPT_SERVER_TIMEOUT, OPT_EGRESS };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -452,6 +456,7 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
 		{ "conns-full", required_argument, NULL, OPT_CONNS_FULL },
+		{ "egress", required_argument, NULL, OPT_EGRESS },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -610,6 +615,16 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 				cfg->conns_full_close = true;
 			} else {
 				pr_err("--conns-full '%s': expected fail-open or fail-closed", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_EGRESS:
+			if (!strcmp(optarg, "on")) {
+				cfg->egress_off = false;
+			} else if (!strcmp(optarg, "off")) {
+				cfg->egress_off = true;
+			} else {
+				pr_err("--egress '%s': expected on or off", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -891,6 +906,29 @@ static int attach_all(struct daemon *d)
 	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_VERDICT);
 	unlink(path);
 	bpf_program__pin(skel->progs.rg_entry, path);
+	/* egress next to it (docs/design.md#egress): a socket takes the
+	 * map's programs when sockops inserts it */
+	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_EGRESS);
+	if (d->cfg->egress_off) {
+		int old = bpf_obj_get(path); /* a previous rowgated's */
+
+		if (old >= 0) {
+			bpf_prog_detach2(old, bpf_map__fd(skel->maps.RG_MAP_SOCKHASH),
+					 BPF_SK_MSG_VERDICT);
+			close(old);
+		}
+	}
+	unlink(path);
+	if (!d->cfg->egress_off) {
+		if (bpf_prog_attach(bpf_program__fd(skel->progs.rg_egress),
+				    bpf_map__fd(skel->maps.RG_MAP_SOCKHASH), BPF_SK_MSG_VERDICT,
+				    0)) {
+			pr_err("cannot attach the egress program to the sockhash: %s",
+			       strerror(errno));
+			return -errno;
+		}
+		bpf_program__pin(skel->progs.rg_egress, path);
+	}
 	return attach_cgroup(d);
 }
 
@@ -1472,6 +1510,7 @@ static int load(struct daemon *d)
 	if (err == -EEXIST || err == -EPROTO)
 		return err;
 	d->skel->rodata->rg_conns_full_close = d->cfg->conns_full_close;
+	d->skel->rodata->rg_egress_on = !d->cfg->egress_off;
 	if (!err)
 		err = rowgate__load(d->skel);
 	if (err) {

@@ -27,6 +27,7 @@
 #define RG_MAP_PROTO_STATS proto_stats
 #define RG_MAP_RATIOS   ratios
 #define RG_MAP_BODIES   bodies
+#define RG_MAP_REFUSED  refused
 #define RG_STR_(x) #x
 #define RG_STR(x)  RG_STR_(x)
 
@@ -265,7 +266,30 @@ struct rg_correction {
 	__u64 estimated_rows; /* what the kernel charged (0 for other dbs) */
 	__u64 exact_rows;     /* what the server will store */
 	__u64 lag_ns;
+	__u64 cookie;         /* the request: connection and number, as in */
+	__u64 seq;            /* its body records (struct rg_body_hdr) */
 };
+
+/* refused: a copied request (cookie, seq) -> which came first, its
+ * correction or its refund (docs/design.md#refunds).  Whichever side
+ * inserts second adjusts: a refund after the correction gives back the
+ * exact rows, a correction after the refund changes nothing. */
+struct rg_refused_key {
+	__u64 cookie;
+	__u64 seq;
+};
+
+enum rg_refused_state {
+	RG_REFUSED_CORRECTED = 1, /* the correction ran: exact_rows is the charge */
+	RG_REFUSED_REFUNDED = 2,  /* the estimate was refunded: skip corrections */
+};
+
+struct rg_refused {
+	__u64 exact_rows;
+	__u32 state; /* enum rg_refused_state */
+	__u32 pad;
+};
+#define RG_MAX_REFUSED 65536 /* LRU: entries outlive the request briefly */
 
 /* global_stats: one entry of host-wide counters (counters.h). */
 struct rg_global_stats {

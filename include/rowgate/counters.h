@@ -38,7 +38,12 @@
 	X(quota_rows_per_s, "quota", "quota_rows_per_second", GAUGE,                      \
 	  "Effective quota of this host.")                                               \
 	X(limit_rows_per_s, "limit", "limit_rows_per_second", GAUGE,                      \
-	  "Configured limit (0 = disabled).")
+	  "Configured limit (0 = disabled).")                                            \
+	X(refunded_requests, "refunded_requests", "refunded_requests_total", COUNTER,     \
+	  "Charged writes the server refused before storing (401, 403, 404, 413, 431): " \
+	  "rows given back.")                                                            \
+	X(refunded_rows, "refunded_rows", "refunded_rows_total", COUNTER,                 \
+	  "Rows of refunded writes, also taken off admitted_rows/unenforced_rows.")
 
 /* proto_stats: (database, protocol) -> counters of that protocol; series
  * carry a protocol label besides db. */
@@ -111,7 +116,11 @@
 	X(failclosed_unmodeled, "failclosed_unmodeled", "failclosed_unmodeled_total",    \
 	  COUNTER,                                                                        \
 	  "Requests answered 400: a construct rowgate does not read as the server "      \
-	  "would (target form, db ambiguity).")
+	  "would (target form, db ambiguity).")                                          \
+	X(egress_responses, "egress_responses", "egress_responses_total", COUNTER,        \
+	  "Final server responses followed on guarded connections.")                     \
+	X(egress_lost, "egress_lost", "egress_lost_total", COUNTER,                       \
+	  "Connections whose responses egress could not frame: no refunds there.")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

@@ -16,6 +16,7 @@
 #define RG_PIN_LINK_PEER6   "link_getpeername6"
 #define RG_PIN_LINK_REFUSE  "link_refuse" /* --conns-full=fail-closed only */
 #define RG_PIN_PROG_VERDICT "prog_verdict" /* what is attached to the sockhash: rg_entry */
+#define RG_PIN_PROG_EGRESS  "prog_egress" /* sk_msg on the sockhash */
 
 #define RG_MAP_GUARD	   guard       /* [0] -> struct rg_guard */
 #define RG_MAP_GUARD_STATS guard_stats /* [0] -> struct rg_guard_stats */

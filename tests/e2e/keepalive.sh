@@ -110,4 +110,5 @@ rg_check "no request passed unenforced" [ "$(rg_stat ka unenforced_requests)" -e
 rg_check "kernel refused 7 requests (3 + 1 answered, 3 voided, 1 either)" \
 	[ "$(rg_stat ka rejected_requests)" -eq 7 ]
 rg_check "pipelined requests voided" [ "$(rg_global pipelined_voided)" -ge 3 ]
+rg_check "egress paired every answer, the servers' 400s too" [ "$(rg_global egress_lost)" -eq 0 ]
 rg_pass

@@ -139,6 +139,7 @@ rg_stop_vm() {
 
 # Start InfluxDB 1.x on 127.0.0.1:PORT (a free port for its RPC) inside the
 # cgroup rowgated guards (RG_CGROUP must exist); sets INFLUX_PID.
+# RG_INFLUX_HTTP: more lines of its [http] section (e.g. auth-enabled = true).
 rg_start_influxd() {
 	local port=$1 rpc
 	rpc=$(rg_free_port) || rg_fail "no free port"
@@ -159,6 +160,7 @@ bind-address = "127.0.0.1:$rpc"
 [http]
   bind-address = "127.0.0.1:$port"
   log-enabled = false
+${RG_INFLUX_HTTP:-}
 [logging]
   level = "warn"
 CONF

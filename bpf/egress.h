@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The server's side of a guarded connection (docs/design.md#egress): the
+ * verdict's hooks that record each passed request, and the sk_msg program
+ * that follows the server's HTTP/1.1 responses on the same sockhash, pairs
+ * each final response with its request and refunds a charged write the
+ * server refused before storing it (docs/design.md#refunds).  The program
+ * never changes the server's bytes: it always returns SK_PASS.
+ */
+#ifndef ROWGATE_BPF_EGRESS_H
+#define ROWGATE_BPF_EGRESS_H
+
+#include "conn.h"
+#include "rowgate/http_resp.h"
+
+#define RG_MSG_WINDOW_BYTES 256	      /* bytes pulled into view per step */
+#define RG_MSG_MAX_STEPS    (1 << 23) /* bpf_loop's limit */
+
+/* A field the other side writes: load it once, now. */
+#define RG_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+
+/* 1: rowgated attached rg_egress: sockops arms new connections. */
+const volatile __u32 rg_egress_on = 0;
+
+/* refused: a copied request (cookie, seq) -> whether its correction or its
+ * refund came first (struct rg_refused) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RG_MAX_REFUSED);
+	__type(key, struct rg_refused_key);
+	__type(value, struct rg_refused);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_REFUSED SEC(".maps");
+
+/* Give a refused write's rows back and move its counters from admitted (or
+ * unenforced) to refunded.  db points into a map value (6.1 wants map keys
+ * there, not in a global function's argument). */
+static __always_inline void rg_refund(const struct rg_db_key *db, __u64 rows, __u8 flags)
+{
+	struct rg_bucket_value *bv = bpf_map_lookup_elem(&RG_MAP_BUCKETS, db);
+	struct rg_db_stats *st = rg_db_stats_get(db);
+
+	if (bv) {
+		bpf_spin_lock(&bv->lock);
+		rg_bucket_refund(&bv->b, rows);
+		bpf_spin_unlock(&bv->lock);
+	}
+	if (!st)
+		return;
+	/* -x is added as 2^64 - x */
+	if (flags & RG_PEND_ENFORCED) {
+		__sync_fetch_and_add(&st->admitted_requests, -1ULL);
+		__sync_fetch_and_add(&st->admitted_rows, -rows);
+	} else {
+		__sync_fetch_and_add(&st->unenforced_requests, -1ULL);
+		__sync_fetch_and_add(&st->unenforced_rows, -rows);
+	}
+	__sync_fetch_and_add(&st->refunded_requests, 1);
+	__sync_fetch_and_add(&st->refunded_rows, rows);
+}
+
+/*
+ * Refund one refused request.  A copied one was charged rowgated's estimate
+ * and is corrected to its exact rows later (rg_reconcile): whichever of
+ * refund and correction comes second adjusts, so the bucket ends where it
+ * would have without the request.
+ */
+static __always_inline void rg_refund_request(struct rg_pending *p, __u64 rows, __u64 cookie,
+					      struct rg_refund_scratch *x)
+{
+	__u8 flags = p->flags;
+	struct rg_proto_stats *ps;
+	struct rg_refused *o;
+
+	if (flags & RG_PEND_COPIED) {
+		x->key.cookie = cookie;
+		x->key.seq = p->seq;
+		x->val.exact_rows = 0;
+		x->val.state = RG_REFUSED_REFUNDED;
+		x->val.pad = 0;
+		if (bpf_map_update_elem(&RG_MAP_REFUSED, &x->key, &x->val, BPF_NOEXIST)) {
+			o = bpf_map_lookup_elem(&RG_MAP_REFUSED, &x->key);
+			if (!o || o->state != RG_REFUSED_CORRECTED)
+				return;
+			rows = o->exact_rows; /* corrected already: that is the charge */
+		}
+		ps = bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, &p->pk);
+		if (ps) {
+			__sync_fetch_and_add(&ps->admitted_requests, -1ULL);
+			__sync_fetch_and_add(&ps->admitted_rows, -rows);
+		}
+	}
+	rg_refund(&p->pk.db, rows, flags);
+}
+
+static __always_inline void rg_egress_lose(struct rg_egress *eg)
+{
+	if (!eg->lost) {
+		eg->lost = 1;
+		rg_global_inc(egress_lost);
+	}
+}
+
+/* Verdict side: the request whose head just passed gets a slot. */
+static __always_inline void rg_egress_open(struct rg_conn *c)
+{
+	struct rg_egress *eg = &c->eg;
+	struct rg_pending *p;
+	__u32 tail = eg->tail;
+
+	if (!eg->armed || eg->lost || eg->open)
+		return;
+	if (tail - RG_READ_ONCE(eg->head) >= RG_PENDING_MAX) {
+		rg_egress_lose(eg); /* pipelined deeper than the ring */
+		return;
+	}
+	p = &eg->q[tail & (RG_PENDING_MAX - 1)];
+	__builtin_memcpy(&p->pk.db, &c->db, sizeof(p->pk.db));
+	p->pk.protocol = c->protocol;
+	p->pk.pad = 0;
+	p->rows = 0;
+	p->seq = c->requests;
+	/* known now: egress may pop the slot before the request ends */
+	p->flags = 0;
+	if (c->head.method_len == 4 && c->head.method == RG_W8('H', 'E', 'A', 'D', 0, 0, 0, 0))
+		p->flags = RG_PEND_HEAD;
+	p->sync = 0;
+	eg->cur = tail;
+	eg->open = 1;
+	/* publish the slot after it is written */
+	__sync_fetch_and_add(&eg->tail, 1);
+}
+
+/* Verdict side, at the end of a passed request, after it was charged. */
+static __always_inline void rg_egress_close(struct __sk_buff *skb, struct rg_conn *c)
+{
+	struct rg_egress *eg = &c->eg;
+	struct rg_pending *p;
+	__u8 flags;
+	__u32 old;
+
+	if (c->verdict == RG_REQ_REJECT)
+		return;	   /* never reached the server: the kernel answered */
+	rg_egress_open(c); /* passed after all (fail-open): a slot now */
+	if (!eg->open)
+		return;
+	eg->open = 0;
+	p = &eg->q[eg->cur & (RG_PENDING_MAX - 1)];
+	flags = p->flags & RG_PEND_HEAD;
+	if ((c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_UNENFORCED) && c->req_rows) {
+		flags |= RG_PEND_CHARGED;
+		if (c->verdict == RG_REQ_ADMIT)
+			flags |= RG_PEND_ENFORCED;
+		if (c->copy_body)
+			flags |= RG_PEND_COPIED;
+	}
+	p->rows = c->req_rows;
+	p->flags = flags;
+	old = __sync_fetch_and_or(&p->sync, RG_PEND_DONE);
+	/* the server refused it before its body ended */
+	if ((old & RG_PEND_REFUSED) && (flags & RG_PEND_CHARGED))
+		rg_refund_request(p, c->req_rows, bpf_get_socket_cookie(skb), &eg->sv);
+}
+
+/* The kernel's own 429/400 leave through the server's egress too. */
+static __always_inline void rg_egress_kernel_answer(struct rg_conn *c, __u32 bytes)
+{
+	if (c->eg.armed)
+		__sync_fetch_and_add(&c->eg.kernel_bytes, bytes);
+}
+
+struct rg_msg_walk {
+	struct sk_msg_md *msg;
+	struct rg_conn *conn;
+	__u64 cookie;
+	__u32 off; /* next byte of the msg */
+	__u32 size;
+	__u32 win_start; /* [win_start, win_end) is in view */
+	__u32 win_end;
+};
+
+/* One final response head: pop its request, refund if refused. */
+static __always_inline int rg_egress_final(struct rg_conn *c, __u64 cookie)
+{
+	struct rg_egress *eg = &c->eg;
+	struct rg_pending *p;
+	__u32 head = eg->head, old;
+	bool refuse;
+
+	if (head == RG_READ_ONCE(eg->tail)) {
+		rg_egress_lose(eg); /* an answer to no request we know of */
+		return RG_RESP_ERR;
+	}
+	p = &eg->q[head & (RG_PENDING_MAX - 1)];
+	refuse = rg_resp_status_refunds(eg->resp.status);
+	old = refuse ? __sync_fetch_and_or(&p->sync, RG_PEND_REFUSED) : RG_READ_ONCE(p->sync);
+	rg_global_inc(egress_responses);
+	if (refuse && (old & RG_PEND_DONE) && (p->flags & RG_PEND_CHARGED))
+		rg_refund_request(p, p->rows, cookie, &eg->se);
+	eg->head = head + 1;
+	return rg_resp_begin_body(&eg->resp, p->flags & RG_PEND_HEAD);
+}
+
+static long rg_msg_cb(__u64 idx, void *ctx)
+{
+	struct rg_msg_walk *m = ctx;
+	struct rg_conn *c = m->conn;
+	struct rg_egress *eg;
+	__u64 skip, n;
+	__u8 *data, *end;
+	__u32 i;
+	int res;
+
+	if (!c)
+		return 1;
+	eg = &c->eg;
+	if (m->off >= m->size || eg->lost)
+		return 1;
+	n = m->size - m->off;
+	if (eg->resp.state == RG_RS_VERSION && eg->resp.head_bytes == 0 &&
+	    (skip = RG_READ_ONCE(eg->kernel_bytes))) {
+		/* a kernel answer goes out only between the server's */
+		if (skip > n)
+			skip = n;
+		__sync_fetch_and_add(&eg->kernel_bytes, -skip);
+		m->off += skip;
+		return 0;
+	}
+	skip = rg_resp_skippable(&eg->resp);
+	if (skip) {
+		if (skip > n)
+			skip = n;
+		/* only a body ends here: nothing to decide */
+		rg_resp_skip(&eg->resp, skip);
+		m->off += skip;
+		return 0;
+	}
+	if (m->off >= m->win_end) {
+		__u32 to = m->off + RG_MSG_WINDOW_BYTES;
+
+		if (to > m->size)
+			to = m->size;
+		if (bpf_msg_pull_data(m->msg, m->off, to, 0)) {
+			rg_egress_lose(eg);
+			return 1;
+		}
+		m->win_start = m->off;
+		m->win_end = to;
+	}
+	i = (m->off - m->win_start) & (RG_MSG_WINDOW_BYTES - 1);
+	data = (__u8 *)(long)m->msg->data;
+	end = (__u8 *)(long)m->msg->data_end;
+	if (data + i + 1 > end) {
+		rg_egress_lose(eg);
+		return 1;
+	}
+	res = rg_resp_step(&eg->resp, data[i]);
+	m->off++;
+	if (res == RG_RESP_HEAD)
+		res = rg_egress_final(c, m->cookie);
+	if (res == RG_RESP_ERR)
+		rg_egress_lose(eg);
+	return 0;
+}
+
+/*
+ * The server sends: follow its responses.  Runs under the sender's socket
+ * lock, once per piece tcp_bpf_sendmsg builds (each byte once); data and
+ * data_end cover only what bpf_msg_pull_data brought into view.
+ */
+SEC("sk_msg")
+int rg_egress(struct sk_msg_md *msg)
+{
+	struct rg_msg_walk m = { .msg = msg };
+	struct bpf_sock *sk = msg->sk;
+	struct tcp_sock *tp;
+	__u64 cookie;
+
+	if (!sk)
+		return SK_PASS;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return SK_PASS;
+	/* sk_msg has no bpf_get_socket_cookie on 6.1: sockops made the
+	 * cookie, read it from the socket */
+	cookie = tp->inet_conn.icsk_inet.sk.__sk_common.skc_cookie.counter;
+	m.cookie = cookie;
+	m.conn = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+	if (!m.conn || !m.conn->eg.armed || m.conn->eg.lost)
+		return SK_PASS;
+	m.size = msg->size;
+	bpf_loop(m.size < RG_MSG_MAX_STEPS ? m.size : RG_MSG_MAX_STEPS, rg_msg_cb, &m, 0);
+	if (m.off < m.size && m.conn)
+		rg_egress_lose(&m.conn->eg); /* bytes left unread: framing unknown */
+	return SK_PASS;
+}
+
+#endif /* ROWGATE_BPF_EGRESS_H */
