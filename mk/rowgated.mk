@@ -17,7 +17,8 @@ $(BUILD)/rowgated: $$(RG_D_SRCS) $(RG_CTL_HDRS) $(SHARED_H) $(BUILD)/rowgate.ske
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $(sort $(RG_D_SRCS)) -o $@ $(RG_D_LIBS)
 
-UNIT_EXTRA_test_reconcile := user/reconcile.c user/log.c $(DECODE_LIB_SRCS)
+UNIT_EXTRA_test_reconcile := user/reconcile.c user/log.c user/lib/counters.c user/state.c user/limits.c \
+                             $(DECODE_LIB_SRCS)
 UNIT_LIBS_test_reconcile  := -lbpf -lelf -lz -ljansson $(DECODE_LIB_LIBS)
 
 # A second rowgated from a rebuilt BPF object (build id 2, visible as

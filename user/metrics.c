@@ -19,6 +19,7 @@
 #include "health.h"
 #include "log.h"
 #include "metrics.h"
+#include "reconcile.h"
 #include "lib/counters.h"
 #include "lib/maps.h"
 
@@ -213,6 +214,12 @@ static void put_http(struct text *t, const struct rg_metrics_maps *maps)
 	bpf_map_lookup_elem(maps->global_fd, &zero, &g);
 	put_global(t, &rg_global_stats_table, &g);
 	put_guard(t, maps->bpffs);
+	if (maps->reconciler) {
+		struct rg_reconcile_stats rs;
+
+		rg_reconciler_stats(maps->reconciler, &rs);
+		put_global(t, &rg_reconcile_stats_table, &rs);
+	}
 	goto out;
 nomem:
 	t->err = -ENOMEM;

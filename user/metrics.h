@@ -5,6 +5,7 @@
 #define ROWGATE_USER_METRICS_H
 
 struct rg_metrics;
+struct rg_reconciler;
 
 struct rg_metrics_maps {
 	int limits_fd;
@@ -13,6 +14,7 @@ struct rg_metrics_maps {
 	int global_fd;
 	int proto_stats_fd;
 	const char *bpffs; /* the pins: UDP maps, guard_stats, rowgate_enforcing */
+	const struct rg_reconciler *reconciler; /* rowgated's own counters; NULL: none */
 };
 
 /* Serve http://ADDR:PORT/metrics; addr is "IP:PORT" (IPv4 or [IPv6]).

@@ -80,6 +80,8 @@ struct config {
 	__u32 max_conns;       /* connection table entries, set before load */
 	bool conns_full_close; /* --conns-full=fail-closed */
 	bool egress_off;       /* --egress off */
+	__u64 copy_memory_bytes; /* --copy-memory */
+	__u32 copy_expiry_s;     /* --copy-expiry */
 	bool cleanup;
 	const char *metrics_addr; /* /metrics listener, NULL = off */
 	const char *xdp_iface;    /* UDP path: interface, NULL = off */
@@ -254,6 +256,14 @@ static void usage(FILE *out)
 		"      --egress on|off     follow the servers' responses (sk_msg) and refund\n"
 		"                          writes they refuse unstored: 401, 403, 404, 413,\n"
 		"                          431 (default on)\n"
+		"      --copy-memory BYTES cap on the memory rowgated holds for body copies\n"
+		"                          waiting to be counted, K/M/G suffixes (default\n"
+		"                          %lluM, at least %lluM); a copy beyond it is\n"
+		"                          dropped and its request charged at the worst case\n"
+		"                          (copies_over_memory); one copy holds at most %lluM\n"
+		"      --copy-expiry SECONDS free a body copy that received nothing for this\n"
+		"                          long (an aborted request); its estimate stands\n"
+		"                          (default %u)\n"
 		"      --foreground        stay in the foreground (default: detach once ready)\n"
 		"      --keep              accepted for compatibility: stopping never detaches\n"
 		"      --cleanup           detach and remove everything under --bpffs (limits,\n"
@@ -280,7 +290,8 @@ static void usage(FILE *out)
 		"  rowgated --port 8086=influxdb --port 9000=victoriametrics\n"
 		"  rowgatectl limit set logs 10000\n",
 		RG_DEFAULT_PORT, RG_DEFAULT_BPFFS, RG_ADMIN_DEFAULT_PATH, RG_STATE_DEFAULT_PATH,
-		RG_MAX_CONNS, RG_LOG_LEVELS);
+		RG_MAX_CONNS, RG_COPY_MEMORY_DEFAULT_BYTES >> 20, RG_COPY_MEMORY_MIN_BYTES >> 20,
+		RG_COPY_MAX_BYTES >> 20, RG_COPY_EXPIRY_DEFAULT_S, RG_LOG_LEVELS);
 }
 
 static int parse_port(const char *s, __u32 *port)
@@ -431,7 +442,8 @@ static int find_cgroup2_root(char *buf, size_t len)
 static int parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_MAX_CONNS,
-	       OPT_CONNS_FULL, OPT_ADMIN_GROUP, OPT_SERVER_TIMEOUT, OPT_EGRESS };
+	       OPT_CONNS_FULL, OPT_ADMIN_GROUP, OPT_SERVER_TIMEOUT, OPT_EGRESS,
+	       OPT_COPY_MEMORY, OPT_COPY_EXPIRY };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -457,6 +469,8 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 		{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
 		{ "conns-full", required_argument, NULL, OPT_CONNS_FULL },
 		{ "egress", required_argument, NULL, OPT_EGRESS },
+		{ "copy-memory", required_argument, NULL, OPT_COPY_MEMORY },
+		{ "copy-expiry", required_argument, NULL, OPT_COPY_EXPIRY },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{},
@@ -628,6 +642,30 @@ static int parse_args(int argc, char **argv, struct config *cfg)
 				return -EINVAL;
 			}
 			break;
+		case OPT_COPY_MEMORY:
+			if (rg_parse_bytes(optarg, &cfg->copy_memory_bytes) ||
+			    cfg->copy_memory_bytes < RG_COPY_MEMORY_MIN_BYTES) {
+				pr_err("--copy-memory '%s': expected bytes, at least %lluM, with an "
+				       "optional K, M or G suffix (e.g. 256M)",
+				       optarg, RG_COPY_MEMORY_MIN_BYTES >> 20);
+				return -EINVAL;
+			}
+			break;
+		case OPT_COPY_EXPIRY: {
+			char *end;
+			unsigned long v;
+
+			errno = 0;
+			v = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || optarg[0] == '-' || optarg[0] == '+' ||
+			    v == 0 || v > RG_COPY_EXPIRY_MAX_S) {
+				pr_err("--copy-expiry '%s': expected whole seconds from 1 to %u",
+				       optarg, RG_COPY_EXPIRY_MAX_S);
+				return -EINVAL;
+			}
+			cfg->copy_expiry_s = (__u32)v;
+			break;
+		}
 		case 'l':
 			if (rg_log_parse_level(optarg, &level)) {
 				pr_err("--log-level '%s': expected %s", optarg, RG_LOG_LEVELS);
@@ -1707,6 +1745,8 @@ int main(int argc, char **argv)
 			.bodies_fd = bpf_map__fd(d.skel->maps.RG_MAP_BODIES),
 			.ratios_fd = bpf_map__fd(d.skel->maps.RG_MAP_RATIOS),
 			.prog_fd = bpf_program__fd(d.skel->progs.rg_reconcile),
+			.copy_memory_bytes = cfg.copy_memory_bytes,
+			.copy_expiry_s = cfg.copy_expiry_s,
 		};
 
 		if (rg_reconciler_new(&rf, &d.rec))
@@ -1725,6 +1765,7 @@ int main(int argc, char **argv)
 			.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
 			.proto_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_PROTO_STATS),
 			.bpffs = cfg.bpffs,
+			.reconciler = d.rec,
 		};
 
 		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))

@@ -187,6 +187,34 @@
 	X(verdict_missing, "verdict_missing", "verdict_missing_total", COUNTER,           \
 	  "Segments passed unparsed: the verdict slot was empty.")
 
+/* rowgated's reconciler (user/reconcile.c): not a map, rowgated's own
+ * memory; the body copies it holds are bounded by --copy-memory
+ * (docs/guarantees.md#bounded-state). */
+#define RG_RECONCILE_STATS_FIELDS(X)                                                      \
+	X(reconciled, "reconciled_requests", "reconciled_requests_total", COUNTER,        \
+	  "Body copies counted exactly by rowgated, bucket corrected.")                 \
+	X(undecodable, "undecodable_requests", "undecodable_requests_total", COUNTER,     \
+	  "Body copies rowgated could not decode: worst case charged.")                 \
+	X(incomplete, "incomplete_copies", "incomplete_copies_total", COUNTER,            \
+	  "Body copies with records lost or over a cap: worst case charged.")           \
+	X(expired, "expired_copies", "expired_copies_total", COUNTER,                     \
+	  "Body copies freed without their end (aborted requests): estimate stands.")   \
+	X(corrections, "corrections", "corrections_total", COUNTER,                       \
+	  "Bucket corrections run (one per database of a counted body).")               \
+	X(orphans, "orphan_records", "orphan_records_total", COUNTER,                     \
+	  "Body records whose start was lost (ring full or memory cap): estimate "      \
+	  "stands.")                                                                    \
+	X(over_memory, "copies_over_memory", "copies_over_memory_total", COUNTER,         \
+	  "Body copies dropped at the --copy-memory cap: worst case charged.")          \
+	X(held_copies, "copies_held", "copies_held", GAUGE,                               \
+	  "Body copies held, waiting for their end.")                                   \
+	X(held_bytes, "copy_bytes_held", "copy_bytes_held", GAUGE,                        \
+	  "Bytes held for body copies (buffers, records, free buffers kept).")          \
+	X(held_bytes_max, "copy_bytes_held_max", "copy_bytes_held_max", GAUGE,            \
+	  "Most bytes ever held for body copies at once.")                              \
+	X(memory_limit, "copy_memory_bytes", "copy_memory_bytes", GAUGE,                  \
+	  "The cap on bytes held for body copies (--copy-memory).")
+
 #define RG_COUNTER_FIELD_(field, json, series, kind, help) __u64 field;
 
 #endif /* ROWGATE_COUNTERS_H */

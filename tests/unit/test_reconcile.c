@@ -1,10 +1,81 @@
 // SPDX-License-Identifier: MIT
 /* rowgated's reconciler helpers that need no kernel: de-chunking the raw
  * body copies (chunked framing as it came off the wire), by the kernel's
- * own chunked parser. */
+ * own chunked parser; the --copy-memory value and the growth of a copy
+ * under the cap (docs/guarantees.md#bounded-state). */
+#include <errno.h>
 #include <string.h>
 #include "../../user/reconcile.h"
 #include "check.h"
+
+#define K 1024ULL
+#define M (1024ULL * K)
+
+static void test_parse_bytes(void)
+{
+	static const struct {
+		const char *in;
+		int ret;
+		__u64 v;
+	} cases[] = {
+		{ "0", 0, 0 },           { "8388608", 0, 8 * M },  { "8M", 0, 8 * M },
+		{ "8m", 0, 8 * M },      { "512K", 0, 512 * K },   { "2G", 0, 2048 * M },
+		{ "", -EINVAL, 0 },      { "M", -EINVAL, 0 },      { "-1", -EINVAL, 0 },
+		{ "+5", -EINVAL, 0 },    { " 5", -EINVAL, 0 },     { "8MB", -EINVAL, 0 },
+		{ "8T", -EINVAL, 0 },    { "1.5M", -EINVAL, 0 },   { "8 M", -EINVAL, 0 },
+		{ "18446744073709551615", 0, ~0ULL },
+		{ "18446744073709551616", -EINVAL, 0 },
+		{ "17179869184G", -EINVAL, 0 }, /* 2^34 G overflows 64 bits */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		__u64 v = 12345;
+		int ret = rg_parse_bytes(cases[i].in, &v);
+
+		CHECK(ret == cases[i].ret && (ret || v == cases[i].v), "parse '%s': %d %llu",
+		      cases[i].in, ret, (unsigned long long)v);
+	}
+}
+
+static void test_copy_grow(void)
+{
+	const __u64 B = RG_COPY_BUF_MIN_BYTES;
+
+	/* fits already, or the first buffer */
+	CHECK_EQ_U64(rg_copy_grow(B, 8 * M, B, 100), B, "need within cap");
+	CHECK_EQ_U64(rg_copy_grow(0, 8 * M, 0, 100), B, "first buffer");
+	/* doubling while there is room */
+	CHECK_EQ_U64(rg_copy_grow(2 * B, 8 * M, 2 * B, 2 * B + 1), 4 * B, "doubles");
+	CHECK_EQ_U64(rg_copy_grow(B, 8 * M, B, 5 * B), 8 * B, "doubles past need");
+	/* near the cap: just what is needed, in whole minimum buffers */
+	CHECK_EQ_U64(rg_copy_grow(7 * M, 8 * M, 4 * M, 4 * M + 1), 4 * M + B, "only the need");
+	CHECK_EQ_U64(rg_copy_grow(8 * M - B, 8 * M, 0, 1), B, "last buffer fits");
+	/* the cap is never exceeded: held - cap + result <= limit */
+	CHECK_EQ_U64(rg_copy_grow(8 * M, 8 * M, 0, 1), 0, "cap reached");
+	CHECK_EQ_U64(rg_copy_grow(8 * M - B + 1, 8 * M, 0, 1), 0, "one byte short");
+	CHECK_EQ_U64(rg_copy_grow(9 * M, 8 * M, B, B + 1), 0, "already over (limit lowered)");
+	/* the per-copy cap */
+	CHECK_EQ_U64(rg_copy_grow(32 * M, 1024 * M, 32 * M, 48 * M), RG_COPY_MAX_BYTES,
+		     "doubling stops at the per-copy cap");
+	CHECK_EQ_U64(rg_copy_grow(0, 1024 * M, 0, RG_COPY_MAX_BYTES + 1), 0, "over one copy's cap");
+	CHECK_EQ_U64(rg_copy_grow(0, 8 * M, B, B + 1), 0, "held below cap: inconsistent");
+	/* exhaustive small model: the result always fits both caps and the need */
+	for (__u64 held = 0; held <= 16 * B; held += B / 2)
+		for (__u64 cap = 0; cap <= held && cap <= 8 * B; cap += B)
+			for (__u64 need = cap + 1; need <= cap + 3 * B; need += B / 3) {
+				__u64 nc = rg_copy_grow(held, 12 * B, cap, need);
+
+				CHECK(!nc || (nc >= need && held - cap + nc <= 12 * B &&
+					      nc % B == 0),
+				      "held %llu cap %llu need %llu -> %llu", (unsigned long long)held,
+				      (unsigned long long)cap, (unsigned long long)need,
+				      (unsigned long long)nc);
+				CHECK(nc || held - cap + (need + B - 1) / B * B > 12 * B,
+				      "refused though it fits: held %llu cap %llu need %llu",
+				      (unsigned long long)held, (unsigned long long)cap,
+				      (unsigned long long)need);
+			}
+}
 
 static long dechunk(const char *in, char *out)
 {
@@ -36,5 +107,7 @@ int main(void)
 	CHECK(dechunk("5\nhello\r\n0\r\n\r\n", buf) < 0, "bare LF after the size");
 	CHECK(dechunk("5x\r\nhello\r\n0\r\n\r\n", buf) < 0, "junk after the size");
 	CHECK(dechunk("3\r\nabc\r\n0\r\nTrai", buf) == 3, "copy ends in the trailers");
+	test_parse_bytes();
+	test_copy_grow();
 	return check_report("reconcile");
 }

@@ -21,6 +21,8 @@ static const struct {
 	{ "global_stats", &rg_global_stats_table, sizeof(struct rg_global_stats) },
 	{ "udp_stats", &rg_udp_stats_table, sizeof(struct rg_udp_stats) },
 	{ "xdp_stats", &rg_xdp_stats_table, sizeof(struct rg_xdp_stats) },
+	{ "guard_stats", &rg_guard_stats_table, sizeof(struct rg_guard_stats) },
+	{ "reconcile_stats", &rg_reconcile_stats_table, sizeof(struct rg_reconcile_stats) },
 };
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))
 

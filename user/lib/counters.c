@@ -21,6 +21,7 @@
 #define rg_xdp_stats_X_(...) RG_DESC_(struct rg_xdp_stats, __VA_ARGS__)
 #define rg_guard_stats_X_(...) RG_DESC_(struct rg_guard_stats, __VA_ARGS__)
 #define rg_verdict_stats_X_(...) RG_DESC_(struct rg_verdict_stats, __VA_ARGS__)
+#define rg_reconcile_stats_X_(...) RG_DESC_(struct rg_reconcile_stats, __VA_ARGS__)
 
 RG_TABLE_(rg_db_stats, struct rg_db_stats, RG_DB_STATS_FIELDS);
 RG_TABLE_(rg_proto_stats, struct rg_proto_stats, RG_PROTO_STATS_FIELDS);
@@ -29,6 +30,7 @@ RG_TABLE_(rg_udp_stats, struct rg_udp_stats, RG_UDP_STATS_FIELDS);
 RG_TABLE_(rg_xdp_stats, struct rg_xdp_stats, RG_XDP_STATS_FIELDS);
 RG_TABLE_(rg_guard_stats, struct rg_guard_stats, RG_GUARD_STATS_FIELDS);
 RG_TABLE_(rg_verdict_stats, struct rg_verdict_stats, RG_VERDICT_STATS_FIELDS);
+RG_TABLE_(rg_reconcile_stats, struct rg_reconcile_stats, RG_RECONCILE_STATS_FIELDS);
 
 const char *rg_counter_kind_name(enum rg_counter_kind kind)
 {

@@ -13,6 +13,11 @@
 #include "rowgate/guard.h"
 #include "rowgate/xdp_abi.h"
 
+/* rowgated's reconciler counters: its own memory, not a map. */
+struct rg_reconcile_stats {
+	RG_RECONCILE_STATS_FIELDS(RG_COUNTER_FIELD_)
+};
+
 enum rg_counter_kind {
 	RG_KIND_COUNTER,
 	RG_KIND_GAUGE,
@@ -38,6 +43,7 @@ extern const struct rg_counter_table rg_udp_stats_table;    /* struct rg_udp_sta
 extern const struct rg_counter_table rg_xdp_stats_table;    /* struct rg_xdp_stats */
 extern const struct rg_counter_table rg_guard_stats_table;  /* struct rg_guard_stats */
 extern const struct rg_counter_table rg_verdict_stats_table; /* struct rg_verdict_stats */
+extern const struct rg_counter_table rg_reconcile_stats_table; /* struct rg_reconcile_stats */
 
 static inline __u64 rg_counter_get(const struct rg_counter_desc *d, const void *st)
 {
