@@ -582,11 +582,9 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 			w->body_open = 0;
 		}
 		c->req_rows = rg_estimate_rows(c) ?: 1;
-		c->reject_rows = c->req_rows;
-		rg_account_reject(&c->db, c->req_rows, &c->reject);
-		w->respond = RG_RESPOND_429_CLOSE;
-		w->stop = 1;
+		/* the unread body would follow the 429: it closes */
 		c->keep_alive = 0;
+		rg_request_end(skb, c, end);
 		c->reject_estimated = 1;
 	}
 	return 0;
