@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Bodies the kernel cannot count (compressed, binary, or a server that
+ * stores a row per field): the estimate each is charged meanwhile
+ * (rowgate/estimate.h, from the ratio rowgated learns), and the copy of its
+ * bytes sent to rowgated through the body ring, which counts it exactly and
+ * corrects the bucket (rg_reconcile; docs/design.md#data-path).
+ */
+#ifndef ROWGATE_BPF_COPY_H
+#define ROWGATE_BPF_COPY_H
+
+#include "admit.h"
+#include "conn.h"
+#include "rowgate/estimate.h"
+
+/* ratios: (database, protocol) -> body bytes per row, learned by rowgated */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_DATABASES);
+	__type(key, struct rg_proto_key);
+	__type(value, struct rg_ratio);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_RATIOS SEC(".maps");
+
+/* bodies: copies of bodies the kernel cannot count, for rowgated */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RG_BODY_RING_BYTES);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_BODIES SEC(".maps");
+
+/* The (database, protocol) key of the current request, in the connection's
+ * scratch: the stack is small.  rowgated creates the counters with a limit. */
+static __always_inline struct rg_proto_key *rg_proto_key_of(struct rg_conn *c)
+{
+	__builtin_memcpy(&c->proto_key.db, &c->db, sizeof(c->db));
+	c->proto_key.protocol = c->protocol;
+	c->proto_key.pad = 0;
+	return &c->proto_key;
+}
+
+static __always_inline struct rg_proto_stats *rg_proto_stats_get(struct rg_conn *c)
+{
+	return bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, rg_proto_key_of(c));
+}
+
+/* Rows a body of this size is charged before rowgated has counted it
+ * (rowgate/estimate.h: the learned ratio, capped per protocol and coding). */
+static __always_inline __u64 rg_estimate_rows(struct rg_conn *c)
+{
+	struct rg_ratio *r;
+
+	if (!c->body_bytes)
+		return 0;
+	r = bpf_map_lookup_elem(&RG_MAP_RATIOS, rg_proto_key_of(c));
+	return rg_est_rows(c->body_bytes, r ? r->bytes_per_row_x16 : 0, c->protocol,
+			   c->head.ce_len != 0);
+}
+
+struct rg_emit_ctx {
+	struct __sk_buff *skb;
+	struct rg_conn *conn;
+	__u32 from;
+	__u32 to;
+};
+
+static long rg_emit_cb(__u64 idx, void *ctx)
+{
+	struct rg_emit_ctx *e = ctx;
+	struct rg_conn *c = e->conn;
+	__u32 off = e->from + (__u32)idx * RG_BODY_DATA_BYTES;
+	struct rg_body_data *rec;
+	__u32 n;
+
+	if (off >= e->to)
+		return 1;
+	n = e->to - off;
+	if (n > RG_BODY_DATA_BYTES)
+		n = RG_BODY_DATA_BYTES;
+	rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
+	if (!rec) {
+		c->copy_lost = 1;
+		rg_global_inc(body_ring_full);
+		return 1;
+	}
+	/* [1, RG_BODY_DATA_BYTES] in a form Linux 6.1's verifier can follow */
+	n = ((n - 1) & (RG_BODY_DATA_BYTES - 1)) + 1;
+	if (bpf_skb_load_bytes(e->skb, off, rec->data, n)) {
+		bpf_ringbuf_discard(rec, 0);
+		c->copy_lost = 1;
+		return 1;
+	}
+	rec->h.type = RG_BODY_DATA;
+	rec->h.len = n;
+	rec->h.cookie = bpf_get_socket_cookie(e->skb);
+	rec->h.seq = c->requests;
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
+/* Copy body bytes [from, to) of this skb to rowgated. */
+__noinline int rg_emit_body(struct __sk_buff *skb, struct rg_conn *c, __u32 from, __u32 to)
+{
+	struct rg_emit_ctx e = { .skb = skb, .conn = c, .from = from, .to = to };
+
+	if (!skb || !c || from >= to || c->copy_lost)
+		return 0;
+	bpf_loop((to - from + RG_BODY_DATA_BYTES - 1) / RG_BODY_DATA_BYTES, rg_emit_cb, &e, 0);
+	return 0;
+}
+
+/* The start record of a copied request: what rowgated needs to decode it. */
+__noinline int rg_emit_start(struct __sk_buff *skb, struct rg_conn *c)
+{
+	struct rg_body_start *rec;
+
+	if (!skb || !c)
+		return 0;
+	rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
+	if (!rec) {
+		c->copy_lost = 1;
+		rg_global_inc(body_ring_full);
+		return 0;
+	}
+	rec->h.type = RG_BODY_START;
+	rec->h.len = 0;
+	rec->h.cookie = bpf_get_socket_cookie(skb);
+	rec->h.seq = c->requests;
+	__builtin_memcpy(&rec->db, &c->db, sizeof(rec->db));
+	rec->protocol = c->protocol;
+	rec->chunked = c->head.chunked;
+	rec->admitted = c->verdict != RG_REQ_REJECT;
+	rec->profile = c->profile;
+	rec->pad = 0;
+	rec->content_length = c->head.content_length;
+	__builtin_memcpy(rec->content_type, c->head.content_type, RG_CT_BYTES);
+	__builtin_memcpy(rec->content_encoding, c->head.content_encoding, RG_CE_BYTES);
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
+/* The end of a copied request: charge the estimate, tell rowgated. */
+static __always_inline void rg_copied_request_end(struct __sk_buff *skb, struct rg_conn *c)
+{
+	struct rg_proto_stats *ps = rg_proto_stats_get(c);
+	struct rg_body_end *rec;
+	/* an unlimited database is not charged: nothing to correct there */
+	__u64 est = c->verdict == RG_REQ_PASS ? 0 : rg_estimate_rows(c);
+	bool admitted = c->verdict != RG_REQ_REJECT;
+
+	c->req_rows = est;
+	if (ps) {
+		__sync_fetch_and_add(&ps->body_bytes, c->body_bytes);
+		__sync_fetch_and_add(&ps->estimated_rows, est);
+		if (admitted) {
+			__sync_fetch_and_add(&ps->admitted_requests, 1);
+			__sync_fetch_and_add(&ps->admitted_rows, est);
+		} else {
+			__sync_fetch_and_add(&ps->rejected_requests, 1);
+			__sync_fetch_and_add(&ps->rejected_rows, est);
+		}
+	}
+	rec = c->copy_lost ? NULL : bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
+	if (rec) {
+		rec->h.type = RG_BODY_END;
+		rec->h.len = 0;
+		rec->h.cookie = bpf_get_socket_cookie(skb);
+		rec->h.seq = c->requests;
+		rec->body_bytes = c->body_bytes;
+		rec->estimated_rows = est;
+		rec->end_ns = bpf_ktime_get_ns();
+		rec->admitted = admitted;
+		rec->complete = 1;
+		__builtin_memset(rec->pad, 0, sizeof(rec->pad));
+		bpf_ringbuf_submit(rec, 0);
+	} else {
+		if (!c->copy_lost)
+			rg_global_inc(body_ring_full);
+		if (ps) {
+			__sync_fetch_and_add(&ps->unreconciled_requests, 1);
+			__sync_fetch_and_add(&ps->unreconciled_bytes, c->body_bytes);
+		}
+	}
+}
+
+#endif /* ROWGATE_BPF_COPY_H */
