@@ -3,8 +3,9 @@
  * verdict's hooks that record each passed request, and the sk_msg program
  * that follows the server's HTTP/1.1 responses on the same sockhash, pairs
  * each final response with its request and refunds a charged write the
- * server refused before storing it (docs/design.md#refunds).  The program
- * never changes the server's bytes: it always returns SK_PASS.
+ * server refused before storing it (docs/design.md#refunds).  It changes
+ * the server's bytes in one case only: the 400 that answers a voided request
+ * becomes rowgate's 429 (docs/design.md#response-ordering).
  */
 #ifndef ROWGATE_BPF_EGRESS_H
 #define ROWGATE_BPF_EGRESS_H
@@ -145,7 +146,7 @@ static __always_inline void rg_egress_close(struct __sk_buff *skb, struct rg_con
 		return;
 	eg->open = 0;
 	p = &eg->q[eg->cur & (RG_PENDING_MAX - 1)];
-	flags = p->flags & RG_PEND_HEAD;
+	flags = p->flags & (RG_PEND_HEAD | RG_PEND_VOIDED);
 	if ((c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_UNENFORCED) && c->req_rows) {
 		flags |= RG_PEND_CHARGED;
 		if (c->verdict == RG_REQ_ADMIT)
@@ -176,7 +177,86 @@ struct rg_msg_walk {
 	__u32 size;
 	__u32 win_start; /* [win_start, win_end) is in view */
 	__u32 win_end;
+	__u32 resp_start; /* where the current response began, if resp_here */
+	__u8 resp_here;	  /* ... in this msg (its bytes can still be changed) */
+	__u8 pad[3];
 };
+
+/*
+ * The 429 a voided request would have had (docs/design.md#response-ordering),
+ * in the kernel's close form, unpadded: the long body, its rows the estimate
+ * the verdict left in reject_rows.  Written to c->resp; returns its length,
+ * 0 on failure.  The verdict no longer uses resp_plan/resp: the connection
+ * is closing.
+ */
+static __always_inline __u32 rg_egress_plan_429(struct rg_conn *c)
+{
+	struct rg_response *r = &c->resp_plan;
+	__u32 body_len;
+	__u64 target;
+
+	__builtin_memset(r, 0, sizeof(*r));
+	r->kind = RG_RESP_429;
+	r->retry_after_s = c->reject.retry_after_s;
+	r->rows = c->reject_rows;
+	r->quota_rows_per_s = c->reject.quota_rows_per_s;
+	r->limit_rows_per_s = c->reject.limit_rows_per_s;
+	r->db_len = c->db_len;
+	r->estimated = c->reject_estimated;
+	r->close = 1;
+	/* exactly the long form's bytes: no padding, no short body */
+	body_len = rg_response_body_len(r);
+	target = rg_response_head_base(r, true) + rg_dec_digits(body_len) + body_len;
+	if (rg_response_plan(r, target) || r->short_form || r->text_len != r->total_len ||
+	    r->text_len == 0 || r->text_len >= RG_RESP_TEXT_MAX)
+		return 0;
+	if (rg_response_write(&c->resp, r, &c->db) != r->text_len)
+		return 0;
+	return r->text_len;
+}
+
+/* Copy the 429's text over [0, len) of the pulled range. */
+static __always_inline int rg_egress_store(struct sk_msg_md *msg, struct rg_conn *c, __u32 len)
+{
+	__u8 *data = (__u8 *)(long)msg->data, *end = (__u8 *)(long)msg->data_end;
+	__u32 i;
+
+	for (i = 0; i < RG_RESP_TEXT_MAX; i++) {
+		if (i >= len)
+			break;
+		if (data + i + 1 > end)
+			return -1;
+		data[i] = c->resp.b[i];
+	}
+	return 0;
+}
+
+/*
+ * Replace the server's answer to a voided request, which began at
+ * m->resp_start in this msg, and everything after it (the server closes),
+ * with the 429: insert it in front, write it, then cut the rest.  Until
+ * the cut, a failure takes the inserted bytes out again, so the server's
+ * 400 leaves untouched (the fail-closed fallback).
+ */
+static __always_inline int rg_egress_answer_voided(struct rg_msg_walk *m, struct rg_conn *c)
+{
+	__u32 start = m->resp_start, len, size = m->size;
+
+	if (!m->resp_here || c->eg.resp.status != 400 || start >= size)
+		return -1;
+	len = rg_egress_plan_429(c);
+	if (!len)
+		return -1;
+	if (bpf_msg_push_data(m->msg, start, len, 0))
+		return -1;
+	if (bpf_msg_pull_data(m->msg, start, start + len, 0) ||
+	    rg_egress_store(m->msg, c, len) ||
+	    bpf_msg_pop_data(m->msg, start + len, size - start, 0)) {
+		bpf_msg_pop_data(m->msg, start, len, 0);
+		return -1;
+	}
+	return 0;
+}
 
 /* One final response head: pop its request, refund if refused. */
 static __always_inline int rg_egress_final(struct rg_conn *c, __u64 cookie)
@@ -253,10 +333,29 @@ static long rg_msg_cb(__u64 idx, void *ctx)
 		rg_egress_lose(eg);
 		return 1;
 	}
+	if (eg->resp.state == RG_RS_VERSION && eg->resp.head_bytes == 0) {
+		m->resp_start = m->off;
+		m->resp_here = 1;
+	}
 	res = rg_resp_step(&eg->resp, data[i]);
 	m->off++;
-	if (res == RG_RESP_HEAD)
+	if (res == RG_RESP_HEAD) {
+		__u32 head = eg->head;
+		bool voided = head != RG_READ_ONCE(eg->tail) &&
+			      (eg->q[head & (RG_PENDING_MAX - 1)].flags & RG_PEND_VOIDED);
+
 		res = rg_egress_final(c, m->cookie);
+		if (voided) {
+			if (rg_egress_answer_voided(m, c)) {
+				rg_global_inc(pipelined_answered_400);
+			} else {
+				rg_global_inc(pipelined_answered_429);
+				eg->answered = 1;
+				m->off = m->size; /* the msg ends with the 429 */
+				return 1;
+			}
+		}
+	}
 	if (res == RG_RESP_ERR)
 		rg_egress_lose(eg);
 	return 0;
@@ -287,6 +386,8 @@ int rg_egress(struct sk_msg_md *msg)
 	m.conn = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!m.conn || !m.conn->eg.armed || m.conn->eg.lost)
 		return SK_PASS;
+	if (m.conn->eg.answered)
+		return SK_DROP; /* after the 429 that closes: the server closes too */
 	m.size = msg->size;
 	bpf_loop(m.size < RG_MSG_MAX_STEPS ? m.size : RG_MSG_MAX_STEPS, rg_msg_cb, &m, 0);
 	if (m.off < m.size && m.conn)
