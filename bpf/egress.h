@@ -177,9 +177,12 @@ struct rg_msg_walk {
 	__u32 size;
 	__u32 win_start; /* [win_start, win_end) is in view */
 	__u32 win_end;
-	__u32 resp_start; /* where the current response began, if resp_here */
-	__u8 resp_here;	  /* ... in this msg (its bytes can still be changed) */
-	__u8 pad[3];
+	/* the head of a voided request's answer ended: where it began in this
+	 * msg (>= size: in an earlier one, sent already), and its status */
+	__u32 voided_start;
+	__u16 voided_status;
+	__u8 voided;
+	__u8 pad;
 };
 
 /*
@@ -192,8 +195,6 @@ struct rg_msg_walk {
 static __always_inline __u32 rg_egress_plan_429(struct rg_conn *c)
 {
 	struct rg_response *r = &c->resp_plan;
-	__u32 body_len;
-	__u64 target;
 
 	__builtin_memset(r, 0, sizeof(*r));
 	r->kind = RG_RESP_429;
@@ -203,11 +204,7 @@ static __always_inline __u32 rg_egress_plan_429(struct rg_conn *c)
 	r->limit_rows_per_s = c->reject.limit_rows_per_s;
 	r->db_len = c->db_len;
 	r->estimated = c->reject_estimated;
-	r->close = 1;
-	/* exactly the long form's bytes: no padding, no short body */
-	body_len = rg_response_body_len(r);
-	target = rg_response_head_base(r, true) + rg_dec_digits(body_len) + body_len;
-	if (rg_response_plan(r, target) || r->short_form || r->text_len != r->total_len ||
+	if (rg_response_plan_unpadded(r) || r->short_form || r->text_len != r->total_len ||
 	    r->text_len == 0 || r->text_len >= RG_RESP_TEXT_MAX)
 		return 0;
 	if (rg_response_write(&c->resp, r, &c->db) != r->text_len)
@@ -215,47 +212,75 @@ static __always_inline __u32 rg_egress_plan_429(struct rg_conn *c)
 	return r->text_len;
 }
 
-/* Copy the 429's text over [0, len) of the pulled range. */
-static __always_inline int rg_egress_store(struct sk_msg_md *msg, struct rg_conn *c, __u32 len)
+/* Copy the 429's first count bytes over the pulled range, in words. */
+static __always_inline int rg_egress_store(struct sk_msg_md *msg, struct rg_conn *c, __u32 count)
 {
 	__u8 *data = (__u8 *)(long)msg->data, *end = (__u8 *)(long)msg->data_end;
-	__u32 i;
+	__u32 i, words = count / 8;
 
-	for (i = 0; i < RG_RESP_TEXT_MAX; i++) {
-		if (i >= len)
+	if (data + count > end)
+		return -1;
+	for (i = 0; i < RG_RESP_TEXT_MAX / 8; i++) {
+		if (i >= words || data + 8 * i + 8 > end)
+			break;
+		*(__u64 *)(data + 8 * i) = *(__u64 *)&c->resp.b[8 * i];
+	}
+	for (i = words * 8; i < words * 8 + 8; i++) {
+		if (i >= count || i >= RG_RESP_TEXT_MAX)
 			break;
 		if (data + i + 1 > end)
 			return -1;
-		data[i] = c->resp.b[i];
+		data[i] = c->resp.b[i & (RG_RESP_TEXT_MAX - 1)];
 	}
 	return 0;
 }
 
+enum rg_egress_answer {
+	RG_ANSWER_429 = 0,    /* the 429 replaced the 400 and what followed */
+	RG_ANSWER_400 = -1,   /* the server's bytes are untouched */
+	RG_ANSWER_BROKEN = -2, /* neither: the msg must be dropped */
+};
+
 /*
  * Replace the server's answer to a voided request, which began at
- * m->resp_start in this msg, and everything after it (the server closes),
- * with the 429: insert it in front, write it, then cut the rest.  Until
- * the cut, a failure takes the inserted bytes out again, so the server's
- * 400 leaves untouched (the fail-closed fallback).
+ * m->voided_start in this msg, and everything after it (the server closes),
+ * with the 429 of len bytes: insert all but its last byte in front of the
+ * 400, write them, cut the server's bytes but the msg's last one, and
+ * write the 429's last byte there.  Kernels without the late-2024 sk_msg
+ * pop/push fixes (not every 6.1 build has them) refuse a pop that reaches
+ * the msg's end (last >= size) and miscompute a pop or push that begins
+ * inside a later scatterlist element: every pop here begins where an
+ * element begins (the inserted one, or the one after it) and stops short
+ * of the end.  Until the cut, a
+ * failure takes the inserted bytes out again and the 400 leaves untouched
+ * (the fail-closed fallback).
  */
 static __always_inline int rg_egress_answer_voided(struct rg_msg_walk *m, struct rg_conn *c)
 {
-	__u32 start = m->resp_start, len, size = m->size;
+	__u32 start = m->voided_start, len, size = m->size;
+	__u8 *last;
 
-	if (!m->resp_here || c->eg.resp.status != 400 || start >= size)
-		return -1;
+	if (m->voided_status != 400 || start + 1 >= size)
+		return RG_ANSWER_400;
 	len = rg_egress_plan_429(c);
-	if (!len)
-		return -1;
-	if (bpf_msg_push_data(m->msg, start, len, 0))
-		return -1;
-	if (bpf_msg_pull_data(m->msg, start, start + len, 0) ||
-	    rg_egress_store(m->msg, c, len) ||
-	    bpf_msg_pop_data(m->msg, start + len, size - start, 0)) {
-		bpf_msg_pop_data(m->msg, start, len, 0);
-		return -1;
+	if (len < 2)
+		return RG_ANSWER_400;
+	if (bpf_msg_push_data(m->msg, start, len - 1, 0))
+		return RG_ANSWER_400;
+	if (bpf_msg_pull_data(m->msg, start, start + len - 1, 0) ||
+	    rg_egress_store(m->msg, c, len - 1) ||
+	    bpf_msg_pop_data(m->msg, start + len - 1, size - start - 1, 0)) {
+		if (bpf_msg_pop_data(m->msg, start, len - 1, 0))
+			return RG_ANSWER_BROKEN;
+		return RG_ANSWER_400;
 	}
-	return 0;
+	if (bpf_msg_pull_data(m->msg, start + len - 1, start + len, 0))
+		return RG_ANSWER_BROKEN;
+	last = (__u8 *)(long)m->msg->data;
+	if (last + 1 > (__u8 *)(long)m->msg->data_end)
+		return RG_ANSWER_BROKEN;
+	*last = c->resp.b[(len - 1) & (RG_RESP_TEXT_MAX - 1)];
+	return RG_ANSWER_429;
 }
 
 /* One final response head: pop its request, refund if refused. */
@@ -333,27 +358,31 @@ static long rg_msg_cb(__u64 idx, void *ctx)
 		rg_egress_lose(eg);
 		return 1;
 	}
-	if (eg->resp.state == RG_RS_VERSION && eg->resp.head_bytes == 0) {
-		m->resp_start = m->off;
-		m->resp_here = 1;
-	}
 	res = rg_resp_step(&eg->resp, data[i]);
 	m->off++;
 	if (res == RG_RESP_HEAD) {
-		__u32 head = eg->head;
+		__u32 head = eg->head, head_bytes = eg->resp.head_bytes;
+		__u16 status = eg->resp.status;
 		bool voided = head != RG_READ_ONCE(eg->tail) &&
 			      (eg->q[head & (RG_PENDING_MAX - 1)].flags & RG_PEND_VOIDED);
 
 		res = rg_egress_final(c, m->cookie);
 		if (voided) {
-			if (rg_egress_answer_voided(m, c)) {
-				rg_global_inc(pipelined_answered_400);
-			} else {
-				rg_global_inc(pipelined_answered_429);
-				eg->answered = 1;
-				m->off = m->size; /* the msg ends with the 429 */
-				return 1;
-			}
+			/*
+			 * Answered after the loop; the server answers nothing
+			 * after it.  Where the head began comes from its length
+			 * in the connection's state, not from a mark an earlier
+			 * step left on the stack: Verifier workaround: 6.1
+			 * verifies a bpf_loop callback as if it ran once, so
+			 * code that needs a mark from an earlier round is dead
+			 * to it and removed (fixed in 6.7, "verify callbacks as
+			 * if they are called unknown number of times").
+			 */
+			m->voided = 1;
+			m->voided_start = m->off >= head_bytes ? m->off - head_bytes : m->size;
+			m->voided_status = status;
+			m->off = m->size;
+			return 1;
 		}
 	}
 	if (res == RG_RESP_ERR)
@@ -390,6 +419,22 @@ int rg_egress(struct sk_msg_md *msg)
 		return SK_DROP; /* after the 429 that closes: the server closes too */
 	m.size = msg->size;
 	bpf_loop(m.size < RG_MSG_MAX_STEPS ? m.size : RG_MSG_MAX_STEPS, rg_msg_cb, &m, 0);
+	if (m.voided && m.conn) {
+		switch (rg_egress_answer_voided(&m, m.conn)) {
+		case RG_ANSWER_429:
+			rg_global_inc(pipelined_answered_429);
+			m.conn->eg.answered = 1;
+			break;
+		case RG_ANSWER_400:
+			rg_global_inc(pipelined_answered_400);
+			break;
+		default:
+			rg_global_inc(internal_errors);
+			m.conn->eg.answered = 1;
+			return SK_DROP;
+		}
+		return SK_PASS;
+	}
 	if (m.off < m.size && m.conn)
 		rg_egress_lose(&m.conn->eg); /* bytes left unread: framing unknown */
 	return SK_PASS;
