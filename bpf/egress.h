@@ -95,9 +95,15 @@ static __always_inline void rg_refund_request(struct rg_pending *p, __u64 rows, 
 
 static __always_inline void rg_egress_lose(struct rg_egress *eg)
 {
+	__u32 tail = RG_READ_ONCE(eg->tail);
+
 	if (!eg->lost) {
 		eg->lost = 1;
 		rg_global_inc(egress_lost);
+		/* a voided request, always the last, keeps the server's 400 */
+		if (tail != RG_READ_ONCE(eg->head) &&
+		    (eg->q[(tail - 1) & (RG_PENDING_MAX - 1)].flags & RG_PEND_VOIDED))
+			rg_global_inc(pipelined_answered_400);
 	}
 }
 
@@ -251,9 +257,8 @@ enum rg_egress_answer {
  * the msg's end (last >= size) and miscompute a pop or push that begins
  * inside a later scatterlist element: every pop here begins where an
  * element begins (the inserted one, or the one after it) and stops short
- * of the end.  Until the cut, a
- * failure takes the inserted bytes out again and the 400 leaves untouched
- * (the fail-closed fallback).
+ * of the end.  Until the cut, a failure takes the inserted bytes out again
+ * and the 400 leaves untouched (the fail-closed fallback).
  */
 static __always_inline int rg_egress_answer_voided(struct rg_msg_walk *m, struct rg_conn *c)
 {
