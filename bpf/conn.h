@@ -63,6 +63,8 @@ enum rg_respond {
 #define RG_PEND_CHARGED	 (1U << 1) /* rows were charged to db in the kernel */
 #define RG_PEND_ENFORCED (1U << 2) /* charged as admitted (else unenforced) */
 #define RG_PEND_COPIED	 (1U << 3) /* rows are rowgated's estimate: corrected later */
+#define RG_PEND_VOIDED	 (1U << 4) /* voided (docs/design.md#response-ordering): its
+				    * server 400 is replaced with rowgate's 429 */
 
 /* rg_pending.sync bits: whichever side sets the second one refunds. */
 #define RG_PEND_DONE	(1U << 0) /* verdict: the request ended, rows are final */
@@ -96,7 +98,8 @@ struct rg_egress {
 	__u8 armed;	    /* seen from the first byte (sockops): tracked */
 	__u8 lost;	    /* framing lost: egress decides nothing more */
 	__u8 open;	    /* the current request has a slot (cur) */
-	__u8 pad;
+	__u8 answered;	    /* a voided request's 429 went out: the server's
+			     * later bytes are dropped (it closes) */
 	struct rg_pending q[RG_PENDING_MAX];
 	/* scratch of refunds (the verdict's stack is full), one per side */
 	struct rg_refund_scratch {

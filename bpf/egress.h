@@ -3,8 +3,9 @@
  * verdict's hooks that record each passed request, and the sk_msg program
  * that follows the server's HTTP/1.1 responses on the same sockhash, pairs
  * each final response with its request and refunds a charged write the
- * server refused before storing it (docs/design.md#refunds).  The program
- * never changes the server's bytes: it always returns SK_PASS.
+ * server refused before storing it (docs/design.md#refunds).  It changes
+ * the server's bytes in one case only: the 400 that answers a voided request
+ * becomes rowgate's 429 (docs/design.md#response-ordering).
  */
 #ifndef ROWGATE_BPF_EGRESS_H
 #define ROWGATE_BPF_EGRESS_H
@@ -94,9 +95,15 @@ static __always_inline void rg_refund_request(struct rg_pending *p, __u64 rows, 
 
 static __always_inline void rg_egress_lose(struct rg_egress *eg)
 {
+	__u32 tail = RG_READ_ONCE(eg->tail);
+
 	if (!eg->lost) {
 		eg->lost = 1;
 		rg_global_inc(egress_lost);
+		/* a voided request, always the last, keeps the server's 400 */
+		if (tail != RG_READ_ONCE(eg->head) &&
+		    (eg->q[(tail - 1) & (RG_PENDING_MAX - 1)].flags & RG_PEND_VOIDED))
+			rg_global_inc(pipelined_answered_400);
 	}
 }
 
@@ -145,7 +152,7 @@ static __always_inline void rg_egress_close(struct __sk_buff *skb, struct rg_con
 		return;
 	eg->open = 0;
 	p = &eg->q[eg->cur & (RG_PENDING_MAX - 1)];
-	flags = p->flags & RG_PEND_HEAD;
+	flags = p->flags & (RG_PEND_HEAD | RG_PEND_VOIDED);
 	if ((c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_UNENFORCED) && c->req_rows) {
 		flags |= RG_PEND_CHARGED;
 		if (c->verdict == RG_REQ_ADMIT)
@@ -176,7 +183,110 @@ struct rg_msg_walk {
 	__u32 size;
 	__u32 win_start; /* [win_start, win_end) is in view */
 	__u32 win_end;
+	/* the head of a voided request's answer ended: where it began in this
+	 * msg (>= size: in an earlier one, sent already), and its status */
+	__u32 voided_start;
+	__u16 voided_status;
+	__u8 voided;
+	__u8 pad;
 };
+
+/*
+ * The 429 a voided request would have had (docs/design.md#response-ordering),
+ * in the kernel's close form, unpadded: the long body, its rows the estimate
+ * the verdict left in reject_rows.  Written to c->resp; returns its length,
+ * 0 on failure.  The verdict no longer uses resp_plan/resp: the connection
+ * is closing.
+ */
+static __always_inline __u32 rg_egress_plan_429(struct rg_conn *c)
+{
+	struct rg_response *r = &c->resp_plan;
+
+	__builtin_memset(r, 0, sizeof(*r));
+	r->kind = RG_RESP_429;
+	r->retry_after_s = c->reject.retry_after_s;
+	r->rows = c->reject_rows;
+	r->quota_rows_per_s = c->reject.quota_rows_per_s;
+	r->limit_rows_per_s = c->reject.limit_rows_per_s;
+	r->db_len = c->db_len;
+	r->estimated = c->reject_estimated;
+	if (rg_response_plan_unpadded(r) || r->short_form || r->text_len != r->total_len ||
+	    r->text_len == 0 || r->text_len >= RG_RESP_TEXT_MAX)
+		return 0;
+	if (rg_response_write(&c->resp, r, &c->db) != r->text_len)
+		return 0;
+	return r->text_len;
+}
+
+/* Copy the 429's first count bytes over the pulled range, in words. */
+static __always_inline int rg_egress_store(struct sk_msg_md *msg, struct rg_conn *c, __u32 count)
+{
+	__u8 *data = (__u8 *)(long)msg->data, *end = (__u8 *)(long)msg->data_end;
+	__u32 i, words = count / 8;
+
+	if (data + count > end)
+		return -1;
+	for (i = 0; i < RG_RESP_TEXT_MAX / 8; i++) {
+		if (i >= words || data + 8 * i + 8 > end)
+			break;
+		*(__u64 *)(data + 8 * i) = *(__u64 *)&c->resp.b[8 * i];
+	}
+	for (i = words * 8; i < words * 8 + 8; i++) {
+		if (i >= count || i >= RG_RESP_TEXT_MAX)
+			break;
+		if (data + i + 1 > end)
+			return -1;
+		data[i] = c->resp.b[i & (RG_RESP_TEXT_MAX - 1)];
+	}
+	return 0;
+}
+
+enum rg_egress_answer {
+	RG_ANSWER_429 = 0,    /* the 429 replaced the 400 and what followed */
+	RG_ANSWER_400 = -1,   /* the server's bytes are untouched */
+	RG_ANSWER_BROKEN = -2, /* neither: the msg must be dropped */
+};
+
+/*
+ * Replace the server's answer to a voided request, which began at
+ * m->voided_start in this msg, and everything after it (the server closes),
+ * with the 429 of len bytes: insert all but its last byte in front of the
+ * 400, write them, cut the server's bytes but the msg's last one, and
+ * write the 429's last byte there.  Kernels without the late-2024 sk_msg
+ * pop/push fixes (not every 6.1 build has them) refuse a pop that reaches
+ * the msg's end (last >= size) and miscompute a pop or push that begins
+ * inside a later scatterlist element: every pop here begins where an
+ * element begins (the inserted one, or the one after it) and stops short
+ * of the end.  Until the cut, a failure takes the inserted bytes out again
+ * and the 400 leaves untouched (the fail-closed fallback).
+ */
+static __always_inline int rg_egress_answer_voided(struct rg_msg_walk *m, struct rg_conn *c)
+{
+	__u32 start = m->voided_start, len, size = m->size;
+	__u8 *last;
+
+	if (m->voided_status != 400 || start + 1 >= size)
+		return RG_ANSWER_400;
+	len = rg_egress_plan_429(c);
+	if (len < 2)
+		return RG_ANSWER_400;
+	if (bpf_msg_push_data(m->msg, start, len - 1, 0))
+		return RG_ANSWER_400;
+	if (bpf_msg_pull_data(m->msg, start, start + len - 1, 0) ||
+	    rg_egress_store(m->msg, c, len - 1) ||
+	    bpf_msg_pop_data(m->msg, start + len - 1, size - start - 1, 0)) {
+		if (bpf_msg_pop_data(m->msg, start, len - 1, 0))
+			return RG_ANSWER_BROKEN;
+		return RG_ANSWER_400;
+	}
+	if (bpf_msg_pull_data(m->msg, start + len - 1, start + len, 0))
+		return RG_ANSWER_BROKEN;
+	last = (__u8 *)(long)m->msg->data;
+	if (last + 1 > (__u8 *)(long)m->msg->data_end)
+		return RG_ANSWER_BROKEN;
+	*last = c->resp.b[(len - 1) & (RG_RESP_TEXT_MAX - 1)];
+	return RG_ANSWER_429;
+}
 
 /* One final response head: pop its request, refund if refused. */
 static __always_inline int rg_egress_final(struct rg_conn *c, __u64 cookie)
@@ -255,8 +365,31 @@ static long rg_msg_cb(__u64 idx, void *ctx)
 	}
 	res = rg_resp_step(&eg->resp, data[i]);
 	m->off++;
-	if (res == RG_RESP_HEAD)
+	if (res == RG_RESP_HEAD) {
+		__u32 head = eg->head, head_bytes = eg->resp.head_bytes;
+		__u16 status = eg->resp.status;
+		bool voided = head != RG_READ_ONCE(eg->tail) &&
+			      (eg->q[head & (RG_PENDING_MAX - 1)].flags & RG_PEND_VOIDED);
+
 		res = rg_egress_final(c, m->cookie);
+		if (voided) {
+			/*
+			 * Answered after the loop; the server answers nothing
+			 * after it.  Where the head began comes from its length
+			 * in the connection's state, not from a mark an earlier
+			 * step left on the stack: Verifier workaround: 6.1
+			 * verifies a bpf_loop callback as if it ran once, so
+			 * code that needs a mark from an earlier round is dead
+			 * to it and removed (fixed in 6.7, "verify callbacks as
+			 * if they are called unknown number of times").
+			 */
+			m->voided = 1;
+			m->voided_start = m->off >= head_bytes ? m->off - head_bytes : m->size;
+			m->voided_status = status;
+			m->off = m->size;
+			return 1;
+		}
+	}
 	if (res == RG_RESP_ERR)
 		rg_egress_lose(eg);
 	return 0;
@@ -287,8 +420,26 @@ int rg_egress(struct sk_msg_md *msg)
 	m.conn = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!m.conn || !m.conn->eg.armed || m.conn->eg.lost)
 		return SK_PASS;
+	if (m.conn->eg.answered)
+		return SK_DROP; /* after the 429 that closes: the server closes too */
 	m.size = msg->size;
 	bpf_loop(m.size < RG_MSG_MAX_STEPS ? m.size : RG_MSG_MAX_STEPS, rg_msg_cb, &m, 0);
+	if (m.voided && m.conn) {
+		switch (rg_egress_answer_voided(&m, m.conn)) {
+		case RG_ANSWER_429:
+			rg_global_inc(pipelined_answered_429);
+			m.conn->eg.answered = 1;
+			break;
+		case RG_ANSWER_400:
+			rg_global_inc(pipelined_answered_400);
+			break;
+		default:
+			rg_global_inc(internal_errors);
+			m.conn->eg.answered = 1;
+			return SK_DROP;
+		}
+		return SK_PASS;
+	}
 	if (m.off < m.size && m.conn)
 		rg_egress_lose(&m.conn->eg); /* bytes left unread: framing unknown */
 	return SK_PASS;

@@ -278,16 +278,28 @@ static __always_inline int rg_void_method(struct __sk_buff *skb, struct rg_conn 
 }
 
 /* The server closes the connection after its 400: nothing that follows is
- * read, so nothing more is parsed or charged, and later data is dropped. */
+ * read, so nothing more is parsed or charged, and later data is dropped.
+ * Egress replaces that 400 with the 429 the request would have had; what it
+ * says stays in c->reject, c->reject_rows and c->db, which the verdict no
+ * longer writes once the connection is closing. */
 static __always_inline void rg_void_request(struct __sk_buff *skb, struct rg_conn *c,
-					    struct rg_walk *w)
+					    struct rg_walk *w, __u8 protocol)
 {
 	/* the server answers it: egress pairs that 400 with it, uncharged */
 	c->verdict = RG_REQ_PASS;
 	rg_egress_open(c);
+	if (c->eg.open)
+		c->eg.q[c->eg.cur & (RG_PENDING_MAX - 1)].flags |= RG_PEND_VOIDED;
+	else
+		rg_global_inc(pipelined_answered_400); /* egress off, unarmed or lost */
 	rg_egress_close(skb, c);
 	rg_account_reject(&c->db, 0, &c->reject);
 	rg_global_inc(pipelined_voided);
+	/* its body is never read: the 429 names an estimate from its length */
+	c->protocol = protocol;
+	c->body_bytes = c->head.content_length;
+	c->reject_rows = rg_estimate_rows(c) ?: 1;
+	c->reject_estimated = 1;
 	c->mode = RG_MODE_CLOSING;
 	c->requests++;
 	w->stop = 1;
@@ -347,7 +359,7 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 				c->verdict = RG_REQ_REJECT;
 			} else if (pipelined && !w->must_pass && !c->force_unenforced &&
 				   rg_void_method(skb, c) == 0) {
-				rg_void_request(skb, c, w);
+				rg_void_request(skb, c, w, (__u8)route->protocol);
 				return 0;
 			} else {
 				c->verdict = RG_REQ_UNENFORCED;

@@ -120,7 +120,11 @@
 	X(egress_responses, "egress_responses", "egress_responses_total", COUNTER,        \
 	  "Final server responses followed on guarded connections.")                     \
 	X(egress_lost, "egress_lost", "egress_lost_total", COUNTER,                       \
-	  "Connections whose responses egress could not frame: no refunds there.")
+	  "Connections whose responses egress could not frame: no refunds there.")    \
+	X(pipelined_answered_429, "pipelined_answered_429", "pipelined_answered_429_total", \
+	  COUNTER, "Voided requests whose server 400 egress replaced with rowgate's 429.") \
+	X(pipelined_answered_400, "pipelined_answered_400", "pipelined_answered_400_total", \
+	  COUNTER, "Voided requests left with the server's 400: egress could not answer.")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

@@ -244,6 +244,22 @@ RG_INLINE int rg_response_plan(struct rg_response *r, __u64 target)
 	return r->text_len < RG_RESP_TEXT_MAX && r->content_length < RG_RESP_PADDED_MAX ? 0 : -1;
 }
 
+/*
+ * Plan the long form with Connection: close and no padding: a response
+ * that replaces no received bytes (egress's 429 for a voided request,
+ * docs/design.md#response-ordering), so nothing sets its size.
+ */
+RG_INLINE int rg_response_plan_unpadded(struct rg_response *r)
+{
+	__u32 body_len;
+
+	r->short_form = 0;
+	r->close = 1;
+	body_len = rg_response_body_len(r);
+	return rg_response_plan(r, (__u64)rg_response_head_base(r, true) +
+					   rg_dec_digits(body_len) + body_len);
+}
+
 /* ---- the writer ---- */
 
 #ifdef __bpf__

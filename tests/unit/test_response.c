@@ -171,6 +171,41 @@ static void test_widest(void)
 	      r.text_len, r.total_len);
 }
 
+/* A response that replaces no bytes (egress's 429): the long form, with
+ * close, unpadded, byte for byte the reference. */
+static void test_unpadded(void)
+{
+	char ref[2048];
+	uint64_t s = 777;
+	int i, n;
+
+	for (i = 0; i < 100000; i++) {
+		struct rg_response r = { 0 };
+		struct rg_resp_buf out;
+		struct rg_db_key db;
+		uint32_t len;
+
+		memset(&db, 0, sizeof(db));
+		r.kind = RG_RESP_429;
+		r.retry_after_s = any_u64(&s);
+		r.rows = any_u64(&s);
+		r.quota_rows_per_s = any_u64(&s);
+		r.limit_rows_per_s = any_u64(&s);
+		r.estimated = xorshift(&s) & 1;
+		r.db_len = (uint32_t)(xorshift(&s) % RG_DB_NAME_MAX);
+		memset(db.name, 'a' + i % 26, r.db_len);
+		CHECK(rg_response_plan_unpadded(&r) == 0, "refused: %u bytes", r.text_len);
+		CHECK(!r.short_form && r.close && !r.ows && r.total_len == r.text_len,
+		      "short %d close %d ows %d text %u total %u", r.short_form, r.close, r.ows,
+		      r.text_len, r.total_len);
+		n = format_ref(ref, sizeof(ref), &r, db.name);
+		len = rg_response_write(&out, &r, &db);
+		CHECK(n > 0 && len == (uint32_t)n && memcmp(out.b, ref, len) == 0 &&
+			      r.content_length == strlen(strstr(ref, "\r\n\r\n") + 4),
+		      "unpadded 429 differs: %.*s", (int)len, out.b);
+	}
+}
+
 /* Every target from nothing to past the largest response: a fit fills it
  * exactly with room for the JSON, and no fit means even the smallest
  * response is larger than the target (it must grow and close). */
@@ -223,6 +258,7 @@ int main(void)
 	test_digits();
 	test_plan_and_write();
 	test_widest();
+	test_unpadded();
 	test_fit();
 	return check_report("test_response");
 }
