@@ -45,7 +45,6 @@ enum rg_req_verdict {
 enum rg_server_timer {
 	RG_TIMER_HEADER = 0, /* since accept: no request was passed yet */
 	RG_TIMER_IDLE,	     /* since the last passed request's answer */
-	RG_TIMER_SHORTER,    /* adopted: either, take the shorter */
 };
 
 enum rg_respond {

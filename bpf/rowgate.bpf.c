@@ -157,12 +157,7 @@ static __always_inline bool rg_server_deadline_near(const struct rg_conn *c)
 	__u32 h = c->header_timeout_s, i = c->idle_timeout_s, t;
 	__u64 now = bpf_ktime_get_ns();
 
-	if (c->server_timer == RG_TIMER_HEADER)
-		t = h;
-	else if (c->server_timer == RG_TIMER_IDLE)
-		t = i;
-	else /* adopted: the shorter of the timers that are set */
-		t = !h || (i && i < h) ? i : h;
+	t = c->server_timer == RG_TIMER_HEADER ? h : i;
 	return rg_server_timer_near(now > c->timer_from_ns ? now - c->timer_from_ns : 0, t);
 }
 
