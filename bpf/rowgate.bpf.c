@@ -517,12 +517,20 @@ int rg_verdict(struct __sk_buff *skb)
 	if (c->copy_body && w->body_open)
 		rg_emit_body(skb, c, w->body_from, len);
 
-	/* rows of a body still arriving are charged as they arrive: servers
-	 * insert while reading, and an aborted request keeps what it sent */
-	if (c->count_rows && c->phase != RG_PHASE_HEAD && c->req_rows > c->charged_rows &&
+	/* rows of a body still arriving are charged as they arrive (counted,
+	 * or the estimate of the bytes so far): servers insert while reading,
+	 * and an aborted request keeps what it sent */
+	if (c->phase != RG_PHASE_HEAD &&
 	    (c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_UNENFORCED)) {
-		rg_charge(&c->db, c->req_rows - c->charged_rows, 0, c->verdict == RG_REQ_ADMIT);
-		c->charged_rows = c->req_rows;
+		__u64 so_far = c->count_rows ? c->req_rows :
+			       c->copy_body  ? rg_estimate_rows(c) :
+					       0;
+
+		if (so_far > c->charged_rows) {
+			rg_charge(&c->db, so_far - c->charged_rows, 0,
+				  c->verdict == RG_REQ_ADMIT);
+			c->charged_rows = so_far;
+		}
 	}
 
 	if (c->mode == RG_MODE_PASSTHROUGH)
