@@ -57,8 +57,9 @@ static __always_inline struct rg_db_stats *rg_db_stats_get(const struct rg_db_ke
 	return bpf_map_lookup_elem(&RG_MAP_DB_STATS, db);
 }
 
-/* Charge rows of an admitted batch (debt allowed) and account it. */
-static __always_inline void rg_charge(const struct rg_db_key *db, __u64 rows,
+/* Charge rows of an admitted batch (debt allowed) and account them; requests
+ * is 1 where the batch ends, 0 for rows charged while its body arrives. */
+static __always_inline void rg_charge(const struct rg_db_key *db, __u64 rows, __u32 requests,
 				      bool enforced)
 {
 	struct rg_bucket_value *bv = bpf_map_lookup_elem(&RG_MAP_BUCKETS, db);
@@ -77,10 +78,10 @@ static __always_inline void rg_charge(const struct rg_db_key *db, __u64 rows,
 	if (!st)
 		return;
 	if (enforced) {
-		__sync_fetch_and_add(&st->admitted_requests, 1);
+		__sync_fetch_and_add(&st->admitted_requests, requests);
 		__sync_fetch_and_add(&st->admitted_rows, rows);
 	} else {
-		__sync_fetch_and_add(&st->unenforced_requests, 1);
+		__sync_fetch_and_add(&st->unenforced_requests, requests);
 		__sync_fetch_and_add(&st->unenforced_rows, rows);
 	}
 	st->debt_rows = debt;

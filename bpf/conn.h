@@ -45,7 +45,6 @@ enum rg_req_verdict {
 enum rg_server_timer {
 	RG_TIMER_HEADER = 0, /* since accept: no request was passed yet */
 	RG_TIMER_IDLE,	     /* since the last passed request's answer */
-	RG_TIMER_SHORTER,    /* adopted: either, take the shorter */
 };
 
 enum rg_respond {
@@ -159,6 +158,7 @@ struct rg_conn {
 	__u64 body_remaining;
 	__u64 write_seq_mark; /* server's write_seq when a request was passed */
 	__u64 req_rows;
+	__u64 charged_rows; /* of req_rows, charged while the body arrived */
 	__u64 body_bytes; /* body bytes of the current request seen so far */
 	__u64 reject_rows; /* rows of the request the pending 429 answers */
 	struct rg_walk w;

@@ -147,6 +147,11 @@ static __always_inline void rg_copied_request_end(struct __sk_buff *skb, struct 
 	__u64 est = c->verdict == RG_REQ_PASS ? 0 : rg_estimate_rows(c);
 	bool admitted = c->verdict != RG_REQ_REJECT;
 
+	/* what was charged while the body arrived stands (the ratio may have
+	 * moved since): the correction is taken from the total */
+	if (est < c->charged_rows)
+		est = c->charged_rows;
+
 	c->req_rows = est;
 	if (ps) {
 		__sync_fetch_and_add(&ps->body_bytes, c->body_bytes);

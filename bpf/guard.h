@@ -83,8 +83,10 @@ static __always_inline int rg_adopt_hold(struct __sk_buff *skb, __u64 cookie, __
 	if ((a->at_boundary || (a->seq_known && a->write_seq != write_seq)) &&
 	    rg_starts_request(skb)) {
 		took = bpf_ktime_get_ns() - a->adopted_ns;
-		/* bytes passed while held were requests the server answered */
-		c->server_timer = a->seq_known ? RG_TIMER_IDLE : RG_TIMER_SHORTER;
+		/* either the server had answered everything it received when it
+		 * was adopted, or it answered the bytes passed while held: it
+		 * waits for the next request on its idle timer */
+		c->server_timer = RG_TIMER_IDLE;
 		c->timer_from_ns = a->timer_from_ns;
 		bpf_map_delete_elem(&RG_MAP_ADOPT, &cookie);
 		g = bpf_map_lookup_elem(&RG_MAP_GUARD_STATS, &zero);

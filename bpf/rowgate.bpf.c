@@ -128,6 +128,7 @@ static __always_inline void rg_request_reset(struct rg_conn *c)
 	c->copy_lost = 0;
 	c->body_bytes = 0;
 	c->req_rows = 0;
+	c->charged_rows = 0;
 	/* comments as the port's server reads them */
 	rg_lp_init_rule(&c->lp, rg_profile_comment_rule(c->profile));
 }
@@ -156,12 +157,7 @@ static __always_inline bool rg_server_deadline_near(const struct rg_conn *c)
 	__u32 h = c->header_timeout_s, i = c->idle_timeout_s, t;
 	__u64 now = bpf_ktime_get_ns();
 
-	if (c->server_timer == RG_TIMER_HEADER)
-		t = h;
-	else if (c->server_timer == RG_TIMER_IDLE)
-		t = i;
-	else /* adopted: the shorter of the timers that are set */
-		t = !h || (i && i < h) ? i : h;
+	t = c->server_timer == RG_TIMER_HEADER ? h : i;
 	return rg_server_timer_near(now > c->timer_from_ns ? now - c->timer_from_ns : 0, t);
 }
 
@@ -185,10 +181,10 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 
 	}
 	switch (c->verdict) {
 	case RG_REQ_ADMIT:
-		rg_charge(&c->db, c->req_rows, true);
+		rg_charge(&c->db, c->req_rows - c->charged_rows, 1, true);
 		break;
 	case RG_REQ_UNENFORCED:
-		rg_charge(&c->db, c->req_rows, false);
+		rg_charge(&c->db, c->req_rows - c->charged_rows, 1, false);
 		break;
 	case RG_REQ_REJECT:
 		rg_account_reject(&c->db, c->req_rows, &c->reject);
@@ -532,6 +528,22 @@ int rg_verdict(struct __sk_buff *skb)
 	/* the copy of a body that goes on in the next skb, before any rewrite */
 	if (c->copy_body && w->body_open)
 		rg_emit_body(skb, c, w->body_from, len);
+
+	/* rows of a body still arriving are charged as they arrive (counted,
+	 * or the estimate of the bytes so far): servers insert while reading,
+	 * and an aborted request keeps what it sent */
+	if (c->phase != RG_PHASE_HEAD &&
+	    (c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_UNENFORCED)) {
+		__u64 so_far = c->count_rows ? c->req_rows :
+			       c->copy_body  ? rg_estimate_rows(c) :
+					       0;
+
+		if (so_far > c->charged_rows) {
+			rg_charge(&c->db, so_far - c->charged_rows, 0,
+				  c->verdict == RG_REQ_ADMIT);
+			c->charged_rows = so_far;
+		}
+	}
 
 	if (c->mode == RG_MODE_PASSTHROUGH)
 		goto pass; /* not HTTP (first bytes only, nothing stashed) */

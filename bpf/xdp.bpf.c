@@ -388,7 +388,7 @@ int rg_xdp(struct xdp_md *ctx)
 		goto out;
 	}
 	if (adm == RG_ADMIT_YES) {
-		rg_charge(&db, rows, true);
+		rg_charge(&db, rows, 1, true);
 		rg_xdp_inc(xs, admitted);
 		if (us) {
 			us->admitted_datagrams += 1;

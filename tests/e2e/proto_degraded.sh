@@ -69,6 +69,9 @@ REQS=8
 rg_log "body: $LINES rows, $BODY bytes gzip; $REQS requests = $((REQS * BODY / 1048576)) MiB (ring 64 MiB)"
 rg_ctl limit set deg 1000000000 >/dev/null || rg_fail "limit set"
 
+# the server's own decoding of 10 MB takes seconds more under emulation
+DELAY_MAX_S=$([ "${VMTEST:-0}" = 1 ] && echo 20 || echo 5)
+
 # --- SIGSTOP: the kernel path alone ----------------------------------------
 kill -STOP "$RG_PID"
 rg_on_exit "kill -CONT $RG_PID"
@@ -76,7 +79,8 @@ for i in $(seq 1 $REQS); do
 	read -r code secs < <(post "$RG_TMP/big.lp.gz" "$BASE/write?db=deg" -H 'Content-Encoding: gzip')
 	rg_log "request $i while rowgated is stopped: $code in ${secs}s"
 	rg_check "request $i admitted by the kernel alone (got $code)" [ "$code" = 204 ]
-	rg_check "request $i not delayed (${secs}s < 5s)" awk -v s="$secs" 'BEGIN { exit !(s < 5) }'
+	rg_check "request $i not delayed (${secs}s < ${DELAY_MAX_S}s)" \
+		awk -v s="$secs" -v m="$DELAY_MAX_S" 'BEGIN { exit !(s < m) }'
 done
 read -r a est rc ur ub < <(kstat deg influx admitted_requests estimated_rows reconciled_requests \
 	unreconciled_requests unreconciled_bytes)
