@@ -3,7 +3,7 @@
  * cluster-wide limits (a local state file, or etcd), answers frontend
  * heartbeats with per-database quotas from rg_alloc_* (water-filling), and
  * with --etcd elects one leader among its replicas.  HTTP/JSON, curl-able:
- * user/meta/proto.h and docs/distributed.md describe the protocol.
+ * user/lib/meta_proto.h and docs/distributed.md describe the protocol.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,14 +25,14 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "../clock.h"
+#include "../lib/clock.h"
 #include "cluster.h"
 #include "etcd.h"
-#include "http_client.h"
-#include "proto.h"
-#include "../limits.h"
-#include "../log.h"
-#include "../state.h"
+#include "../lib/http_client.h"
+#include "../lib/meta_proto.h"
+#include "../lib/limits.h"
+#include "../lib/log.h"
+#include "../lib/state.h"
 #include "rowgate_version.h"
 
 #define RG_META_LISTEN_DEFAULT     "127.0.0.1:4100"

@@ -13,7 +13,7 @@
 #include <bpf/btf.h>
 
 #include "health.h"
-#include "pins.h"
+#include "detach.h"
 
 #define RG_QUERY_PROGS_MAX 64 /* programs listed per hook by a query */
 

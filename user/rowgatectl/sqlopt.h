@@ -12,8 +12,8 @@
  * other key is refused ("Unrecognized database option key").  Unquoted
  * database names are lower-cased, quoted ones ("x" or `x`) kept as written.
  */
-#ifndef ROWGATE_USER_SQLOPT_H
-#define ROWGATE_USER_SQLOPT_H
+#ifndef ROWGATE_USER_ROWGATECTL_SQLOPT_H
+#define ROWGATE_USER_ROWGATECTL_SQLOPT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,4 +48,4 @@ int rg_sql_parse(const char *sql, struct rg_sql_request *req, char *err, size_t 
 int rg_sql_show_create(const struct rg_db_key *db, bool has_limit, __u64 limit, char *buf,
 		       size_t buflen);
 
-#endif /* ROWGATE_USER_SQLOPT_H */
+#endif /* ROWGATE_USER_ROWGATECTL_SQLOPT_H */

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "limits.h"
+#include "../lib/limits.h"
 #include "sqlopt.h"
 
 #define SQL_TOKEN_MAX 256 /* longer than any name or value we accept */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The explicit removal of enforcement from rowgated's bpffs directory
  * (rowgatectl detach, rowgated --cleanup).  Stopping rowgated removes nothing: enforcement outlives the daemon. */
-#ifndef ROWGATE_USER_PINS_H
-#define ROWGATE_USER_PINS_H
+#ifndef ROWGATE_USER_LIB_DETACH_H
+#define ROWGATE_USER_LIB_DETACH_H
 
-#include "lib/maps.h" /* rg_pin_path, rg_unpin, rg_bpffs_lock */
+#include "maps.h" /* rg_pin_path, rg_unpin, rg_bpffs_lock */
 
 /* Detach a pinned link from its hook (held elsewhere or not) and unpin it. */
 void rg_detach_pinned_link(const char *dir, const char *name);
@@ -15,4 +15,4 @@ void rg_detach_pinned_link(const char *dir, const char *name);
  * rowgatectl status to name what is not enforced). */
 void rg_detach_all(const char *dir);
 
-#endif /* ROWGATE_USER_PINS_H */
+#endif /* ROWGATE_USER_LIB_DETACH_H */

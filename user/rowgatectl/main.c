@@ -12,16 +12,16 @@
 #include <bpf/libbpf.h>
 #include <jansson.h>
 
-#include "admin.h"
-#include "health.h"
-#include "limits.h"
-#include "log.h"
-#include "meta/http_client.h"
-#include "meta/proto.h"
-#include "pins.h"
+#include "../lib/admin.h"
+#include "../lib/health.h"
+#include "../lib/limits.h"
+#include "../lib/log.h"
+#include "../lib/http_client.h"
+#include "../lib/meta_proto.h"
+#include "../lib/detach.h"
 #include "rowgate_version.h"
 #include "sqlopt.h"
-#include "state.h"
+#include "../lib/state.h"
 
 
 #define EXIT_USAGE 2 /* bad command line, as getopt-based tools do */

@@ -9,14 +9,14 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "clock.h"
+#include "../lib/clock.h"
 #include "rowgate/abi.h"
 #include "rowgate/dbname.h"
 #include "rowgate/estimate.h"
 #include "rowgate/http.h"
-#include "decode/count.h"
-#include "lib/counters.h"
-#include "log.h"
+#include "../decode/count.h"
+#include "../lib/counters.h"
+#include "../lib/log.h"
 #include "reconcile.h"
 
 #define RG_PENDING_BUCKETS   1024

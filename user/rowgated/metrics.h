@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* /metrics in the Prometheus text format: rowgate_* series with a db label,
  * read from the pinned maps on every scrape (libmicrohttpd's own thread). */
-#ifndef ROWGATE_USER_METRICS_H
-#define ROWGATE_USER_METRICS_H
+#ifndef ROWGATE_USER_ROWGATED_METRICS_H
+#define ROWGATE_USER_ROWGATED_METRICS_H
 
 struct rg_metrics;
 struct rg_reconciler;
@@ -26,4 +26,4 @@ void rg_metrics_stop(struct rg_metrics *m);
 /* The exposition text (malloc'd, NUL-terminated); NULL on allocation failure. */
 char *rg_metrics_render(const struct rg_metrics_maps *maps);
 
-#endif /* ROWGATE_USER_METRICS_H */
+#endif /* ROWGATE_USER_ROWGATED_METRICS_H */

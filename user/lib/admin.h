@@ -16,8 +16,8 @@
  * normalized with rg_parse_db_name.  u64 values in replies follow state.h: a
  * JSON integer up to 2^63-1, a decimal string above (rg_json_u64).
  */
-#ifndef ROWGATE_USER_ADMIN_H
-#define ROWGATE_USER_ADMIN_H
+#ifndef ROWGATE_USER_LIB_ADMIN_H
+#define ROWGATE_USER_LIB_ADMIN_H
 
 #include <stddef.h>
 #include <sys/types.h>
@@ -99,4 +99,4 @@ int rg_admin_add_limit(json_t *limits_array, const struct rg_db_key *db, __u64 l
  */
 int rg_admin_call(const char *path, json_t *request, json_t **reply, char *err, size_t errlen);
 
-#endif /* ROWGATE_USER_ADMIN_H */
+#endif /* ROWGATE_USER_LIB_ADMIN_H */

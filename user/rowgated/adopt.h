@@ -10,8 +10,8 @@
  * fixed in 6.5 when the iterator moved to lock_sock()).  rowgated takes a
  * copy of each socket with pidfd_getfd() (5.6+) and inserts it by fd.
  */
-#ifndef ROWGATE_USER_ADOPT_H
-#define ROWGATE_USER_ADOPT_H
+#ifndef ROWGATE_USER_ROWGATED_ADOPT_H
+#define ROWGATE_USER_ROWGATED_ADOPT_H
 
 #include <linux/types.h>
 
@@ -38,4 +38,4 @@ int rg_adopt_existing(const char *cgroup, const __u32 *ports, int nports,
  * twice (a new connection is in the table a moment before the sockhash). */
 void rg_adopt_gc(const struct rg_adopt_maps *m);
 
-#endif /* ROWGATE_USER_ADOPT_H */
+#endif /* ROWGATE_USER_ROWGATED_ADOPT_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The clock of the BPF side: bpf_ktime_get_ns() is CLOCK_MONOTONIC, so
  * buckets refilled here and in the kernel agree to the nanosecond. */
-#ifndef ROWGATE_USER_CLOCK_H
-#define ROWGATE_USER_CLOCK_H
+#ifndef ROWGATE_USER_LIB_CLOCK_H
+#define ROWGATE_USER_LIB_CLOCK_H
 
 #include <time.h>
 #include <linux/types.h>
@@ -17,4 +17,4 @@ static inline __u64 rg_monotonic_ns(void)
 	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
 }
 
-#endif /* ROWGATE_USER_CLOCK_H */
+#endif /* ROWGATE_USER_LIB_CLOCK_H */

@@ -2,8 +2,8 @@
 /* Leveled logging to stderr for every rowgate binary, with libbpf's own
  * messages routed through it one level lower.
  */
-#ifndef ROWGATE_USER_LOG_H
-#define ROWGATE_USER_LOG_H
+#ifndef ROWGATE_USER_LIB_LOG_H
+#define ROWGATE_USER_LIB_LOG_H
 
 enum rg_log_level {
 	RG_LOG_ERROR = 0,
@@ -33,4 +33,4 @@ void rg_log(enum rg_log_level level, const char *fmt, ...) __attribute__((format
  * and debug messages at debug (verifier logs are noise to an operator). */
 void rg_log_route_libbpf(void);
 
-#endif /* ROWGATE_USER_LOG_H */
+#endif /* ROWGATE_USER_LIB_LOG_H */

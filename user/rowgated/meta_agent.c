@@ -10,12 +10,12 @@
 
 #include <bpf/bpf.h>
 
-#include "clock.h"
-#include "log.h"
-#include "meta/http_client.h"
-#include "meta/proto.h"
+#include "../lib/clock.h"
+#include "../lib/log.h"
+#include "../lib/http_client.h"
+#include "../lib/meta_proto.h"
 #include "meta_agent.h"
-#include "lib/maps.h"
+#include "../lib/maps.h"
 
 /* One limited database as the agent last saw it. */
 struct agent_db {

@@ -2,8 +2,8 @@
 /* Validation of what users type: limit values and database names.  Every tool
  * uses these, so bad input is refused the same way before it reaches a daemon.
  */
-#ifndef ROWGATE_USER_LIMITS_H
-#define ROWGATE_USER_LIMITS_H
+#ifndef ROWGATE_USER_LIB_LIMITS_H
+#define ROWGATE_USER_LIB_LIMITS_H
 
 #include <stddef.h>
 
@@ -39,4 +39,4 @@ char *rg_format_db_name(const struct rg_db_key *key, char *buf, size_t buflen);
  * bytes as \xNN, cut with "..." to fit.  Returns dst. */
 char *rg_quote_input(const char *s, char *dst, size_t dstlen);
 
-#endif /* ROWGATE_USER_LIMITS_H */
+#endif /* ROWGATE_USER_LIB_LIMITS_H */

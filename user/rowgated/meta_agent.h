@@ -13,14 +13,14 @@
  * list (rg_meta_agent_tick) to show it and keep it in the state file, so a
  * restart with the allocator down still enforces the last known limits.
  */
-#ifndef ROWGATE_USER_META_AGENT_H
-#define ROWGATE_USER_META_AGENT_H
+#ifndef ROWGATE_USER_ROWGATED_META_AGENT_H
+#define ROWGATE_USER_ROWGATED_META_AGENT_H
 
 #include <jansson.h>
 
 #include <rowgate/abi.h>
 
-#include "state.h"
+#include "../lib/state.h"
 
 /* Until the first reply names one, in ms. */
 #define RG_META_AGENT_INTERVAL_MS_DEFAULT 1000ULL
@@ -64,4 +64,4 @@ void rg_meta_agent_tick(struct rg_meta_agent *a, struct rg_limit_list *limits,
 /* Counters and state for `rowgatectl stats` (a new object; NULL on ENOMEM). */
 json_t *rg_meta_agent_stats(struct rg_meta_agent *a);
 
-#endif /* ROWGATE_USER_META_AGENT_H */
+#endif /* ROWGATE_USER_ROWGATED_META_AGENT_H */

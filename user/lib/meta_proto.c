@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* rowgate-meta protocol messages: pure JSON encode/decode.  See proto.h. */
+/* rowgate-meta protocol messages: pure JSON encode/decode.  See meta_proto.h. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
-#include "../limits.h"
-#include "../state.h"
+#include "meta_proto.h"
+#include "limits.h"
+#include "state.h"
 
 static bool node_id_char(unsigned char c)
 {

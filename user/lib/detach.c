@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The pins under rowgated's bpffs directory; see pins.h. */
+/* The pins under rowgated's bpffs directory; see detach.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -13,7 +13,7 @@
 #include "rowgate/abi.h"
 #include "rowgate/guard.h"
 #include "log.h"
-#include "pins.h"
+#include "detach.h"
 #include "xdp.h"
 
 void rg_detach_pinned_link(const char *dir, const char *name)

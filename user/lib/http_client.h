@@ -4,8 +4,8 @@
  * followers answer 307 to the leader) are followed, keeping the method, the
  * body and the bearer token.
  */
-#ifndef ROWGATE_USER_META_HTTP_CLIENT_H
-#define ROWGATE_USER_META_HTTP_CLIENT_H
+#ifndef ROWGATE_USER_LIB_HTTP_CLIENT_H
+#define ROWGATE_USER_LIB_HTTP_CLIENT_H
 
 #include <stddef.h>
 
@@ -38,4 +38,4 @@ int rg_http_json(const char *method, const char *url, const char *token, const j
 
 void rg_http_result_free(struct rg_http_result *res);
 
-#endif /* ROWGATE_USER_META_HTTP_CLIENT_H */
+#endif /* ROWGATE_USER_LIB_HTTP_CLIENT_H */

@@ -19,8 +19,8 @@
 #include "log.h"
 #include "state.h"
 #include "xdp.h"
-#include "lib/counters.h"
-#include "lib/maps.h"
+#include "counters.h"
+#include "maps.h"
 
 /* Maps of the XDP object shared with the HTTP path (rowgated pins them). */
 static const char *const shared_maps[] = {

@@ -10,8 +10,8 @@
  * exactly; readers accept both forms for any value (rg_json_get_u64).  The
  * admin protocol uses the same convention.
  */
-#ifndef ROWGATE_USER_STATE_H
-#define ROWGATE_USER_STATE_H
+#ifndef ROWGATE_USER_LIB_STATE_H
+#define ROWGATE_USER_LIB_STATE_H
 
 #include <stddef.h>
 #include <sys/types.h>
@@ -66,4 +66,4 @@ int rg_json_get_u64(const json_t *value, __u64 *out);
 /* mkdir -p of the directory holding path; 0 or negative errno. */
 int rg_make_parent_dir(const char *path, mode_t mode);
 
-#endif /* ROWGATE_USER_STATE_H */
+#endif /* ROWGATE_USER_LIB_STATE_H */

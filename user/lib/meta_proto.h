@@ -15,8 +15,8 @@
  * u64 values follow state.h (a JSON integer up to 2^63-1, a decimal string
  * above); readers accept both.
  */
-#ifndef ROWGATE_USER_META_PROTO_H
-#define ROWGATE_USER_META_PROTO_H
+#ifndef ROWGATE_USER_LIB_META_PROTO_H
+#define ROWGATE_USER_LIB_META_PROTO_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -127,4 +127,4 @@ int rg_meta_read_token(const char *path, char *out, size_t outlen, char *err, si
 /* {"ok":false,"error":msg}; NULL on ENOMEM. */
 json_t *rg_meta_error_json(const char *msg);
 
-#endif /* ROWGATE_USER_META_PROTO_H */
+#endif /* ROWGATE_USER_LIB_META_PROTO_H */

@@ -13,15 +13,15 @@
 #include <bpf/bpf.h>
 #include <microhttpd.h>
 
-#include "clock.h"
+#include "../lib/clock.h"
 #include "rowgate/abi.h"
 #include "rowgate/bucket.h"
-#include "health.h"
-#include "log.h"
+#include "../lib/health.h"
+#include "../lib/log.h"
 #include "metrics.h"
 #include "reconcile.h"
-#include "lib/counters.h"
-#include "lib/maps.h"
+#include "../lib/counters.h"
+#include "../lib/maps.h"
 
 struct rg_metrics {
 	struct MHD_Daemon *mhd;

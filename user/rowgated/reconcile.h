@@ -5,8 +5,8 @@
  * (user/decode), and the bucket and counters are corrected by the difference
  * through the rg_reconcile program, under the bucket's lock.
  */
-#ifndef ROWGATE_USER_RECONCILE_H
-#define ROWGATE_USER_RECONCILE_H
+#ifndef ROWGATE_USER_ROWGATED_RECONCILE_H
+#define ROWGATE_USER_ROWGATED_RECONCILE_H
 
 #include <jansson.h>
 #include <linux/types.h>
@@ -61,4 +61,4 @@ __u64 rg_copy_grow(__u64 held, __u64 limit, __u64 cap, __u64 need);
 /* Remove HTTP/1.1 chunked framing in place; returns the data length or -1. */
 long rg_dechunk(unsigned char *buf, size_t len);
 
-#endif /* ROWGATE_USER_RECONCILE_H */
+#endif /* ROWGATE_USER_ROWGATED_RECONCILE_H */

@@ -3,8 +3,8 @@
  * cgroup's effective programs, the verdict's attachment to the sockhash, the
  * connection table.  Used by rowgatectl status, the rowgate_enforcing gauge
  * and rowgated's re-attach check; nothing here trusts a daemon's memory. */
-#ifndef ROWGATE_USER_HEALTH_H
-#define ROWGATE_USER_HEALTH_H
+#ifndef ROWGATE_USER_LIB_HEALTH_H
+#define ROWGATE_USER_LIB_HEALTH_H
 
 #include <stdbool.h>
 
@@ -51,4 +51,4 @@ int rg_sockhash_verdict(int sockhash_fd, char *name, size_t len);
  * was removed) and its program id.  0 or negative errno (no such pin). */
 int rg_link_cgroup(const char *dir, const char *pin, __u64 *cgroup_id, __u32 *prog_id);
 
-#endif /* ROWGATE_USER_HEALTH_H */
+#endif /* ROWGATE_USER_LIB_HEALTH_H */

@@ -18,9 +18,9 @@
 #include <bpf/bpf.h>
 
 #include "rowgate/guard.h"
-#include "clock.h"
+#include "../lib/clock.h"
 #include "adopt.h"
-#include "log.h"
+#include "../lib/log.h"
 
 #define RG_ADOPT_DEPTH_MAX 16 /* cgroup levels below the guarded one */
 

@@ -4,8 +4,8 @@
  * map and reads the UDP counters back.  Every function returns 0 or a
  * negative errno and logs a sentence (log.h) on failure.
  */
-#ifndef ROWGATE_USER_XDP_H
-#define ROWGATE_USER_XDP_H
+#ifndef ROWGATE_USER_LIB_XDP_H
+#define ROWGATE_USER_LIB_XDP_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -92,4 +92,4 @@ int rg_xdp_read_db_stats(const char *bpffs_dir, const struct rg_db_key *db,
 			 struct rg_udp_stats *out);
 int rg_xdp_read_global_stats(const char *bpffs_dir, struct rg_xdp_stats *out);
 
-#endif /* ROWGATE_USER_XDP_H */
+#endif /* ROWGATE_USER_LIB_XDP_H */
