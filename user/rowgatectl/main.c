@@ -24,8 +24,6 @@ static const struct ctl_config ctl_defaults = {
 	.log_level = RG_LOG_DEFAULT,
 };
 
-struct ctl_config ctl_cfg;
-
 enum {
 	OPT_LOG_LEVEL = 256,
 	OPT_META,
@@ -136,24 +134,9 @@ static void usage(FILE *out)
 		RG_DB_NAME_MAX - 1, (unsigned long long)RG_U64_MAX);
 }
 
-/* One line: JSON on stdout in --json mode, a sentence on stderr otherwise. */
-int ctl_fail(const char *msg)
-{
-	if (ctl_cfg.json) {
-		json_t *obj = json_pack("{s:s}", "error", msg);
-		char *text = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-		if (text)
-			printf("%s\n", text);
-		free(text);
-		json_decref(obj);
-	} else {
-		pr_err("%s", msg);
-	}
-	return EXIT_FAILURE;
-}
-
-int ctl_usage_error(const char *fmt, ...)
+static int usage_error(const char *fmt, ...)
 {
 	char msg[256], line[320];
 	va_list ap;
@@ -166,16 +149,7 @@ int ctl_usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-void ctl_print_json(const json_t *value)
-{
-	char *text = json_dumps(value, JSON_COMPACT);
-
-	if (text)
-		printf("%s\n", text);
-	free(text);
-}
-
-int ctl_parse_db_arg(const char *arg, struct rg_db_key *db)
+static int parse_db_arg(const char *arg, struct rg_db_key *db)
 {
 	char err[ERR_MAX];
 
@@ -191,14 +165,14 @@ static int run_command(int argc, char **argv)
 	__u64 limit;
 
 	if (argc < 1)
-		return ctl_usage_error("no command given");
+		return usage_error("no command given");
 	if (!strcmp(argv[0], "limit")) {
 		if (argc < 2)
-			return ctl_usage_error("limit needs set, unset or show");
+			return usage_error("limit needs set, unset or show");
 		if (!strcmp(argv[1], "set")) {
 			if (argc != 4)
-				return ctl_usage_error("usage: limit set DB N");
-			if (ctl_parse_db_arg(argv[2], &db))
+				return usage_error("usage: limit set DB N");
+			if (parse_db_arg(argv[2], &db))
 				return EXIT_FAILURE;
 			/* validate here so bad input never reaches the daemon */
 			if (rg_parse_limit(argv[3], &limit, err, sizeof(err)))
@@ -207,43 +181,43 @@ static int run_command(int argc, char **argv)
 		}
 		if (!strcmp(argv[1], "unset")) {
 			if (argc != 3)
-				return ctl_usage_error("usage: limit unset DB");
-			if (ctl_parse_db_arg(argv[2], &db))
+				return usage_error("usage: limit unset DB");
+			if (parse_db_arg(argv[2], &db))
 				return EXIT_FAILURE;
 			return ctl_limit_unset(&db);
 		}
 		if (!strcmp(argv[1], "show")) {
 			if (argc > 3)
-				return ctl_usage_error("usage: limit show [DB]");
-			if (argc == 3 && ctl_parse_db_arg(argv[2], &db))
+				return usage_error("usage: limit show [DB]");
+			if (argc == 3 && parse_db_arg(argv[2], &db))
 				return EXIT_FAILURE;
 			return ctl_limit_show(argc == 3 ? &db : NULL);
 		}
-		return ctl_usage_error("unknown limit command '%s'", argv[1]);
+		return usage_error("unknown limit command '%s'", argv[1]);
 	}
 	if (!strcmp(argv[0], "stats")) {
 		if (argc > 2)
-			return ctl_usage_error("usage: stats [DB]");
-		if (argc == 2 && ctl_parse_db_arg(argv[1], &db))
+			return usage_error("usage: stats [DB]");
+		if (argc == 2 && parse_db_arg(argv[1], &db))
 			return EXIT_FAILURE;
 		return ctl_stats(argc == 2 ? &db : NULL);
 	}
 	if (!strcmp(argv[0], "sql")) {
 		if (argc != 2)
-			return ctl_usage_error("usage: sql \"STATEMENT\" (quote the whole statement)");
+			return usage_error("usage: sql \"STATEMENT\" (quote the whole statement)");
 		return ctl_sql(argv[1]);
 	}
 	if (!strcmp(argv[0], "status")) {
 		if (argc != 1)
-			return ctl_usage_error("usage: status");
+			return usage_error("usage: status");
 		return ctl_status();
 	}
 	if (!strcmp(argv[0], "detach")) {
 		if (argc != 1)
-			return ctl_usage_error("usage: detach");
+			return usage_error("usage: detach");
 		return ctl_detach();
 	}
-	return ctl_usage_error("unknown command '%s'", argv[0]);
+	return usage_error("unknown command '%s'", argv[0]);
 }
 
 int main(int argc, char **argv)
@@ -279,7 +253,7 @@ int main(int argc, char **argv)
 			break;
 		case OPT_LOG_LEVEL:
 			if (rg_log_parse_level(optarg, &ctl_cfg.log_level))
-				return ctl_usage_error("invalid --log-level '%s': use " RG_LOG_LEVELS,
+				return usage_error("invalid --log-level '%s': use " RG_LOG_LEVELS,
 						   optarg);
 			rg_log_set_level(ctl_cfg.log_level);
 			break;
@@ -291,9 +265,9 @@ int main(int argc, char **argv)
 			       libbpf_version_string());
 			return EXIT_SUCCESS;
 		case ':':
-			return ctl_usage_error("option '%s' needs a value", argv[optind - 1]);
+			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
-			return ctl_usage_error("unknown option '%s'", argv[optind - 1]);
+			return usage_error("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	rg_log_route_libbpf();

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* What rowgatectl's files share: its options (main.c), one request to the
- * daemon or to rowgate-meta (call.c), the limit commands and the SQL
- * statements (limit.c), and what reads counters and health (stats.c).
+/* What rowgatectl's files share: the options and how results are reported
+ * (report.c), one request to the daemon or to rowgate-meta (call.c), the
+ * limit commands and the SQL statements (limit.c), and what reads counters
+ * and health (stats.c); main.c parses the command line and dispatches.
  * Commands return the exit status.
  */
 #ifndef ROWGATE_USER_ROWGATECTL_ROWGATECTL_H
@@ -28,15 +29,12 @@ struct ctl_config {
 	enum rg_log_level log_level;
 };
 
+/* report.c: the options, set once by main.c; a failure as one line (JSON
+ * on stdout with --json, else on stderr), returning EXIT_FAILURE; a JSON
+ * value, compact. */
 extern struct ctl_config ctl_cfg;
-
-/* main.c: a failure as one line (JSON on stdout with --json, else on
- * stderr): EXIT_FAILURE; a usage error: EXIT_USAGE; a JSON value, compact. */
 int ctl_fail(const char *msg);
-int ctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ctl_print_json(const json_t *value);
-/* A database name as typed: 0, or EXIT_FAILURE after reporting. */
-int ctl_parse_db_arg(const char *arg, struct rg_db_key *db);
 
 /* call.c: send request (stolen) to rowgated, or to rowgate-meta with
  * --meta; the reply, or NULL after reporting. */
