@@ -14,7 +14,7 @@
 #include "../lib/log.h"
 #include "../lib/state.h"
 #include "rowgate_version.h"
-#include "server.h"
+#include "meta.h"
 
 struct request {
 	char *body;

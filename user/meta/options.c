@@ -10,7 +10,7 @@
 #include "../lib/limits.h"
 #include "../lib/log.h"
 #include "rowgate_version.h"
-#include "server.h"
+#include "meta.h"
 
 static void usage(FILE *out)
 {

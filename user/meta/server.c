@@ -20,7 +20,7 @@
 #include "../lib/http_client.h"
 #include "../lib/log.h"
 #include "../lib/state.h"
-#include "server.h"
+#include "meta.h"
 
 static void become_leader(struct meta *m)
 {

@@ -3,8 +3,8 @@
  * state (struct meta), the command line (options.c) and the HTTP API
  * (api.c) that server.c starts, with the leadership and the main loop.
  */
-#ifndef ROWGATE_USER_META_SERVER_H
-#define ROWGATE_USER_META_SERVER_H
+#ifndef ROWGATE_USER_META_META_H
+#define ROWGATE_USER_META_META_H
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -73,4 +73,4 @@ void meta_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
  * callback). */
 size_t meta_unescape_keep_nul(void *cls, struct MHD_Connection *conn, char *s);
 
-#endif /* ROWGATE_USER_META_SERVER_H */
+#endif /* ROWGATE_USER_META_META_H */
