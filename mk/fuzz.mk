@@ -35,13 +35,16 @@ FUZZ_CFLAGS_rows     := -Itests/unit
 FUZZ_CFLAGS_response := -Itests/unit
 $(BUILD)/fuzz/fuzz_rows: tests/unit/rows_ref.h
 $(BUILD)/fuzz/fuzz_response: tests/unit/response_ref.h
-FUZZ_EXTRA_dbname    := user/limits.c
-FUZZ_EXTRA_limits    := user/limits.c
-FUZZ_EXTRA_sqlopt    := user/sqlopt.c user/limits.c
-$(BUILD)/fuzz/fuzz_dbname $(BUILD)/fuzz/fuzz_limits $(BUILD)/fuzz/fuzz_sqlopt: $(RG_CTL_HDRS)
-FUZZ_EXTRA_meta_proto  := user/meta/proto.c user/limits.c user/state.c user/log.c
+# Prerequisites are expanded as this fragment is read, before mk/lib.mk.
+FUZZ_LIB_HDRS        := $(wildcard user/lib/*.h)
+FUZZ_EXTRA_dbname    := user/lib/limits.c
+FUZZ_EXTRA_limits    := user/lib/limits.c
+FUZZ_EXTRA_sqlopt    := user/rowgatectl/sqlopt.c user/lib/limits.c
+$(BUILD)/fuzz/fuzz_dbname $(BUILD)/fuzz/fuzz_limits: $(FUZZ_LIB_HDRS)
+$(BUILD)/fuzz/fuzz_sqlopt: $(FUZZ_LIB_HDRS) user/rowgatectl/sqlopt.h
+FUZZ_EXTRA_meta_proto  := user/lib/meta_proto.c user/lib/limits.c user/lib/state.c user/lib/log.c
 FUZZ_LIBS_meta_proto   := -ljansson -lbpf
-$(BUILD)/fuzz/fuzz_meta_proto: $(RG_META_HDRS) $(RG_CTL_HDRS)
+$(BUILD)/fuzz/fuzz_meta_proto: $(FUZZ_LIB_HDRS)
 # The decoders: the counting library, the real encoders and protobuf-c's
 # unpacked messages (tests/unit/decode_ref.c, the walker's reference).
 FUZZ_DECODE_SRCS := $(DECODE_LIB_SRCS) $(DECODE_ENC_SRCS)
@@ -64,6 +67,6 @@ FUZZ_CFLAGS_payload := $(FUZZ_DECODE_CFLAGS)
 FUZZ_EXTRA_payload  := $(DECODE_LIB_SRCS)
 FUZZ_LIBS_payload   := $(DECODE_LIB_LIBS)
 $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_payload: $(DECODE_HDRS)
-FUZZ_EXTRA_state := user/state.c user/limits.c
+FUZZ_EXTRA_state := user/lib/state.c user/lib/limits.c
 FUZZ_LIBS_state  := -ljansson
-$(BUILD)/fuzz/fuzz_state: $(RG_CTL_HDRS)
+$(BUILD)/fuzz/fuzz_state: $(FUZZ_LIB_HDRS)

@@ -191,7 +191,7 @@
 	X(verdict_missing, "verdict_missing", "verdict_missing_total", COUNTER,           \
 	  "Segments passed unparsed: the verdict slot was empty.")
 
-/* rowgated's reconciler (user/reconcile.c): not a map, rowgated's own
+/* rowgated's reconciler (user/rowgated/reconcile.c): not a map, rowgated's own
  * memory; the body copies it holds are bounded by --copy-memory
  * (docs/guarantees.md#bounded-state). */
 #define RG_RECONCILE_STATS_FIELDS(X)                                                      \

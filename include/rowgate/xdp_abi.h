@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* The XDP path's kernel <-> userspace ABI: map names, keys and values of the
- * UDP line-protocol enforcement (bpf/xdp.bpf.c, user/xdp.c), pinned beside
+ * UDP line-protocol enforcement (bpf/xdp.bpf.c, user/lib/xdp.c), pinned beside
  * the shared maps of abi.h.  Both sides include this file.
  */
 #ifndef ROWGATE_XDP_ABI_H

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* rg_reconcile through BPF_PROG_TEST_RUN: the HTTP object loaded with
  * private maps, fed struct rg_correction records as rowgated feeds them
- * (user/reconcile.c), and every map it writes compared with the shared
+ * (user/rowgated/reconcile.c), and every map it writes compared with the shared
  * bucket model (rowgate/bucket.h) applied to the state read before the run.
  *
  *   test_reconcile      run the tests (needs root; exit 77 otherwise)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* xdp_loader: drives user/xdp.c for the e2e test and the benchmark until
+/* xdp_loader: drives user/lib/xdp.c for the e2e test and the benchmark until
  * rowgated has --xdp-iface/--udp.  Attaches, writes "ready" to stdout, and
  * detaches on SIGTERM/SIGINT; --stats prints the UDP counters as rowgatectl
  * stats would carry them; --limit writes a limit as rowgated does, for runs
@@ -17,9 +17,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "../../user/limits.h"
-#include "../../user/log.h"
-#include "../../user/xdp.h"
+#include "../../user/lib/limits.h"
+#include "../../user/lib/log.h"
+#include "../../user/lib/xdp.h"
 #include "../../user/lib/maps.h"
 
 #define MAX_MAPPINGS RG_MAX_UDP_PORTS
@@ -32,7 +32,7 @@ static void usage(FILE *out)
 		"       xdp_loader --bpffs DIR --stats [DB]\n"
 		"       xdp_loader --bpffs DIR --limit DB=N\n"
 		"       xdp_loader --bpffs DIR --cleanup\n"
-		"Test helper for rowgate's XDP path (user/xdp.c); rowgated --udp replaces it.\n");
+		"Test helper for rowgate's XDP path (user/lib/xdp.c); rowgated --udp replaces it.\n");
 }
 
 static volatile sig_atomic_t stop;

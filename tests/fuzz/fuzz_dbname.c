@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Database names (rowgate/dbname.h, user/limits.c): the kernel's padded
+/* Database names (rowgate/dbname.h, user/lib/limits.c): the kernel's padded
  * key builder against the generic one, and what the tools accept
  * (rg_parse_db_name) against a plain model: [A-Za-z0-9_.:-], "greptime-"
  * dropped, 1..63 bytes left; an accepted name's key is the kernel's key of
@@ -8,7 +8,7 @@
  * Input: the raw value bytes (a query parameter or header value). */
 #include <errno.h>
 #include "rowgate/dbname.h"
-#include "../../user/limits.h"
+#include "../../user/lib/limits.h"
 #include "fuzz.h"
 
 static bool model_char(uint8_t c)

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* Limit values (user/limits.c): rg_parse_limit against a plain model (ASCII
+/* Limit values (user/lib/limits.c): rg_parse_limit against a plain model (ASCII
  * digits only, not empty, at most 2^64-1, computed in 128 bits), and the
  * quoting of untrusted input for messages: always terminated, inside the
  * buffer, printable.
  *
  * Input: one byte for the quote buffer's size, then the string. */
 #include <errno.h>
-#include "../../user/limits.h"
+#include "../../user/lib/limits.h"
 #include "fuzz.h"
 
 static int model(const char *s, __u64 *out)

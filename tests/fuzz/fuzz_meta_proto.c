@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* rowgate-meta's wire inputs (user/meta/proto.c): heartbeats and their
+/* rowgate-meta's wire inputs (user/lib/meta_proto.c): heartbeats and their
  * replies, the PUT /v1/limits body, request paths, methods, bearer tokens
  * and node ids.  A decoded message encodes and decodes back to itself;
  * every refusal gives a reason; accepted names and ids are valid ones.
@@ -7,8 +7,8 @@
  * Input: one byte choosing the decoder, then the body or string. */
 #include <errno.h>
 #include <strings.h>
-#include "../../user/limits.h"
-#include "../../user/meta/proto.h"
+#include "../../user/lib/limits.h"
+#include "../../user/lib/meta_proto.h"
 #include "fuzz.h"
 
 static json_t *load(const uint8_t *p, size_t n)

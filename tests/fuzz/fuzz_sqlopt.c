@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-/* The SQL statements rowgatectl reads (user/sqlopt.c): any input gives a
+/* The SQL statements rowgatectl reads (user/rowgatectl/sqlopt.c): any input gives a
  * request or a reason; an accepted database is a valid normalized name; and
  * SHOW CREATE DATABASE's text reads back as the same database and limit, at
  * any buffer size with snprintf's contract.
  *
  * Input: one byte for the output buffer's size, then the statement. */
 #include <errno.h>
-#include "../../user/limits.h"
-#include "../../user/sqlopt.h"
+#include "../../user/lib/limits.h"
+#include "../../user/rowgatectl/sqlopt.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-/* The limits state file (user/state.c): any file content loads as a valid,
+/* The limits state file (user/lib/state.c): any file content loads as a valid,
  * sorted list of normalized names or is refused whole with a reason; a
  * loaded list saves and loads back to itself.
  *
  * Input: the file's bytes. */
 #include <sys/mman.h>
 #include <unistd.h>
-#include "../../user/limits.h"
-#include "../../user/state.h"
+#include "../../user/lib/limits.h"
+#include "../../user/lib/state.h"
 #include "fuzz.h"
 
 static char saved_dir[64], saved_path[96];

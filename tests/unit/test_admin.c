@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The admin socket (user/admin.c) over a real unix socket in a temporary
+/* The admin socket (user/lib/admin.c) over a real unix socket in a temporary
  * directory: a thread serves requests with fake ops while raw clients,
  * rg_admin_call and the built rowgatectl binary talk to it. */
 #include <errno.h>
@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "../../user/admin.h"
-#include "../../user/log.h"
-#include "../../user/state.h"
+#include "../../user/lib/admin.h"
+#include "../../user/lib/log.h"
+#include "../../user/lib/state.h"
 
 static char tmpdir[] = "/tmp/rowgate-test-admin.XXXXXX";
 static char sock_path[256];

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Limit values and database names as users type them (user/limits.c). */
+/* Limit values and database names as users type them (user/lib/limits.c). */
 #include <errno.h>
 #include <string.h>
 
 #include "check.h"
-#include "../../user/limits.h"
+#include "../../user/lib/limits.h"
 
 struct limit_case {
 	const char *input;

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "../../user/meta/proto.h"
+#include "../../user/lib/meta_proto.h"
 
 static json_t *parse(const char *text)
 {

@@ -5,7 +5,7 @@
  * under the cap (docs/guarantees.md#bounded-state). */
 #include <errno.h>
 #include <string.h>
-#include "../../user/reconcile.h"
+#include "../../user/rowgated/reconcile.h"
 #include "check.h"
 
 #define K 1024ULL

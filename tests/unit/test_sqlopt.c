@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The GreptimeDB statements of ingest_rows_rate_limit (user/sqlopt.c). */
+/* The GreptimeDB statements of ingest_rows_rate_limit (user/rowgatectl/sqlopt.c). */
 #include <errno.h>
 #include <string.h>
 
 #include "check.h"
-#include "../../user/sqlopt.h"
+#include "../../user/rowgatectl/sqlopt.h"
 
 struct sql_case {
 	const char *sql;

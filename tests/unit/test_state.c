@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The limits state file and list (user/state.c), in a temporary directory. */
+/* The limits state file and list (user/lib/state.c), in a temporary directory. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "../../user/state.h"
+#include "../../user/lib/state.h"
 
 static char tmpdir[] = "/tmp/rowgate-test-state.XXXXXX";
 

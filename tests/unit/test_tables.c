@@ -9,7 +9,7 @@
 #include "check.h"
 #include "../../user/lib/counters.h"
 #include "../../user/decode/count.h"
-#include "../../user/state.h"
+#include "../../user/lib/state.h"
 
 static const struct {
 	const char *name;

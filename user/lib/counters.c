@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stddef.h>
 
-#include "../state.h" /* rg_json_u64 */
+#include "state.h" /* rg_json_u64 */
 #include "counters.h"
 
 #define RG_DESC_(type, field, json, series, kind, help) \

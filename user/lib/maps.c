@@ -15,8 +15,8 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 
-#include "../clock.h"
-#include "../log.h"
+#include "clock.h"
+#include "log.h"
 #include "rowgate/bucket.h"
 #include "maps.h"
 

@@ -17,6 +17,9 @@
 
 #define RG_BPFFS_MAGIC 0xcafe4a11
 
+/* Where rowgated pins and rowgatectl reads, unless --bpffs says otherwise. */
+#define RG_BPFFS_DEFAULT_DIR "/sys/fs/bpf/rowgate"
+
 /* dir/name into buf (truncated to len). */
 void rg_pin_path(char *buf, size_t len, const char *dir, const char *name);
 

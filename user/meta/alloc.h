@@ -23,7 +23,7 @@
 #define ROWGATE_ALLOC_H
 
 #include "rowgate/types.h"
-#include "../clock.h" /* RG_NSEC_PER_MSEC */
+#include "../lib/clock.h" /* RG_NSEC_PER_MSEC */
 
 /* Grants stay valid for 3 heartbeats of 1 s: one lost heartbeat must not cost
  * a frontend its share, a dead one must not hold it for long. */

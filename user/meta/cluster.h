@@ -26,8 +26,8 @@
 
 #include "alloc.h"
 
-#include "proto.h"
-#include "../state.h"
+#include "../lib/meta_proto.h"
+#include "../lib/state.h"
 
 /* Heartbeats every second: a step in demand is met within 1-2 s. */
 #define RG_META_HEARTBEAT_INTERVAL_MS_DEFAULT 1000ULL

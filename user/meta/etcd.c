@@ -8,9 +8,9 @@
 #include <jansson.h>
 
 #include "etcd.h"
-#include "http_client.h"
-#include "../limits.h"
-#include "../log.h"
+#include "../lib/http_client.h"
+#include "../lib/limits.h"
+#include "../lib/log.h"
 
 #define KEY_MAX 512
 

@@ -11,7 +11,7 @@
 
 #include <rowgate/types.h>
 
-#include "../state.h"
+#include "../lib/state.h"
 
 /* One etcd call never holds rowgate-meta longer than this. */
 #define RG_ETCD_CONNECT_TIMEOUT_MS 500

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* What rowgate-meta's files share: its defaults, its configuration and
+ * state (struct meta), the command line (options.c) and the HTTP API
+ * (api.c) that server.c starts, with the leadership and the main loop.
+ */
+#ifndef ROWGATE_USER_META_META_H
+#define ROWGATE_USER_META_META_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "../lib/meta_proto.h"
+#include "cluster.h"
+#include "etcd.h"
+
+#define RG_META_LISTEN_DEFAULT     "127.0.0.1:4100"
+#define RG_META_STATE_DEFAULT      "/var/lib/rowgate/meta-limits.json"
+#define RG_META_ETCD_PREFIX        "/rowgate/"
+/* etcd's smallest lease is 2 s with its default election timeout; a dead
+ * leader is replaced within this plus one election tick. */
+#define RG_META_ELECTION_TTL_S_DEFAULT 2
+/* Election steps (campaign / check) this often, in ms. */
+#define RG_META_ELECTION_TICK_MS 200
+/* Concurrent HTTP connections: one per frontend and a few admins. */
+#define RG_META_CONNECTION_LIMIT 4096
+
+struct meta_config {
+	const char *listen;
+	const char *advertise;
+	char advertise_buf[128];
+	const char *etcd_url;
+	const char *etcd_prefix;
+	const char *state_file;
+	const char *token_file;
+	__u64 heartbeat_interval_ms;
+	__u64 lease_ms;
+	__u64 learning_ms; /* RG_U64_MAX = same as the lease */
+	__u64 election_ttl_s;
+	enum rg_alloc_strategy strategy;
+};
+
+struct meta {
+	struct meta_config cfg;
+	pthread_mutex_t lock; /* everything below */
+	struct rg_cluster cl;
+	bool use_etcd;
+	struct rg_etcd etcd;
+	bool leader;
+	char leader_url[256]; /* "" when unknown */
+	__u64 leader_since_ns;
+	char token[RG_META_TOKEN_MAX];
+	__u64 unauthorized;
+	__u64 redirects;
+	__u64 elections_won;
+};
+
+/* options.c: the command line into cfg, exits on --help and --version
+ * (0 or negative errno, logged); --listen's HOST:PORT (0 or -EINVAL). */
+int meta_parse_args(int argc, char **argv, struct meta_config *cfg);
+int meta_parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6);
+
+/* api.c: libmicrohttpd's request and completion callbacks; cls is the
+ * struct meta. */
+enum MHD_Result meta_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				const char *method, const char *version, const char *upload_data,
+				size_t *upload_size, void **con_cls);
+void meta_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+		       enum MHD_RequestTerminationCode toe);
+/* Percent-decoding of URLs that keeps %00 as it is (MHD's unescape
+ * callback). */
+size_t meta_unescape_keep_nul(void *cls, struct MHD_Connection *conn, char *s);
+
+#endif /* ROWGATE_USER_META_META_H */

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: MIT
+/* rowgate-meta's command line: usage with every default, and --listen. */
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/limits.h"
+#include "../lib/log.h"
+#include "rowgate_version.h"
+#include "meta.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: rowgate-meta [OPTIONS]\n"
+		"\n"
+		"rowgate's quota allocator (the Metasrv role).  Keeps the cluster-wide\n"
+		"per-database limits (rows/s) and answers the heartbeats of every rowgated\n"
+		"(started with --meta) with each frontend's share of each limit.\n"
+		"HTTP/JSON on --listen; see docs/distributed.md.\n"
+		"\n"
+		"Options:\n"
+		"      --listen ADDR:PORT        where to serve HTTP (default %s;\n"
+		"                                [::1]:PORT for IPv6)\n"
+		"      --advertise URL           this replica's URL, for redirects from the\n"
+		"                                other replicas (default http://LISTEN)\n"
+		"      --etcd URL                keep limits in etcd and elect a leader among\n"
+		"                                replicas (etcd v3 JSON gateway, e.g.\n"
+		"                                http://127.0.0.1:2379); default: no etcd\n"
+		"      --etcd-prefix PREFIX      key prefix in etcd (default %s)\n"
+		"      --state-file PATH         limits file without etcd (default %s)\n"
+		"      --heartbeat-interval MS   interval told to frontends (default %llu)\n"
+		"      --lease MS                validity of a quota grant (default %llu)\n"
+		"      --learning MS             learning phase of a new leader: adopt the\n"
+		"                                quotas frontends hold (default: the lease)\n"
+		"      --election-ttl S          etcd lease of the leader key, seconds\n"
+		"                                (default %d; etcd rounds up to its minimum)\n"
+		"      --strategy NAME           waterfill|greptime-doc|even|doorman-prop|\n"
+		"                                doorman-fair (default waterfill)\n"
+		"      --token-file PATH         require \"Authorization: Bearer TOKEN\" (the\n"
+		"                                file's first line) on every call but health\n"
+		"  -l, --log-level LEVEL         %s (default warn)\n"
+		"  -h, --help                    this help\n"
+		"  -V, --version                 version\n"
+		"\n"
+		"Examples:\n"
+		"  rowgate-meta --listen 127.0.0.1:4100 --state-file /var/lib/rowgate/meta.json\n"
+		"  rowgate-meta --listen 10.0.0.5:4100 --etcd http://127.0.0.1:2379 \\\n"
+		"               --token-file /etc/rowgate/token\n"
+		"  rowgatectl --meta http://127.0.0.1:4100 limit set logs 10000\n"
+		"  curl -s http://127.0.0.1:4100/v1/health\n",
+		RG_META_LISTEN_DEFAULT, RG_META_ETCD_PREFIX, RG_META_STATE_DEFAULT,
+		RG_META_HEARTBEAT_INTERVAL_MS_DEFAULT, RG_ALLOC_LEASE_MS_DEFAULT,
+		RG_META_ELECTION_TTL_S_DEFAULT, RG_LOG_LEVELS);
+}
+
+static int parse_ms(const char *opt, const char *s, __u64 *out, __u64 min, __u64 max)
+{
+	char err[160];
+
+	if (rg_parse_limit(s, out, err, sizeof(err)) || *out < min || *out > max) {
+		pr_err("%s '%s': expected a whole number from %llu to %llu", opt, s,
+		       (unsigned long long)min, (unsigned long long)max);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
+{
+	enum {
+		OPT_LISTEN = 256,
+		OPT_ADVERTISE,
+		OPT_ETCD,
+		OPT_ETCD_PREFIX,
+		OPT_STATE,
+		OPT_HB,
+		OPT_LEASE,
+		OPT_LEARNING,
+		OPT_TTL,
+		OPT_STRATEGY,
+		OPT_TOKEN,
+	};
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "advertise", required_argument, NULL, OPT_ADVERTISE },
+		{ "etcd", required_argument, NULL, OPT_ETCD },
+		{ "etcd-prefix", required_argument, NULL, OPT_ETCD_PREFIX },
+		{ "state-file", required_argument, NULL, OPT_STATE },
+		{ "heartbeat-interval", required_argument, NULL, OPT_HB },
+		{ "lease", required_argument, NULL, OPT_LEASE },
+		{ "learning", required_argument, NULL, OPT_LEARNING },
+		{ "election-ttl", required_argument, NULL, OPT_TTL },
+		{ "strategy", required_argument, NULL, OPT_STRATEGY },
+		{ "token-file", required_argument, NULL, OPT_TOKEN },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
+	};
+	enum rg_log_level level;
+	int opt, s;
+
+	cfg->listen = RG_META_LISTEN_DEFAULT;
+	cfg->etcd_prefix = RG_META_ETCD_PREFIX;
+	cfg->state_file = RG_META_STATE_DEFAULT;
+	cfg->heartbeat_interval_ms = RG_META_HEARTBEAT_INTERVAL_MS_DEFAULT;
+	cfg->lease_ms = RG_ALLOC_LEASE_MS_DEFAULT;
+	cfg->learning_ms = RG_U64_MAX;
+	cfg->election_ttl_s = RG_META_ELECTION_TTL_S_DEFAULT;
+	cfg->strategy = RG_ALLOC_WATERFILL;
+	while ((opt = getopt_long(argc, argv, "l:hV", opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_LISTEN:
+			cfg->listen = optarg;
+			break;
+		case OPT_ADVERTISE:
+			cfg->advertise = optarg;
+			break;
+		case OPT_ETCD:
+			cfg->etcd_url = optarg;
+			break;
+		case OPT_ETCD_PREFIX:
+			cfg->etcd_prefix = optarg;
+			break;
+		case OPT_STATE:
+			cfg->state_file = optarg;
+			break;
+		case OPT_HB:
+			if (parse_ms("--heartbeat-interval", optarg, &cfg->heartbeat_interval_ms, 10,
+				     3600000))
+				return -EINVAL;
+			break;
+		case OPT_LEASE:
+			if (parse_ms("--lease", optarg, &cfg->lease_ms, 10, 86400000))
+				return -EINVAL;
+			break;
+		case OPT_LEARNING:
+			if (parse_ms("--learning", optarg, &cfg->learning_ms, 0, 86400000))
+				return -EINVAL;
+			break;
+		case OPT_TTL:
+			if (parse_ms("--election-ttl", optarg, &cfg->election_ttl_s, 1, 3600))
+				return -EINVAL;
+			break;
+		case OPT_STRATEGY:
+			s = rg_alloc_strategy_parse(optarg);
+			if (s < 0) {
+				pr_err("--strategy '%s': expected waterfill, greptime-doc, even, "
+				       "doorman-prop or doorman-fair",
+				       optarg);
+				return -EINVAL;
+			}
+			cfg->strategy = (enum rg_alloc_strategy)s;
+			break;
+		case OPT_TOKEN:
+			cfg->token_file = optarg;
+			break;
+		case 'l':
+			if (rg_log_parse_level(optarg, &level)) {
+				pr_err("--log-level '%s': expected %s", optarg, RG_LOG_LEVELS);
+				return -EINVAL;
+			}
+			rg_log_set_level(level);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("rowgate-meta %s (libmicrohttpd %s)\n", RG_VERSION,
+			       MHD_get_version());
+			exit(0);
+		default:
+			fprintf(stderr, "Try 'rowgate-meta --help'.\n");
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		pr_err("unexpected argument '%s'; try 'rowgate-meta --help'", argv[optind]);
+		return -EINVAL;
+	}
+	if (cfg->learning_ms == RG_U64_MAX)
+		cfg->learning_ms = cfg->lease_ms;
+	if (cfg->heartbeat_interval_ms >= cfg->lease_ms)
+		pr_warn("--heartbeat-interval %llu ms >= --lease %llu ms: grants expire between "
+			"heartbeats and frontends fall back to the full limit",
+			(unsigned long long)cfg->heartbeat_interval_ms,
+			(unsigned long long)cfg->lease_ms);
+	if (!cfg->advertise) {
+		snprintf(cfg->advertise_buf, sizeof(cfg->advertise_buf), "http://%s", cfg->listen);
+		cfg->advertise = cfg->advertise_buf;
+	}
+	return 0;
+}
+
+/* "ADDR:PORT" or "[V6ADDR]:PORT" into a socket address. */
+int meta_parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6)
+{
+	char host[128];
+	const char *port;
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV,
+				  .ai_socktype = SOCK_STREAM },
+			*ai;
+	size_t hl;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':')
+			return -EINVAL;
+		hl = (size_t)(close - s - 1);
+		if (hl >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s + 1, hl);
+		port = close + 2;
+	} else {
+		const char *colon = strrchr(s, ':');
+
+		if (!colon)
+			return -EINVAL;
+		hl = (size_t)(colon - s);
+		if (hl >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, s, hl);
+		port = colon + 1;
+	}
+	host[hl] = 0;
+	if (getaddrinfo(host, port, &hints, &ai))
+		return -EINVAL;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*v6 = ai->ai_family == AF_INET6;
+	freeaddrinfo(ai);
+	return 0;
+}

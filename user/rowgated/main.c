@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+/* rowgated: the host agent.  Loads and pins the BPF programs, attaches them
+ * to the ingest cgroup and ports, keeps the limits in the pinned maps and in
+ * a state file, and answers rowgatectl on the admin socket.  Here: the
+ * start, the main loop and the stop; rowgated.h lists the other files.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "rowgate.skel.h"
+#include "../lib/clock.h"
+#include "../lib/log.h"
+#include "../lib/maps.h"
+#include "meta_agent.h"
+#include "metrics.h"
+#include "reconcile.h"
+#include "rowgated.h"
+
+/* Detach once ready: the parent exits 0 when the child says so. */
+static int daemonize(int *notify_fd)
+{
+	int pipefd[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(pipefd))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0) {
+		close(pipefd[1]);
+		if (read(pipefd[0], &c, 1) == 1 && c == 'R')
+			_exit(0);
+		_exit(1);
+	}
+	close(pipefd[0]);
+	setsid();
+	*notify_fd = pipefd[1];
+	return 0;
+}
+
+static void notify_ready(int fd)
+{
+	int nul;
+
+	if (fd < 0)
+		return;
+	if (write(fd, "R", 1) != 1)
+		pr_warn("cannot notify the parent process");
+	close(fd);
+	nul = open("/dev/null", O_RDWR);
+	if (nul >= 0) {
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		close(nul);
+	}
+}
+
+/* The connection table's alarm: a log line when connections went
+ * unguarded (fail-open) or were refused (fail-closed), at most every
+ * RG_CONNS_FULL_LOG_MS. */
+static void conns_full_alarm(struct daemon *d)
+{
+	static __u64 seen_untracked, seen_refused, last_log_ns;
+	static bool started;
+	struct rg_global_stats g = {};
+	struct rg_guard_stats gs = {};
+	__u64 now = rg_monotonic_ns();
+	__u32 zero = 0;
+
+	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GLOBAL), &zero, &g);
+	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD_STATS), &zero, &gs);
+	if (!started) { /* what happened before this start was reported then */
+		seen_untracked = g.conns_untracked;
+		seen_refused = gs.conns_refused;
+		started = true;
+		return;
+	}
+	if (g.conns_untracked == seen_untracked && gs.conns_refused == seen_refused)
+		return;
+	if (last_log_ns && now - last_log_ns < (__u64)RG_CONNS_FULL_LOG_MS * 1000000)
+		return;
+	if (g.conns_untracked > seen_untracked)
+		pr_warn("connection table full (--max-conns %u): %llu connection(s) passed "
+			"UNLIMITED since the last report (fail-open; conns_untracked %llu)",
+			d->cfg->max_conns, (unsigned long long)(g.conns_untracked - seen_untracked),
+			(unsigned long long)g.conns_untracked);
+	if (gs.conns_refused > seen_refused)
+		pr_warn("connection table full (--max-conns %u): %llu connection(s) refused "
+			"since the last report (fail-closed: their data is dropped; conns_refused "
+			"%llu)",
+			d->cfg->max_conns, (unsigned long long)(gs.conns_refused - seen_refused),
+			(unsigned long long)gs.conns_refused);
+	seen_untracked = g.conns_untracked;
+	seen_refused = gs.conns_refused;
+	last_log_ns = now;
+}
+
+static int serve(struct daemon *d, int notify_fd)
+{
+	struct pollfd pfd[4];
+	__u64 last_gc_ns = rg_monotonic_ns();
+	sigset_t mask;
+	int sfd;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (sfd < 0)
+		return -errno;
+	pr_info("guarding %d port(s) in %s; admin socket %s", d->cfg->nports, d->cfg->cgroup,
+		d->cfg->admin_socket);
+	notify_ready(notify_fd);
+	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = d->admin_fd, .events = POLLIN };
+	pfd[2] = (struct pollfd){ .fd = rg_reconciler_fd(d->rec), .events = POLLIN };
+	pfd[3] = (struct pollfd){ .fd = d->cgroup_watch_fd, .events = POLLIN };
+	for (;;) {
+		struct signalfd_siginfo si;
+		char ev[4096];
+
+		if (poll(pfd, 4, RG_POLL_INTERVAL_MS) < 0 && errno != EINTR)
+			break;
+		if (pfd[3].revents & POLLIN)
+			while (read(d->cgroup_watch_fd, ev, sizeof(ev)) > 0)
+				;
+		rgd_guard_check(d);
+		conns_full_alarm(d);
+		if (!d->detached && rg_monotonic_ns() - last_gc_ns >= RG_GC_INTERVAL_MS * 1000000ULL) {
+			struct rg_adopt_maps m = rgd_adopt_maps(d);
+
+			rg_adopt_gc(&m);
+			last_gc_ns = rg_monotonic_ns();
+		}
+		/* body copies first: corrections decide the next admissions */
+		rg_reconciler_poll(d->rec, 0);
+		if (pfd[0].revents & POLLIN) {
+			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGHUP) {
+				pr_info("signal %u: stopping", si.ssi_signo);
+				break;
+			}
+		}
+		if (pfd[1].revents & POLLIN)
+			while (rg_admin_serve_one(d->admin_fd, d->cfg->admin_group, &rgd_admin_ops,
+						  d) != -EAGAIN)
+				;
+		rg_meta_agent_tick(d->agent, &d->limits, d->cfg->state_file);
+	}
+	close(sfd);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg = {};
+	struct daemon d = { .cfg = &cfg, .lock_fd = -1, .admin_fd = -1, .cgroup_watch_fd = -1 };
+	char err[256] = "";
+	int notify_fd = -1, ret = 1;
+
+	rg_log_route_libbpf();
+	if (rgd_parse_args(argc, argv, &cfg))
+		return 2;
+	if (geteuid() != 0)
+		pr_warn("not running as root: loading BPF programs will likely fail");
+	if (cfg.cleanup) {
+		if (!rg_is_bpffs(cfg.bpffs) && access(cfg.bpffs, F_OK))
+			return 0;
+		d.lock_fd = rg_bpffs_lock(cfg.bpffs);
+		if (d.lock_fd < 0)
+			return 1;
+		rgd_purge_all(cfg.bpffs);
+		return 0;
+	}
+	rg_limit_list_init(&d.limits);
+	if (rg_state_load(cfg.state_file, &d.limits, err, sizeof(err))) {
+		pr_err("%s", err);
+		return 1;
+	}
+	if (rg_bpffs_prepare(cfg.bpffs))
+		return 1;
+	d.lock_fd = rg_bpffs_lock(cfg.bpffs);
+	if (d.lock_fd < 0)
+		return 1;
+	if (!cfg.foreground && daemonize(&notify_fd))
+		return 1;
+	if (rgd_load(&d))
+		goto out;
+	if (rgd_populate_ports_routes(&d)) {
+		pr_err("cannot write the ports and routes maps: %s", strerror(errno));
+		goto out;
+	}
+	if (rgd_sync_limits_to_maps(&d))
+		goto out;
+	d.admin_fd = rg_admin_listen(cfg.admin_socket, cfg.admin_group);
+	if (d.admin_fd < 0)
+		goto out;
+	{
+		struct rg_reconcile_fds rf = {
+			.bodies_fd = bpf_map__fd(d.skel->maps.RG_MAP_BODIES),
+			.ratios_fd = bpf_map__fd(d.skel->maps.RG_MAP_RATIOS),
+			.prog_fd = bpf_program__fd(d.skel->progs.rg_reconcile),
+			.copy_memory_bytes = cfg.copy_memory_bytes,
+			.copy_expiry_s = cfg.copy_expiry_s,
+		};
+
+		if (rg_reconciler_new(&rf, &d.rec))
+			goto out;
+	}
+	if (rgd_attach_all(&d))
+		goto stop;
+	d.cgroup_watch_fd = rgd_watch_cgroup_parent(cfg.cgroup);
+	if (cfg.xdp_iface && rg_xdp_start(cfg.bpffs, cfg.xdp_iface, cfg.udp, cfg.nudp, &d.xdp))
+		goto stop;
+	if (cfg.metrics_addr) {
+		struct rg_metrics_maps mm = {
+			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
+			.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
+			.db_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
+			.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
+			.proto_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_PROTO_STATS),
+			.bpffs = cfg.bpffs,
+			.reconciler = d.rec,
+		};
+
+		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))
+			goto stop;
+	}
+	if (cfg.meta_url) {
+		struct rg_meta_agent_config mc = {
+			.urls = cfg.meta_url,
+			.node_id = cfg.node_id,
+			.token_file = cfg.token_file,
+			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
+			.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
+			.stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
+			.apply = rgd_meta_apply,
+			.ctx = &d,
+		};
+
+		if (rg_meta_agent_start(&mc, &d.agent))
+			goto stop;
+	}
+	ret = serve(&d, notify_fd) ? 1 : 0;
+	rg_meta_agent_stop(d.agent);
+	d.agent = NULL;
+stop:
+	/* enforcement outlives the daemon; removing it is explicit */
+	rg_xdp_stop(d.xdp, true);
+	if (ret == 0 && !d.detached)
+		pr_info("stopped; enforcement stays attached (pins under %s): "
+			"'rowgatectl detach' or 'rowgated --cleanup' removes it",
+			cfg.bpffs);
+out:
+	if (d.cgroup_watch_fd >= 0)
+		close(d.cgroup_watch_fd);
+	rg_metrics_stop(d.metrics);
+	rg_reconciler_free(d.rec);
+	if (d.admin_fd >= 0) {
+		close(d.admin_fd);
+		unlink(cfg.admin_socket);
+	}
+	rowgate__destroy(d.skel);
+	rg_limit_list_free(&d.limits);
+	return ret;
+}

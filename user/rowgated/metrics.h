@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* /metrics in the Prometheus text format: rowgate_* series with a db label,
+ * read from the pinned maps on every scrape (libmicrohttpd's own thread). */
+#ifndef ROWGATE_USER_ROWGATED_METRICS_H
+#define ROWGATE_USER_ROWGATED_METRICS_H
+
+struct rg_metrics;
+struct rg_reconciler;
+
+struct rg_metrics_maps {
+	int limits_fd;
+	int buckets_fd;
+	int db_stats_fd;
+	int global_fd;
+	int proto_stats_fd;
+	const char *bpffs; /* the pins: UDP maps, guard_stats, rowgate_enforcing */
+	const struct rg_reconciler *reconciler; /* rowgated's own counters; NULL: none */
+};
+
+/* Serve http://ADDR:PORT/metrics; addr is "IP:PORT" (IPv4 or [IPv6]).
+ * Returns 0 or negative errno (logged). */
+int rg_metrics_start(const char *addr, const struct rg_metrics_maps *maps,
+		     struct rg_metrics **out);
+void rg_metrics_stop(struct rg_metrics *m);
+
+/* The exposition text (malloc'd, NUL-terminated); NULL on allocation failure. */
+char *rg_metrics_render(const struct rg_metrics_maps *maps);
+
+#endif /* ROWGATE_USER_ROWGATED_METRICS_H */

@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: MIT
+/* Body copies from the kernel -> exact row counts -> bucket corrections. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "../lib/clock.h"
+#include "rowgate/abi.h"
+#include "rowgate/dbname.h"
+#include "rowgate/estimate.h"
+#include "rowgate/http.h"
+#include "../decode/count.h"
+#include "../lib/counters.h"
+#include "../lib/log.h"
+#include "reconcile.h"
+
+#define RG_PENDING_BUCKETS   1024
+#define RG_LAG_SAMPLES       4096             /* reservoir for percentiles */
+#define RG_OVER_MEMORY_LOG_NS (10ULL * 1000000000ULL) /* one warning per 10 s */
+#define RG_COPY_CACHE        16 /* first buffers kept for reuse (1 MiB): most
+				 * bodies fit one, and a map per body costs two
+				 * syscalls and its page faults */
+
+/* A body copy: its start record and the bytes so far, in an anonymous
+ * mapping of cap bytes (munmap gives the memory back at once, which a
+ * malloc arena may not: the RSS follows the held bytes). */
+struct pending {
+	struct pending *next;
+	__u64 cookie, seq;
+	__u64 last_ns; /* of its last record: idle past the expiry, it is freed */
+	struct rg_body_start start;
+	unsigned char *buf;
+	size_t len, cap;
+	bool overflow; /* bytes dropped (a cap): worst case at the end */
+};
+
+struct rg_reconciler {
+	struct ring_buffer *rb;
+	int ratios_fd, prog_fd;
+	__u64 memory_limit, expiry_ns;
+	struct pending *table[RG_PENDING_BUCKETS];
+	/* each body counted by the rules of its port's profile */
+	struct rg_count_limits limits[RG_PROFILE_MAX];
+	/* written by the poll loop only, read by /metrics' thread too */
+	struct rg_reconcile_stats st;
+	__u64 lag_ns[RG_LAG_SAMPLES];
+	__u64 nlag;
+	__u64 last_sweep_ns;
+	__u64 over_memory_logged, last_over_memory_log_ns;
+	/* free RG_COPY_BUF_MIN_BYTES buffers, counted in held_bytes */
+	void *cache[RG_COPY_CACHE];
+	unsigned int ncache;
+};
+
+#define STAT_ADD(r, f, v) __atomic_fetch_add(&(r)->st.f, (v), __ATOMIC_RELAXED)
+#define STAT_SUB(r, f, v) __atomic_fetch_sub(&(r)->st.f, (v), __ATOMIC_RELAXED)
+
+int rg_parse_bytes(const char *s, __u64 *out)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	if (!s || s[0] < '0' || s[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'K':
+	case 'k':
+		shift = 10;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20;
+		break;
+	case 'G':
+	case 'g':
+		shift = 30;
+		break;
+	case 0:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (shift && end[1])
+		return -EINVAL;
+	if (v > (~0ULL >> shift))
+		return -EINVAL;
+	*out = (__u64)v << shift;
+	return 0;
+}
+
+__u64 rg_copy_grow(__u64 held, __u64 limit, __u64 cap, __u64 need)
+{
+	__u64 room, nc;
+
+	if (need <= cap)
+		return cap;
+	if (need > RG_COPY_MAX_BYTES || held < cap)
+		return 0;
+	room = limit > held - cap ? limit - (held - cap) : 0;
+	for (nc = cap ? cap * 2 : RG_COPY_BUF_MIN_BYTES; nc < need; nc *= 2)
+		;
+	if (nc > RG_COPY_MAX_BYTES)
+		nc = RG_COPY_MAX_BYTES;
+	if (nc <= room)
+		return nc;
+	/* near the cap: only what this record needs */
+	nc = (need + RG_COPY_BUF_MIN_BYTES - 1) / RG_COPY_BUF_MIN_BYTES * RG_COPY_BUF_MIN_BYTES;
+	return nc <= room ? nc : 0;
+}
+
+static void held_add(struct rg_reconciler *r, __u64 bytes)
+{
+	__u64 now = STAT_ADD(r, held_bytes, bytes) + bytes;
+
+	if (now > r->st.held_bytes_max)
+		__atomic_store_n(&r->st.held_bytes_max, now, __ATOMIC_RELAXED);
+}
+
+/* Counted always, logged at most every RG_OVER_MEMORY_LOG_NS. */
+static void over_memory(struct rg_reconciler *r, const struct rg_body_start *s)
+{
+	__u64 now = rg_monotonic_ns(), n = STAT_ADD(r, over_memory, 1) + 1;
+
+	if (r->last_over_memory_log_ns && now - r->last_over_memory_log_ns < RG_OVER_MEMORY_LOG_NS)
+		return;
+	pr_warn("body copy of a request to %s dropped: %llu bytes held for copies, cap "
+		"(--copy-memory) %llu; %llu dropped since the last warning, charged at the "
+		"worst case",
+		s->db.name, (unsigned long long)r->st.held_bytes,
+		(unsigned long long)r->memory_limit,
+		(unsigned long long)(n - r->over_memory_logged));
+	r->over_memory_logged = n;
+	r->last_over_memory_log_ns = now;
+}
+
+static struct pending **slot(struct rg_reconciler *r, __u64 cookie, __u64 seq)
+{
+	struct pending **p = &r->table[(cookie * 31 + seq) % RG_PENDING_BUCKETS];
+
+	while (*p && ((*p)->cookie != cookie || (*p)->seq != seq))
+		p = &(*p)->next;
+	return p;
+}
+
+static void pending_drop_buf(struct rg_reconciler *r, struct pending *p)
+{
+	if (p->buf && p->cap == RG_COPY_BUF_MIN_BYTES && r->ncache < RG_COPY_CACHE) {
+		r->cache[r->ncache++] = p->buf;
+	} else if (p->buf) {
+		munmap(p->buf, p->cap);
+		STAT_SUB(r, held_bytes, p->cap);
+	}
+	p->buf = NULL;
+	p->len = p->cap = 0;
+}
+
+static void pending_free(struct rg_reconciler *r, struct pending *p)
+{
+	pending_drop_buf(r, p);
+	STAT_SUB(r, held_bytes, sizeof(*p));
+	STAT_SUB(r, held_copies, 1);
+	free(p);
+}
+
+long rg_dechunk(unsigned char *buf, size_t len)
+{
+	struct rg_chunked st;
+	size_t in, out = 0;
+
+	/* the kernel's parser: a body rowgated reads is the body it framed */
+	rg_chunked_init(&st);
+	for (in = 0; in < len; in++) {
+		switch (rg_chunked_step(&st, buf[in])) {
+		case RG_CHUNK_DATA:
+			buf[out++] = buf[in];
+			break;
+		case RG_CHUNK_DONE:
+			return (long)out;
+		case RG_CHUNK_ERR:
+			return -1;
+		}
+	}
+	/* the copy may stop in the trailers: the data is complete */
+	return st.last_chunk ? (long)out : -1;
+}
+
+static void correct(struct rg_reconciler *r, const struct rg_body_start *s, const char *db,
+		    bool raw_name, __u64 est, __u64 exact, bool admitted, bool undecodable,
+		    __u64 lag)
+{
+	struct rg_correction c = { 0 };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = &c, .data_size_in = sizeof(c),
+		    .repeat = 1);
+
+	if (raw_name && rg_profile_is_go(s->profile)) {
+		/* only GreptimeDB knows catalogs: a Go server's name is as sent */
+		if (strlen(db) >= RG_DB_NAME_MAX)
+			return;
+		strcpy(c.db.name, db);
+	} else if (raw_name) {
+		if (rg_db_key_from_raw(&c.db, db, (__u32)strlen(db), (__u32)strlen(db)) < 0)
+			return;
+	} else {
+		memcpy(&c.db, db, sizeof(c.db));
+	}
+	c.protocol = s->protocol;
+	c.admitted = admitted;
+	c.undecodable = undecodable;
+	c.estimated_rows = est;
+	c.exact_rows = exact;
+	c.lag_ns = lag;
+	c.cookie = s->h.cookie;
+	c.seq = s->h.seq;
+	if (bpf_prog_test_run_opts(r->prog_fd, &opts))
+		pr_warn("cannot correct database %s: %s", c.db.name, strerror(errno));
+	else
+		STAT_ADD(r, corrections, 1);
+}
+
+static void learn_ratio(struct rg_reconciler *r, const struct rg_body_start *s,
+			__u64 body_bytes, __u64 rows)
+{
+	struct rg_proto_key k = { 0 };
+	struct rg_ratio old = { 0 }, v;
+	__u64 sample, ceil = rg_est_ceiling_x16(s->protocol, s->content_encoding[0] != 0);
+
+	if (!rows || !body_bytes)
+		return;
+	k.db = s->db;
+	k.protocol = s->protocol;
+	sample = body_bytes * 16 / rows;
+	if (!sample)
+		sample = 1;
+	/* a moving average: one odd request moves the estimate a quarter */
+	if (bpf_map_lookup_elem(r->ratios_fd, &k, &old) == 0 && old.bytes_per_row_x16)
+		v.bytes_per_row_x16 = (old.bytes_per_row_x16 * 3 + sample) / 4;
+	else
+		v.bytes_per_row_x16 = sample;
+	/* the kernel caps it too; kept capped so one outlier moves it at once */
+	if (v.bytes_per_row_x16 > ceil)
+		v.bytes_per_row_x16 = ceil;
+	bpf_map_update_elem(r->ratios_fd, &k, &v, BPF_ANY);
+}
+
+/* The worst case of a body rowgated could not count. */
+static __u64 worst_rows(__u64 estimate, __u64 decoded_bytes)
+{
+	__u64 w = decoded_bytes / RG_WORST_BYTES_PER_ROW;
+
+	return w > estimate ? w : estimate;
+}
+
+/* The held copy with the largest buffer, self aside. */
+static struct pending *largest(struct rg_reconciler *r, const struct pending *self)
+{
+	struct pending *best = NULL, *p;
+	size_t i;
+
+	for (i = 0; i < RG_PENDING_BUCKETS; i++)
+		for (p = r->table[i]; p; p = p->next)
+			if (p != self && p->buf && (!best || p->cap > best->cap))
+				best = p;
+	return best;
+}
+
+/* Free bytes under the cap by dropping the buffers of the copies that hold
+ * the most, each larger than `than` bytes: under pressure the largest
+ * copies lose (worst case at their end), so copies of many bodies in
+ * flight cannot keep every other request from being counted.  false when
+ * the room cannot be made: the caller's copy loses instead. */
+static bool make_room(struct rg_reconciler *r, const struct pending *self, __u64 bytes, __u64 than)
+{
+	while (r->st.held_bytes + bytes > r->memory_limit) {
+		struct pending *v;
+
+		if (r->ncache) { /* free buffers first */
+			munmap(r->cache[--r->ncache], RG_COPY_BUF_MIN_BYTES);
+			STAT_SUB(r, held_bytes, RG_COPY_BUF_MIN_BYTES);
+			continue;
+		}
+		v = largest(r, self);
+		if (!v || v->cap <= than)
+			return false;
+		over_memory(r, &v->start);
+		v->overflow = true;
+		pending_drop_buf(r, v);
+	}
+	return true;
+}
+
+static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e)
+{
+	const struct rg_body_start *s = &p->start;
+	struct rg_row_counts counts = { 0 };
+	__u64 lag = rg_monotonic_ns() - e->end_ns;
+	char ct[RG_CT_BYTES + 1] = "", ce[RG_CE_BYTES + 1] = "";
+	long len = (long)p->len;
+	enum rg_payload_protocol proto = rg_payload_of(s->protocol);
+	__u32 i;
+
+	memcpy(ct, s->content_type, RG_CT_BYTES);
+	memcpy(ce, s->content_encoding, RG_CE_BYTES);
+	if (!e->complete || p->overflow) {
+		STAT_ADD(r, incomplete, 1);
+		/* a copy over a cap: its bytes at the smallest row */
+		correct(r, s, s->db.name, false, e->estimated_rows,
+			p->overflow ? worst_rows(e->estimated_rows, e->body_bytes) :
+				      e->estimated_rows,
+			e->admitted, true, lag);
+		return;
+	}
+	if (s->chunked)
+		len = rg_dechunk(p->buf, p->len);
+	if (len < 0 || proto == RG_PAYLOAD_INVALID ||
+	    rg_count_payload(proto, ce[0] ? ce : NULL, ct[0] ? ct : NULL, p->buf, (size_t)len,
+			     &r->limits[s->profile < RG_PROFILE_MAX ? s->profile : 0], &counts) ||
+	    counts.err != RG_COUNT_OK) {
+		STAT_ADD(r, undecodable, 1);
+		pr_info("body of a %s request to %s not counted: %s", rg_payload_protocol_name(proto),
+			s->db.name, len < 0 ? "bad chunked framing" : counts.err_msg);
+		/* what the server could store: the bytes decoded before the
+		 * failure (or the cap) at the smallest row, never less than the
+		 * estimate; a coding rowgated lacks may be read raw */
+		correct(r, s, s->db.name, false, e->estimated_rows,
+			worst_rows(e->estimated_rows,
+				   len < 0 ? e->body_bytes :
+				   counts.err == RG_COUNT_E_ENCODING ? (__u64)len :
+								       counts.decoded_bytes),
+			e->admitted, true, lag);
+		return;
+	}
+	/* the request's own database takes the rows without a label of
+	 * their own (and those of names too long to be a database) */
+	correct(r, s, s->db.name, false, e->estimated_rows,
+		counts.default_rows + counts.overflow_rows, e->admitted, false, lag);
+	for (i = 0; i < counts.n_dbs && i < RG_COUNT_MAX_DBS; i++)
+		correct(r, s, counts.dbs[i].name, true, 0, counts.dbs[i].rows, e->admitted, false,
+			lag);
+	learn_ratio(r, s, e->body_bytes, counts.rows);
+	STAT_ADD(r, reconciled, 1);
+	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = rg_monotonic_ns() - e->end_ns;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct rg_reconciler *r = ctx;
+	const struct rg_body_hdr *h = data;
+	struct pending **sp, *p;
+
+	if (size < sizeof(*h))
+		return 0;
+	sp = slot(r, h->cookie, h->seq);
+	switch (h->type) {
+	case RG_BODY_START:
+		if (size < sizeof(struct rg_body_start))
+			return 0;
+		if (*sp) { /* a stale copy of the same request: replace it */
+			p = *sp;
+			*sp = p->next;
+			pending_free(r, p);
+		}
+		/* no room for the record itself: the copy is dropped whole and
+		 * its request keeps the kernel's estimate, like one whose start
+		 * the full ring lost (its other records count as orphans) */
+		if (!make_room(r, NULL, sizeof(*p), 0)) {
+			over_memory(r, data);
+			return 0;
+		}
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return 0;
+		held_add(r, sizeof(*p));
+		STAT_ADD(r, held_copies, 1);
+		p->cookie = h->cookie;
+		p->seq = h->seq;
+		p->last_ns = rg_monotonic_ns();
+		memcpy(&p->start, data, sizeof(p->start));
+		p->next = r->table[(h->cookie * 31 + h->seq) % RG_PENDING_BUCKETS];
+		r->table[(h->cookie * 31 + h->seq) % RG_PENDING_BUCKETS] = p;
+		break;
+	case RG_BODY_DATA: {
+		const struct rg_body_data *d = data;
+		size_t n = h->len;
+
+		p = *sp;
+		if (!p) {
+			STAT_ADD(r, orphans, 1);
+			return 0;
+		}
+		p->last_ns = rg_monotonic_ns();
+		if (n > RG_BODY_DATA_BYTES || size < sizeof(*h) + n || p->overflow)
+			return 0;
+		if (p->len + n > RG_COPY_MAX_BYTES) {
+			p->overflow = true;
+			pending_drop_buf(r, p);
+			return 0;
+		}
+		if (!p->buf && r->ncache && n <= RG_COPY_BUF_MIN_BYTES) {
+			p->buf = r->cache[--r->ncache]; /* counted already */
+			p->cap = RG_COPY_BUF_MIN_BYTES;
+		}
+		if (p->len + n > p->cap) {
+			__u64 need = p->len + n, cap;
+			__u64 min = (need + RG_COPY_BUF_MIN_BYTES - 1) / RG_COPY_BUF_MIN_BYTES *
+				    RG_COPY_BUF_MIN_BYTES;
+			void *nb;
+
+			cap = rg_copy_grow(r->st.held_bytes, r->memory_limit, p->cap, need);
+			if (!cap && make_room(r, p, min - p->cap, min))
+				cap = rg_copy_grow(r->st.held_bytes, r->memory_limit, p->cap, need);
+			if (!cap) {
+				/* counted as a copy over a cap: worst case at its end */
+				over_memory(r, &p->start);
+				p->overflow = true;
+				pending_drop_buf(r, p);
+				return 0;
+			}
+			nb = p->buf ? mremap(p->buf, p->cap, cap, MREMAP_MAYMOVE) :
+				      mmap(NULL, cap, PROT_READ | PROT_WRITE,
+					   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (nb == MAP_FAILED) {
+				p->overflow = true;
+				pending_drop_buf(r, p);
+				return 0;
+			}
+			held_add(r, cap - p->cap);
+			p->buf = nb;
+			p->cap = cap;
+		}
+		memcpy(p->buf + p->len, d->data, n);
+		p->len += n;
+		break;
+	}
+	case RG_BODY_END:
+		p = *sp;
+		if (!p || size < sizeof(struct rg_body_end)) {
+			STAT_ADD(r, orphans, 1);
+			return 0;
+		}
+		*sp = p->next;
+		finish(r, p, data);
+		pending_free(r, p);
+		break;
+	}
+	return 0;
+}
+
+/* Drop copies whose end never came (connection reset mid-body): idle for
+ * the expiry, their requests keep the kernel's estimate. */
+static void sweep(struct rg_reconciler *r)
+{
+	__u64 now = rg_monotonic_ns();
+	size_t i;
+
+	if (now - r->last_sweep_ns < r->expiry_ns / 4)
+		return;
+	r->last_sweep_ns = now;
+	for (i = 0; i < RG_PENDING_BUCKETS; i++) {
+		struct pending **pp = &r->table[i];
+
+		while (*pp) {
+			if (now - (*pp)->last_ns > r->expiry_ns) {
+				struct pending *p = *pp;
+
+				*pp = p->next;
+				pending_free(r, p);
+				STAT_ADD(r, expired, 1);
+			} else {
+				pp = &(*pp)->next;
+			}
+		}
+	}
+}
+
+int rg_reconciler_new(const struct rg_reconcile_fds *fds, struct rg_reconciler **out)
+{
+	struct rg_reconciler *r = calloc(1, sizeof(*r));
+	unsigned int i;
+
+	if (!r)
+		return -ENOMEM;
+	r->ratios_fd = fds->ratios_fd;
+	r->prog_fd = fds->prog_fd;
+	r->memory_limit = fds->copy_memory_bytes ?: RG_COPY_MEMORY_DEFAULT_BYTES;
+	r->expiry_ns = (__u64)(fds->copy_expiry_s ?: RG_COPY_EXPIRY_DEFAULT_S) * 1000000000ULL;
+	r->st.memory_limit = r->memory_limit;
+	for (i = 0; i < RG_PROFILE_MAX; i++)
+		rg_count_limits_for_profile_id(&r->limits[i], i);
+	r->rb = ring_buffer__new(fds->bodies_fd, on_record, r, NULL);
+	if (!r->rb) {
+		int err = -errno;
+
+		pr_err("cannot open the body ring: %s", strerror(-err));
+		free(r);
+		return err;
+	}
+	*out = r;
+	return 0;
+}
+
+void rg_reconciler_free(struct rg_reconciler *r)
+{
+	size_t i;
+
+	if (!r)
+		return;
+	for (i = 0; i < RG_PENDING_BUCKETS; i++)
+		while (r->table[i]) {
+			struct pending *p = r->table[i];
+
+			r->table[i] = p->next;
+			pending_free(r, p);
+		}
+	while (r->ncache)
+		munmap(r->cache[--r->ncache], RG_COPY_BUF_MIN_BYTES);
+	ring_buffer__free(r->rb);
+	free(r);
+}
+
+int rg_reconciler_fd(const struct rg_reconciler *r)
+{
+	return ring_buffer__epoll_fd(r->rb);
+}
+
+int rg_reconciler_poll(struct rg_reconciler *r, int timeout_ms)
+{
+	int n = ring_buffer__poll(r->rb, timeout_ms);
+
+	sweep(r);
+	return n;
+}
+
+void rg_reconciler_stats(const struct rg_reconciler *r, struct rg_reconcile_stats *out)
+{
+#define RG_LOAD_(field, ...) out->field = __atomic_load_n(&r->st.field, __ATOMIC_RELAXED);
+	RG_RECONCILE_STATS_FIELDS(RG_LOAD_)
+#undef RG_LOAD_
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void rg_reconciler_stats_json(const struct rg_reconciler *r, json_t *obj)
+{
+	__u64 n = r->nlag < RG_LAG_SAMPLES ? r->nlag : RG_LAG_SAMPLES;
+	__u64 *s;
+
+	struct rg_reconcile_stats st;
+
+	rg_reconciler_stats(r, &st);
+	rg_counters_json(obj, &rg_reconcile_stats_table, &st);
+	if (!n)
+		return;
+	s = malloc(n * sizeof(*s));
+	if (!s)
+		return;
+	memcpy(s, r->lag_ns, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_u64);
+	json_object_set_new(obj, "lag_p50_us", json_integer((json_int_t)(s[n / 2] / 1000)));
+	json_object_set_new(obj, "lag_p99_us", json_integer((json_int_t)(s[n * 99 / 100] / 1000)));
+	free(s);
+}
