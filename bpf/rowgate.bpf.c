@@ -667,6 +667,32 @@ int rg_entry(struct __sk_buff *skb)
 	return SK_PASS;
 }
 
+/* egress_slot: [RG_VERDICT_SLOT] -> the egress program of the running
+ * build, for the same reason as verdict_slot */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, RG_VERDICT_SLOT + 1);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_EGRESS_SLOT SEC(".maps");
+
+/* The sk_msg program attached to the sockhash, identical in every build:
+ * it jumps to the egress program in the slot; an empty slot passes the
+ * server's bytes untouched, counted. */
+SEC("sk_msg")
+int rg_egress_entry(struct sk_msg_md *msg)
+{
+	struct rg_verdict_stats *s;
+	__u32 zero = 0;
+
+	bpf_tail_call(msg, &RG_MAP_EGRESS_SLOT, RG_VERDICT_SLOT);
+	s = bpf_map_lookup_elem(&RG_MAP_VERDICT_STATS, &zero);
+	if (s)
+		__sync_fetch_and_add(&s->egress_missing, 1);
+	return SK_PASS;
+}
+
 /* --conns-full: 0 = fail-open (an untracked connection passes, counted),
  * 1 = fail-closed (rg_refuse drops its data). */
 const volatile __u32 rg_conns_full_close = 0;

@@ -189,7 +189,9 @@
  * their layout. */
 #define RG_VERDICT_STATS_FIELDS(X)                                                        \
 	X(verdict_missing, "verdict_missing", "verdict_missing_total", COUNTER,           \
-	  "Segments passed unparsed: the verdict slot was empty.")
+	  "Segments passed unparsed: the verdict slot was empty.")                      \
+	X(egress_missing, "egress_missing", "egress_missing_total", COUNTER,              \
+	  "Server sends not followed: the egress slot was empty.")
 
 /* rowgated's reconciler (user/rowgated/reconcile.c): not a map, rowgated's own
  * memory; the body copies it holds are bounded by --copy-memory

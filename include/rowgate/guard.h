@@ -22,6 +22,7 @@
 #define RG_MAP_GUARD_STATS guard_stats /* [0] -> struct rg_guard_stats */
 #define RG_MAP_ADOPT	   adopting    /* cookie -> struct rg_adopt */
 #define RG_MAP_VERDICT_SLOT  verdict_slot  /* [RG_VERDICT_SLOT] -> the verdict program */
+#define RG_MAP_EGRESS_SLOT   egress_slot   /* [RG_VERDICT_SLOT] -> the egress program */
 #define RG_MAP_VERDICT_STATS verdict_stats /* [0] -> struct rg_verdict_stats */
 
 /* The program attached to the sockhash is a fixed entry that tail-calls the
@@ -31,6 +32,9 @@
  * (docs/design.md#verdict-slot). */
 #define RG_VERDICT_SLOT	   0
 #define RG_ENTRY_PROG_NAME "rg_entry" /* how a sockhash running the entry is recognised */
+/* The same for the sk_msg program that follows the server's responses:
+ * rg_egress_entry tail-calls rg_egress in the egress_slot prog array. */
+#define RG_EGRESS_ENTRY_PROG_NAME "rg_egress_entry"
 #define RG_BUILD_ID_VAR	   "rg_build_id" /* .rodata variable: which build an object is */
 
 /* The layout of every pinned map.  Bump it when a pinned map's key or

@@ -49,16 +49,17 @@ old_conns_run() {
 		grep -qx "$c $1" <<<"$now" || return 1
 	done
 }
-slot_prog() { # the program id in the verdict slot, empty when none
-	bpftool -j map dump pinned "$RG_BPFFS/verdict_slot" | "$RG_PY" -c '
+slot_prog() { # the program id in a slot (verdict_slot by default), empty when none
+	bpftool -j map dump pinned "$RG_BPFFS/${1:-verdict_slot}" | "$RG_PY" -c '
 import json,sys
 for e in json.load(sys.stdin):
 	v = e.get("formatted", e)["value"]
 	print(v if isinstance(v, int) else int.from_bytes(bytes(int(b, 16) for b in v), "little"))'
 }
-entry_tag() { bpftool -j prog show pinned "$RG_BPFFS/prog_verdict" | jq_field tag; }
+entry_tag() { bpftool -j prog show pinned "$RG_BPFFS/${1:-prog_verdict}" | jq_field tag; }
 link0=$(link_id)
 tag0=$(entry_tag)
+etag0=$(entry_tag prog_egress)
 prog_before=$(link_prog)
 rg_check "v1 runs build 1" [ "$(build_id)" = 1 ]
 
@@ -73,6 +74,7 @@ conns_open() { [ "$(conn_builds | grep -c ' 1$')" -eq $THREADS ]; }
 rg_wait_for 30 conns_open || rg_fail "the $THREADS load connections are not all tracked: $(conn_builds)"
 cookies=$(conn_builds | cut -d' ' -f1)
 slot_before=$(slot_prog)
+eslot_before=$(slot_prog egress_slot)
 rg_log "connections opened under build 1: $(echo $cookies); verdict slot runs program $slot_before"
 for i in $(seq 1 $SWAPS); do
 	if [ $((i % 2)) -eq 1 ]; then bin=$V2 want=2; else bin=$V1 want=1; fi
@@ -89,6 +91,11 @@ for i in $(seq 1 $SWAPS); do
 	[ "$(build_id)" = "$want" ] || rg_fail "the link does not run build $want"
 	[ -n "$slot" ] && [ "$slot" != "$slot_before" ] || rg_fail "the verdict slot was not refilled"
 	[ "$(entry_tag)" = "$tag0" ] || rg_fail "build $want's entry differs from build 1's (tag $(entry_tag), not $tag0)"
+	# the server's side the same way: a fixed sk_msg entry, its slot refilled
+	eslot=$(slot_prog egress_slot)
+	[ -n "$eslot" ] && [ "$eslot" != "$eslot_before" ] || rg_fail "the egress slot was not refilled"
+	[ "$(entry_tag prog_egress)" = "$etag0" ] || rg_fail "build $want's egress entry differs from build 1's"
+	eslot_before=$eslot
 	kill -0 "$load_pid" 2>/dev/null || rg_fail "the load ended before swap $i was checked"
 	rg_wait_for 30 old_conns_run $want ||
 		rg_fail "connections opened under build 1 do not run build $want: $(conn_builds)"
@@ -116,6 +123,10 @@ stored=$(rg_vm_rows_wait '{__name__="rg_upg_v"}' "$adm_rows")
 rg_check "stored rows ($stored) == admitted rows ($adm_rows)" [ "$stored" -eq "$adm_rows" ]
 missing=$(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["global"]["verdict_missing"])')
 rg_check "no segment met an empty verdict slot ($missing)" [ "$missing" -eq 0 ]
+emissing=$(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["global"]["egress_missing"])')
+rg_check "no server send met an empty egress slot ($emissing)" [ "$emissing" -eq 0 ]
+lost=$(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["global"]["egress_lost"])')
+rg_check "egress followed every answer across the swaps (egress_lost $lost)" [ "$lost" -eq 0 ]
 
 # an emptied slot (by hand, rowgated stopped): segments pass, counted, and
 # status says so; rowgated puts its verdict back when it runs again
@@ -152,6 +163,7 @@ rg_check "... and nothing was attached" [ ! -e "$other/link_sockops" -a ! -e "$o
 
 rg_ctl detach >/dev/null || rg_fail "rowgatectl detach"
 rg_check "detach removes the verdict slot" [ ! -e "$RG_BPFFS/verdict_slot" -a ! -e "$RG_BPFFS/prog_verdict" ]
+rg_check "... and the egress slot" [ ! -e "$RG_BPFFS/egress_slot" -a ! -e "$RG_BPFFS/prog_egress" ]
 rg_stop_rowgated
 "$V1" --cleanup --bpffs "$RG_BPFFS" >"$RG_TMP/cleanup.log" 2>&1 || rg_fail "rowgated --cleanup: $(cat "$RG_TMP/cleanup.log")"
 rg_check "--cleanup leaves nothing ($(ls "$RG_BPFFS" 2>/dev/null | tr '\n' ' '))" [ ! -e "$RG_BPFFS" ]

@@ -62,6 +62,7 @@ void rg_detach_all(const char *dir)
 	rg_unpin(dir, RG_PIN_PROG_VERDICT);
 	/* the last user reference gone, the kernel empties the prog array */
 	rg_unpin(dir, RG_STR(RG_MAP_VERDICT_SLOT));
+	rg_unpin(dir, RG_STR(RG_MAP_EGRESS_SLOT));
 	rg_unpin(dir, RG_PIN_PROG_EGRESS);
 	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
 	rg_unpin(dir, RG_STR(RG_MAP_CONNS));

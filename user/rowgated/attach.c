@@ -169,24 +169,33 @@ static int attach_cgroup(struct daemon *d)
 	return err;
 }
 
-/* Put this build's verdict in the slot the entry jumps to: one atomic map
- * update, seen by every open connection from its next segment on. */
-static int fill_verdict_slot(struct daemon *d)
+/* Put this build's program in the slot an entry jumps to: one atomic map
+ * update, seen by every open connection from its next segment (or send) on. */
+static int fill_slot(struct bpf_map *map, struct bpf_program *prog, const char *what)
 {
-	int slot_fd = bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_SLOT);
-	int prog_fd = bpf_program__fd(d->skel->progs.rg_verdict);
+	int slot_fd = bpf_map__fd(map), prog_fd = bpf_program__fd(prog);
 	__u32 slot = RG_VERDICT_SLOT, prev = 0;
 
 	bpf_map_lookup_elem(slot_fd, &slot, &prev); /* a prog array reads back ids */
 	if (bpf_map_update_elem(slot_fd, &slot, &prog_fd, BPF_ANY)) {
-		pr_err("cannot put the verdict in the verdict slot: %s", strerror(errno));
+		pr_err("cannot put the %s program in its slot: %s", what, strerror(errno));
 		return -errno;
 	}
 	if (prev)
-		pr_info("verdict slot: program %u replaced, open connections run this build's "
-			"verdict from their next segment",
-			prev);
+		pr_info("%s slot: program %u replaced, open connections run this build's %s "
+			"program from now on",
+			what, prev, what);
 	return 0;
+}
+
+static int fill_verdict_slot(struct daemon *d)
+{
+	return fill_slot(d->skel->maps.RG_MAP_VERDICT_SLOT, d->skel->progs.rg_verdict, "verdict");
+}
+
+static int fill_egress_slot(struct daemon *d)
+{
+	return fill_slot(d->skel->maps.RG_MAP_EGRESS_SLOT, d->skel->progs.rg_egress, "egress");
 }
 
 int rgd_attach_all(struct daemon *d)
@@ -216,27 +225,34 @@ int rgd_attach_all(struct daemon *d)
 	unlink(path);
 	bpf_program__pin(skel->progs.rg_entry, path);
 	/* egress next to it (docs/design.md#egress): a socket takes the
-	 * map's programs when sockops inserts it */
+	 * map's programs when sockops inserts it; the entry jumps to the
+	 * egress slot as the verdict's does */
 	rg_pin_path(path, sizeof(path), d->cfg->bpffs, RG_PIN_PROG_EGRESS);
 	if (d->cfg->egress_off) {
 		int old = bpf_obj_get(path); /* a previous rowgated's */
+		__u32 slot = RG_VERDICT_SLOT;
 
 		if (old >= 0) {
 			bpf_prog_detach2(old, bpf_map__fd(skel->maps.RG_MAP_SOCKHASH),
 					 BPF_SK_MSG_VERDICT);
 			close(old);
 		}
+		/* connections that still run the entry stop following */
+		bpf_map_delete_elem(bpf_map__fd(skel->maps.RG_MAP_EGRESS_SLOT), &slot);
 	}
 	unlink(path);
 	if (!d->cfg->egress_off) {
-		if (bpf_prog_attach(bpf_program__fd(skel->progs.rg_egress),
+		err = fill_egress_slot(d);
+		if (err)
+			return err;
+		if (bpf_prog_attach(bpf_program__fd(skel->progs.rg_egress_entry),
 				    bpf_map__fd(skel->maps.RG_MAP_SOCKHASH), BPF_SK_MSG_VERDICT,
 				    0)) {
 			pr_err("cannot attach the egress program to the sockhash: %s",
 			       strerror(errno));
 			return -errno;
 		}
-		bpf_program__pin(skel->progs.rg_egress, path);
+		bpf_program__pin(skel->progs.rg_egress_entry, path);
 	}
 	return attach_cgroup(d);
 }
@@ -270,6 +286,11 @@ void rgd_guard_check(struct daemon *d)
 	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_SLOT), &slot, &prog_id)) {
 		pr_warn("the verdict slot is empty: putting the verdict back");
 		fill_verdict_slot(d);
+	}
+	if (!d->cfg->egress_off &&
+	    bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_EGRESS_SLOT), &slot, &prog_id)) {
+		pr_warn("the egress slot is empty: putting the egress program back");
+		fill_egress_slot(d);
 	}
 	rg_link_cgroup(d->cfg->bpffs, RG_PIN_LINK_SOCKOPS, &linked, NULL);
 	if (stat(d->cfg->cgroup, &st)) {
