@@ -137,8 +137,9 @@ int rg_verdict(struct __sk_buff *skb)
 
 	/* rows of a body still arriving are charged as they arrive (counted,
 	 * or the estimate of the bytes so far): servers insert while reading,
-	 * and an aborted request keeps what it sent */
-	if (c->phase != RG_PHASE_HEAD &&
+	 * and an aborted request keeps what it sent.  Not when this skb turns
+	 * into rowgate's answer: its bytes never reach the server. */
+	if (c->phase != RG_PHASE_HEAD && !w->respond &&
 	    (c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_UNENFORCED)) {
 		__u64 so_far = c->count_rows ? c->req_rows :
 			       c->copy_body  ? rg_estimate_rows(c) :
