@@ -360,6 +360,28 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 	return 0;
 }
 
+/*
+ * Charge the rows of the current request that arrived so far (counted, or
+ * the estimate of the bytes so far): servers insert while reading, and an
+ * aborted request keeps what it sent.  A global function, so its stack is
+ * not on the verdict's deepest call chain (6.1 caps that chain at 512
+ * bytes).
+ */
+__noinline int rg_charge_arrived(struct __sk_buff *skb, struct rg_conn *arg)
+{
+	struct rg_conn *c = rg_conn_again(skb, arg);
+	__u64 so_far;
+
+	if (!c)
+		return 0;
+	so_far = c->count_rows ? c->req_rows : c->copy_body ? rg_estimate_rows(c) : 0;
+	if (so_far > c->charged_rows) {
+		rg_charge(&c->db, so_far - c->charged_rows, 0, c->verdict == RG_REQ_ADMIT);
+		c->charged_rows = so_far;
+	}
+	return 0;
+}
+
 /* One byte of the request stream (all phases); returns 1 to stop. */
 __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off, __u32 ch)
 {

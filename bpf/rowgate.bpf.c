@@ -135,22 +135,12 @@ int rg_verdict(struct __sk_buff *skb)
 	if (c->copy_body && w->body_open)
 		rg_emit_body(skb, c, w->body_from, len);
 
-	/* rows of a body still arriving are charged as they arrive (counted,
-	 * or the estimate of the bytes so far): servers insert while reading,
-	 * and an aborted request keeps what it sent.  Not when this skb turns
-	 * into rowgate's answer: its bytes never reach the server. */
+	/* rows of a body still arriving are charged as they arrive; not when
+	 * this skb turns into rowgate's answer: its bytes never reach the
+	 * server */
 	if (c->phase != RG_PHASE_HEAD && !w->respond &&
-	    (c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_UNENFORCED)) {
-		__u64 so_far = c->count_rows ? c->req_rows :
-			       c->copy_body  ? rg_estimate_rows(c) :
-					       0;
-
-		if (so_far > c->charged_rows) {
-			rg_charge(&c->db, so_far - c->charged_rows, 0,
-				  c->verdict == RG_REQ_ADMIT);
-			c->charged_rows = so_far;
-		}
-	}
+	    (c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_UNENFORCED))
+		rg_charge_arrived(skb, c);
 
 	if (c->mode == RG_MODE_PASSTHROUGH)
 		goto pass; /* not HTTP (first bytes only, nothing stashed) */
