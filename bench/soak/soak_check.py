@@ -33,6 +33,9 @@ def main():
     ap.add_argument("--settle-s", type=float, default=2.0,
                     help="windows starting this soon after a limit change are not checked")
     ap.add_argument("--error-margin-s", type=float, default=2.0)
+    ap.add_argument("--excuse-sigcont", action="store_true",
+                    help="do not check the windows holding the second after a SIGCONT "
+                         "(a known surplus, bench/soak/RESULTS.md); counted as excused")
     ap.add_argument("--udp-sent")
     ap.add_argument("--udp-export")
     ap.add_argument("--udp-stats")
@@ -216,7 +219,9 @@ def main():
     adm = sorted([(r[1], r[4]) for r in reqs if r[3] not in (0, 429, -400)] + udp_adm)
     w = args.window_s * NS
     worst = None
-    checked = 0
+    checked = excused = 0
+    over = []
+    conts = [e[1] for e in events if e[2] == "sigstop"]
     i0 = i1 = 0
     acc = 0
     a = t_start
@@ -230,7 +235,9 @@ def main():
         while i0 < len(adm) and adm[i0][0] < a:
             acc -= adm[i0][1]
             i0 += 1
-        if constant:
+        if constant and args.excuse_sigcont and any(a <= c + NS and c <= a + w for c in conts):
+            excused += 1
+        elif constant:
             checked += 1
             allowed = lim * args.window_s + lim + max_batch * writers
             ratio = acc / (lim * args.window_s)
@@ -238,11 +245,15 @@ def main():
                 worst = {"start_s": round((a - t_start) / NS, 1), "rows": acc, "limit": lim,
                          "rate_over_limit": round(ratio, 4), "allowed_rows": allowed}
             if acc > allowed:
+                over.append(round((a - t_start) / NS))
                 bad.append("window at %.0f s: %d rows admitted, allowed %d (limit %d)" %
                            ((a - t_start) / NS, acc, allowed, lim))
         a += NS
     fig["windows_checked"] = checked
+    fig["windows_excused_after_sigcont"] = excused
     fig["worst_window"] = worst
+    fig["windows_over"] = len(over)
+    fig["windows_over_start_s"] = over[:100]
     fig["duration_s"] = round((t_end - t_start) / NS, 1)
     if checked == 0:
         bad.append("no %d s window with a constant limit to check" % args.window_s)
@@ -250,6 +261,8 @@ def main():
     print()
     for b in bad[:20]:
         print("VIOLATION:", b, file=sys.stderr)
+    if len(bad) > 20:
+        print("... and %d more violations" % (len(bad) - 20), file=sys.stderr)
     sys.exit(1 if bad else 0)
 
 
