@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # Soak with faults: mixed admitted and rejected writes over
 # line protocol (plain, gzip, chunked), Prometheus remote write, OTLP and
-# Loki into one limited database of a victoria-metrics guarded by rowgated,
-# for --minutes, while faults are injected in turn:
+# Loki, and (--udp) UDP line protocol through rowgate's XDP program, into one
+# limited database of a victoria-metrics guarded by rowgated, for --minutes,
+# while faults are injected in turn:
 #   kill9        rowgated kill -9, restarted 2 s later (adopts the pins)
 #   sigstop      rowgated SIGSTOP for --stop-s (default beyond the 30 s
 #                body-copy expiry), then SIGCONT
@@ -18,16 +19,31 @@
 # --stall-s, no request unanswered outside server restarts, and the rows
 # admitted in every 10 s window with a settled limit within the limit plus
 # one second of bucket capacity and one batch per writer.
+# UDP: the datagrams (1-20 rows, tagged dg=<id>) and HTTP writes charge the
+# same bucket; every datagram sent is counted by XDP (admitted, dropped,
+# unlimited), every stored one whole and once, the passed ones not stored
+# no more than the unstored ones sent during server restarts and no fewer
+# than the kernel's UDP drop counters, and the windows include UDP rows.
+# The whole run is then in a network namespace of its own (loopback for
+# HTTP and rowgate-meta) with a veth pair to a sender namespace; XDP sits
+# on the server's end (docs/xdp.md).
 #
 #   bench/soak/soak.sh [--minutes 30] [--limit 2000] [--procs 4] [--pause 0.02]
 #                      [--stop-s 35] [--gap-s 20] [--stall-s 5] [--results FILE]
-#                      [--meta]
+#                      [--meta] [--udp | --no-udp] [--udp-rate 50] [--excuse-sigcont]
+# --udp: on by default when the machine can make the namespaces (root, ip,
+# nsenter, veth); without them it is left out with a line saying why.
+# --udp-rate: datagrams per second (default 50).
+# --excuse-sigcont: the rate check skips the windows holding the second
+# after a SIGCONT (a known surplus there, bench/soak/RESULTS.md).
 # --meta: distributed mode, rowgated --meta with one rowgate-meta (state
 # file) that holds the limit; limit changes go through it.
 # Needs root, victoria-metrics, bpftool; exit 0 pass, 1 fail, 77 skipped.
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 MINUTES=30 LIMIT=2000 PROCS=4 PAUSE=0.02 STOP_S=35 GAP_S=20 STALL_S=5 RESULTS="" META=0
+UDP=auto UDP_RATE=50 EXCUSE=()
+ARGS=("$@")
 usage() {
 	sed -n '2,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//'
 	exit "${1:-0}"
@@ -43,14 +59,57 @@ while [ $# -gt 0 ]; do
 	--stall-s) STALL_S=$2; shift 2 ;;
 	--results) RESULTS=$2; shift 2 ;;
 	--meta) META=1; shift ;;
+	--udp) UDP=1; shift ;;
+	--no-udp) UDP=0; shift ;;
+	--udp-rate) UDP_RATE=$2; shift 2 ;;
+	--excuse-sigcont) EXCUSE=(--excuse-sigcont); shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "soak.sh: unknown option '$1' (--help lists them)" >&2; exit 2 ;;
 	esac
 done
-for v in MINUTES LIMIT PROCS PAUSE STOP_S GAP_S STALL_S; do
+for v in MINUTES LIMIT PROCS PAUSE STOP_S GAP_S STALL_S UDP_RATE; do
 	[[ ${!v} =~ ^[0-9]+(\.[0-9]+)?$ ]] || { echo "soak.sh: ${v,,} must be a number, got '${!v}'" >&2; exit 2; }
 done
 # after the options: a usage error leaves nothing behind
+
+# UDP: this script runs again inside the server's namespace (nsenter keeps
+# the mounts: cgroups and bpffs stay visible); the namespaces are removed
+# here whatever happens inside
+if [ -n "${SOAK_NS_SRV:-}" ]; then
+	UDP=1
+elif [ "$UDP" != 0 ]; then
+	why=""
+	[ "$(id -u)" = 0 ] || why="needs root"
+	for c in ip nsenter; do
+		[ -n "$why" ] || command -v "$c" >/dev/null || why="needs $c"
+	done
+	ns_srv=rgsoak-srv-$$ ns_cli=rgsoak-cli-$$ if_srv=rgsks$$ if_cli=rgskc$$
+	ns_del() { ip netns del "$ns_srv" 2>/dev/null; ip netns del "$ns_cli" 2>/dev/null; }
+	if [ -z "$why" ]; then
+		if ! { ip netns add "$ns_srv" && ip netns add "$ns_cli"; } 2>/dev/null; then
+			why="cannot create network namespaces"
+		elif ! ip -n "$ns_srv" link add "$if_srv" type veth peer name "$if_cli" netns "$ns_cli" 2>/dev/null; then
+			why="cannot create a veth pair"
+		fi
+		[ -z "$why" ] || ns_del
+	fi
+	if [ -n "$why" ]; then
+		[ "$UDP" = auto ] || { echo "soak.sh: --udp $why" >&2; exit 77; }
+		echo "soak.sh: UDP left out: $why"
+		UDP=0
+	else
+		trap ns_del EXIT
+		trap 'exit 130' INT TERM
+		ip -n "$ns_srv" addr add 192.0.2.2/24 dev "$if_srv"
+		ip -n "$ns_cli" addr add 192.0.2.1/24 dev "$if_cli"
+		for ns in "$ns_srv" "$ns_cli"; do ip -n "$ns" link set lo up; done
+		ip -n "$ns_srv" link set "$if_srv" up
+		ip -n "$ns_cli" link set "$if_cli" up
+		SOAK_NS_SRV=$ns_srv SOAK_NS_CLI=$ns_cli SOAK_IF=$if_srv SOAK_SRV_ADDR=192.0.2.2 \
+			nsenter --net="/var/run/netns/$ns_srv" "$0" "${ARGS[@]}"
+		exit $?
+	fi
+fi
 RG_PROFILE=greptimedb # every protocol's GreptimeDB route (victoria-metrics stores what it can)
 source "$HERE/../../tests/e2e/meta_lib.sh"
 rg_require_cmd bpftool
@@ -84,7 +143,26 @@ else
 	set_limit() { rg_ctl limit set "$DB" "$1" >/dev/null; }
 	unset_limit() { rg_ctl limit unset "$DB" >/dev/null; }
 fi
-rg_setup "${RG_ARGS[@]}"
+VM_ARGS=()
+if [ "$UDP" = 1 ]; then
+	UDP_PORT=$(rg_free_port) || rg_fail "no free port"
+	# victoria-metrics takes line protocol over UDP (and TCP) there
+	VM_ARGS=(-influxListenAddr=":$UDP_PORT")
+	RG_ARGS+=(--xdp-iface "$SOAK_IF" --udp "$UDP_PORT=$DB")
+	rg_wait_for 10 sh -c "ip link show '$SOAK_IF' | grep -q LOWER_UP" ||
+		rg_fail "the veth pair did not come up"
+fi
+rg_require_root
+rg_require_cmd victoria-metrics curl ss "$RG_PY"
+[ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
+rg_mount_bpffs
+rg_start_vm "${VM_ARGS[@]}"
+rg_start_rowgated "${RG_ARGS[@]}"
+if [ "$UDP" = 1 ]; then
+	rg_wait_for 10 sh -c "ss -Hlun 'sport = :$UDP_PORT' | grep -q ." ||
+		rg_fail "victoria-metrics' UDP listener did not come up"
+	rg_log "$(grep -m1 -i 'xdp attached' "$RG_TMP/rowgated.log")"
+fi
 # kill -9 is asynchronous: reap rowgated before the bpffs is unmounted
 rg_on_exit 'kill -9 $RG_PID; wait $RG_PID'
 set_limit "$LIMIT" || rg_fail "limit set"
@@ -118,7 +196,7 @@ restart_vm() {
 		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
 		exec victoria-metrics -httpListenAddr="127.0.0.1:$RG_PORT" \
 			-storageDataPath="$RG_TMP/vm" -loggerLevel=ERROR \
-			-search.disableCache -retentionPeriod=100y
+			-search.disableCache -retentionPeriod=100y -http.connTimeout=1h "${VM_ARGS[@]}"
 	) >>"$RG_TMP/vm.log" 2>&1 &
 	VM_PID=$!
 	rg_on_exit "kill -9 $VM_PID; wait $VM_PID"
@@ -126,11 +204,18 @@ restart_vm() {
 		rg_fail "victoria-metrics did not come back"
 }
 
-rg_log "soak: $MINUTES min$([ "$META" = 1 ] && echo ", distributed (rowgate-meta)"), limit $LIMIT rows/s, $PROCS writers, faults every ${GAP_S}s, SIGSTOP ${STOP_S}s"
+rg_log "soak: $MINUTES min$([ "$META" = 1 ] && echo ", distributed (rowgate-meta)"), limit $LIMIT rows/s, $PROCS writers$([ "$UDP" = 1 ] && echo " + UDP $UDP_RATE datagrams/s"), faults every ${GAP_S}s, SIGSTOP ${STOP_S}s"
 "$RG_PY" "$HERE/soak_load.py" --port "$RG_PORT" --db "$DB" --seconds "$SECS" --procs "$PROCS" \
 	--bodies "$RG_TMP/bodies" --out "$OUT" --pause "$PAUSE" --timeout $((STALL_S * 4)) >"$RG_TMP/load.log" 2>&1 &
 load_pid=$!
 rg_on_exit "kill $load_pid"
+if [ "$UDP" = 1 ]; then
+	nsenter --net="/var/run/netns/$SOAK_NS_CLI" "$RG_PY" "$HERE/soak_udp.py" --addr "$SOAK_SRV_ADDR" \
+		--port "$UDP_PORT" --seconds "$SECS" --rate "$UDP_RATE" --out "$OUT/udp.jsonl" \
+		>"$RG_TMP/udp.log" 2>&1 &
+	udp_pid=$!
+	rg_on_exit "kill $udp_pid"
+fi
 end=$((SECONDS + SECS))
 faults=(kill9 limit sigstop unset server-restart)
 [ "$META" = 0 ] || faults=(meta-kill "${faults[@]}")
@@ -185,6 +270,7 @@ while :; do
 	rg_log "fault $i: $f"
 done
 wait "$load_pid" || rg_fail "load generator failed: $(tail -3 "$RG_TMP/load.log")"
+[ "$UDP" = 0 ] || wait "$udp_pid" || rg_fail "UDP sender failed: $(tail -3 "$RG_TMP/udp.log")"
 
 # reconciliation settles: no body copy pending
 settled() {
@@ -201,7 +287,7 @@ curl -sf "http://127.0.0.1:$RG_PORT/internal/force_flush" >/dev/null
 # the stored count stops moving
 prev=-1
 for _ in $(seq 1 30); do
-	n=$(rg_vm_rows '{__name__="rg_soak_v"}')
+	n=$(rg_vm_rows '{__name__=~"rg_soak_v|rg_soak_u_v"}')
 	[ "$n" = "$prev" ] && break
 	prev=$n
 	sleep 1
@@ -209,9 +295,24 @@ done
 curl -sf "http://127.0.0.1:$RG_PORT/api/v1/export" --data-urlencode 'match[]={__name__="rg_soak_v"}' \
 	>"$RG_TMP/export.jsonl" || rg_fail "export from victoria-metrics failed"
 rg_ctl --json stats "$DB" >"$RG_TMP/stats.json"
+UDP_CHECK=()
+if [ "$UDP" = 1 ]; then
+	curl -sf "http://127.0.0.1:$RG_PORT/api/v1/export" --data-urlencode 'match[]={__name__="rg_soak_u_v"}' \
+		>"$RG_TMP/udp-export.jsonl" || rg_fail "export from victoria-metrics failed"
+	# the kernel's UDP drops in this namespace (it is the server's alone)
+	"$RG_PY" - "$RG_TMP/stats.json" >"$RG_TMP/udp-stats.json" <<-'PY' || rg_fail "UDP counters"
+		import json, sys
+		u = json.load(open(sys.argv[1]))["udp"]["databases"][0]
+		snmp = [l.split() for l in open("/proc/net/snmp") if l.startswith("Udp:")]
+		k = dict(zip(snmp[0][1:], map(int, snmp[1][1:])))
+		json.dump({"xdp": u, "kernel": {n: k.get(n, 0) for n in ("NoPorts", "InErrors", "RcvbufErrors")}}, sys.stdout)
+	PY
+	UDP_CHECK=(--udp-sent "$OUT/udp.jsonl" --udp-export "$RG_TMP/udp-export.jsonl"
+		--udp-stats "$RG_TMP/udp-stats.json")
+fi
 rc=0
 "$RG_PY" "$HERE/soak_check.py" --out "$OUT" --export "$RG_TMP/export.jsonl" --limit "$LIMIT" \
-	--stall-s "$STALL_S" >"$RG_TMP/figures.json" 2>"$RG_TMP/violations.txt" || rc=$?
+	--stall-s "$STALL_S" "${UDP_CHECK[@]}" "${EXCUSE[@]}" >"$RG_TMP/figures.json" 2>"$RG_TMP/violations.txt" || rc=$?
 cat "$RG_TMP/figures.json"
 "$RG_PY" -c '
 import json,sys; d=json.load(open(sys.argv[1]))["databases"][0]
