@@ -203,13 +203,7 @@ static __always_inline __u32 rg_egress_plan_429(struct rg_conn *c)
 	struct rg_response *r = &c->resp_plan;
 
 	__builtin_memset(r, 0, sizeof(*r));
-	r->kind = RG_RESP_429;
-	r->retry_after_s = c->reject.retry_after_s;
-	r->rows = c->reject_rows;
-	r->quota_rows_per_s = c->reject.quota_rows_per_s;
-	r->limit_rows_per_s = c->reject.limit_rows_per_s;
-	r->db_len = c->db_len;
-	r->estimated = c->reject_estimated;
+	rg_response_fill_429(r, c);
 	if (rg_response_plan_unpadded(r) || r->short_form || r->text_len != r->total_len ||
 	    r->text_len == 0 || r->text_len >= RG_RESP_TEXT_MAX)
 		return 0;

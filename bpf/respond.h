@@ -10,6 +10,20 @@
 #include "conn.h"
 #include "skb_edit.h"
 
+/* The 429 of the rejection the connection holds (c->reject, reject_rows):
+ * what the verdict's answer and egress's replacement of a voided write
+ * both say. */
+static __always_inline void rg_response_fill_429(struct rg_response *r, const struct rg_conn *c)
+{
+	r->kind = RG_RESP_429;
+	r->retry_after_s = c->reject.retry_after_s;
+	r->rows = c->reject_rows;
+	r->quota_rows_per_s = c->reject.quota_rows_per_s;
+	r->limit_rows_per_s = c->reject.limit_rows_per_s;
+	r->db_len = c->db_len;
+	r->estimated = c->reject_estimated;
+}
+
 /*
  * Plan the pending response (response.h): sized to every byte received and
  * not yet charged, the skb plus the ledger, since its length is what TCP
@@ -33,13 +47,7 @@ __noinline int rg_plan_response(struct rg_conn *c)
 							      RG_RESP_ERR_MALFORMED;
 		r->close = 1;
 	} else {
-		r->kind = RG_RESP_429;
-		r->retry_after_s = c->reject.retry_after_s;
-		r->rows = c->reject_rows;
-		r->quota_rows_per_s = c->reject.quota_rows_per_s;
-		r->limit_rows_per_s = c->reject.limit_rows_per_s;
-		r->db_len = c->db_len;
-		r->estimated = c->reject_estimated;
+		rg_response_fill_429(r, c);
 		r->close = w->respond != RG_RESPOND_429;
 	}
 	return rg_response_plan(r, (__u64)w->len + c->uncharged);

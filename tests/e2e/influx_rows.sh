@@ -16,11 +16,7 @@ rg_require_root
 rg_require_cmd influxd curl ss gzip "$RG_PY"
 [ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
 rg_mount_bpffs
-root=$(rg_cgroup2_root)
-[ -n "$root" ] || rg_skip "no cgroup v2 hierarchy mounted"
-RG_CGROUP="$root/rowgate-test-$RG_NAME-$$"
-mkdir "$RG_CGROUP" || rg_fail "cannot create cgroup $RG_CGROUP"
-rg_on_exit "rmdir '$RG_CGROUP'"
+rg_make_cgroup
 RG_PORT=$(rg_free_port) || rg_fail "no free port"
 rg_start_influxd "$RG_PORT"
 rg_start_rowgated

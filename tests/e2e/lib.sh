@@ -99,14 +99,19 @@ rg_wait_for() {
 
 rg_ctl() { "$RG_ROWGATECTL" --socket "$RG_SOCK" --bpffs "$RG_BPFFS" "$@"; }
 
-# Start victoria-metrics inside a fresh cgroup on a free loopback port.
-rg_start_vm() {
+# The test's own cgroup (RG_CGROUP), removed on exit.
+rg_make_cgroup() {
 	local root
 	root=$(rg_cgroup2_root)
 	[ -n "$root" ] || rg_skip "no cgroup v2 hierarchy mounted"
 	RG_CGROUP="$root/rowgate-test-$RG_NAME-$$"
 	mkdir "$RG_CGROUP" || rg_fail "cannot create cgroup $RG_CGROUP"
 	rg_on_exit "rmdir '$RG_CGROUP'"
+}
+
+# Start victoria-metrics inside a fresh cgroup on a free loopback port.
+rg_start_vm() {
+	rg_make_cgroup
 	RG_PORT=$(rg_free_port) || rg_fail "no free port"
 	rg_start_vm_in "$RG_CGROUP" "$@"
 }

@@ -50,11 +50,7 @@ rg_wait_for 10 sh -c "ip -n '$NS_CLI' link show '$IF_CLI' | grep -q LOWER_UP" ||
 	rg_fail "the veth pair did not come up"
 
 # ---- InfluxDB in the server namespace, in a cgroup rowgated guards ----
-root=$(rg_cgroup2_root)
-[ -n "$root" ] || rg_skip "no cgroup v2 hierarchy mounted"
-RG_CGROUP="$root/rowgate-test-$RG_NAME-$$"
-mkdir "$RG_CGROUP" || rg_fail "cannot create cgroup $RG_CGROUP"
-rg_on_exit "rmdir '$RG_CGROUP'"
+rg_make_cgroup
 mkdir -p "$RG_TMP/influx"
 cat >"$RG_TMP/influxdb.conf" <<EOF
 reporting-disabled = true
