@@ -153,7 +153,9 @@ struct rg_conn {
 	__u16 idle_timeout_s;
 	__u8 verdict_build; /* low byte of rg_build_id of the verdict that ran last:
 			     * taken from padding, so older builds leave it 0 */
-	__u8 pad1[3];
+	__u8 h2;	    /* opened with the HTTP/2 preface on a --grpc port: the
+			     * HTTP/2 verdict follows it (bpf/h2.h); from padding */
+	__u8 pad1[2];
 	__u64 timer_from_ns; /* when server_timer started, as the verdict sees it */
 	__u64 body_remaining;
 	__u64 write_seq_mark; /* server's write_seq when a request was passed */

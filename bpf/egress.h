@@ -414,6 +414,10 @@ int rg_egress(struct sk_msg_md *msg)
 	m.conn = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!m.conn || !m.conn->eg.armed || m.conn->eg.lost)
 		return SK_PASS;
+	/* HTTP/2 is not followed here; on a --grpc port the server may
+	 * write its SETTINGS before the client's preface arrives */
+	if (m.conn->h2 || ((m.conn->port_flags & RG_PORT_GRPC) && !m.conn->started))
+		return SK_PASS;
 	if (m.conn->eg.answered)
 		return SK_DROP; /* after the 429 that closes: the server closes too */
 	m.size = msg->size;

@@ -84,6 +84,23 @@ struct {
 #include "copy.h"
 #include "egress.h"
 #include "request.h"
+#include "h2.h"
+
+/* Whether a connection's first bytes are the HTTP/2 preface (at least
+ * "PRI", which no HTTP/1 method starts with; the parser checks the rest). */
+__noinline int rg_h2_opens(struct __sk_buff *skb, struct rg_conn *c)
+{
+	__u32 n;
+
+	if (!skb || !c)
+		return 0;
+	n = skb->len < RG_H2_PREFACE_LEN ? skb->len : RG_H2_PREFACE_LEN;
+	if (n < 3)
+		return 0;
+	if (bpf_skb_load_bytes(skb, 0, c->win, ((n - 1) & 31) + 1))
+		return 0;
+	return rg_h2_preface_prefix(c->win, n);
+}
 
 SEC("sk_skb")
 int rg_verdict(struct __sk_buff *skb)
@@ -99,6 +116,8 @@ int rg_verdict(struct __sk_buff *skb)
 	if (!c)
 		return SK_PASS;
 	c->verdict_build = (__u8)rg_build_id; /* after an upgrade: which verdict runs */
+	if (c->h2)
+		goto h2;
 	if (c->mode == RG_MODE_PASSTHROUGH)
 		return SK_PASS;
 	if (!c->started && rg_adopt_hold(skb, cookie, rg_server_write_seq(skb), c))
@@ -119,6 +138,11 @@ int rg_verdict(struct __sk_buff *skb)
 		}
 		c->started = 1;
 		rg_request_reset(c);
+	}
+	if ((c->port_flags & RG_PORT_GRPC) && c->requests == 0 && c->phase == RG_PHASE_HEAD &&
+	    c->head.head_bytes == 0 && c->stash_len == 0 && rg_h2_opens(skb, c)) {
+		c->h2 = 1;
+		goto h2;
 	}
 	l.conn = c;
 	w = &c->w;
@@ -222,6 +246,11 @@ pass:
 		c->stash_len = 0;
 	}
 	return verdict;
+h2:
+	bpf_tail_call(skb, &RG_MAP_H2_SLOT, RG_VERDICT_SLOT);
+	/* the slot is empty: not followed, so nothing reaches the server */
+	rg_global_inc(h2_failclosed);
+	return SK_DROP;
 }
 
 /* verdict_slot: [RG_VERDICT_SLOT] -> the verdict of the running build.
@@ -348,6 +377,7 @@ int rg_sockops(struct bpf_sock_ops *skops)
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE) {
 			cookie = bpf_get_socket_cookie(skops);
+			bpf_map_delete_elem(&RG_MAP_H2_CONNS, &cookie);
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
 		}
 		break;

@@ -28,6 +28,7 @@
 #define RG_MAP_RATIOS   ratios
 #define RG_MAP_BODIES   bodies
 #define RG_MAP_REFUSED  refused
+#define RG_MAP_H2_CONNS h2_conns
 #define RG_STR_(x) #x
 #define RG_STR(x)  RG_STR_(x)
 
@@ -129,6 +130,7 @@ static inline const char *rg_profile_name(__u32 profile)
 #endif
 
 #define RG_PORT_ALLOW_UNPARSED (1U << 0) /* bytes that are not HTTP pass (counted) */
+#define RG_PORT_GRPC (1U << 1) /* h2c with prior knowledge is followed (docs/grpc.md) */
 
 /* ports: local TCP port (host order) -> what it guards. */
 struct rg_port {

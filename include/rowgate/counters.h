@@ -124,7 +124,15 @@
 	X(pipelined_answered_429, "pipelined_answered_429", "pipelined_answered_429_total", \
 	  COUNTER, "Voided requests whose server 400 egress replaced with rowgate's 429.") \
 	X(pipelined_answered_400, "pipelined_answered_400", "pipelined_answered_400_total", \
-	  COUNTER, "Voided requests left with the server's 400: egress could not answer.")
+	  COUNTER, "Voided requests left with the server's 400: egress could not answer.") \
+	X(h2_conns, "h2_conns", "h2_conns_total", COUNTER,                           \
+	  "Connections on --grpc ports opened with the HTTP/2 preface: followed.")       \
+	X(h2_failclosed, "h2_failclosed", "h2_failclosed_total", COUNTER,                 \
+	  "HTTP/2 connections the kernel could not follow: GOAWAY, nothing more passed.") \
+	X(h2_reject_closed, "h2_reject_closed", "h2_reject_closed_total", COUNTER,        \
+	  "gRPC writes rejected by closing their connection with GOAWAY.")               \
+	X(h2_unenforced, "h2_unenforced", "h2_unenforced_total", COUNTER,                 \
+	  "gRPC writes that should have been rejected inside the server's read: passed.")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

@@ -23,6 +23,7 @@
 #define RG_MAP_ADOPT	   adopting    /* cookie -> struct rg_adopt */
 #define RG_MAP_VERDICT_SLOT  verdict_slot  /* [RG_VERDICT_SLOT] -> the verdict program */
 #define RG_MAP_EGRESS_SLOT   egress_slot   /* [RG_VERDICT_SLOT] -> the egress program */
+#define RG_MAP_H2_SLOT       h2_slot       /* [RG_VERDICT_SLOT] -> the HTTP/2 verdict */
 #define RG_MAP_VERDICT_STATS verdict_stats /* [0] -> struct rg_verdict_stats */
 
 /* The program attached to the sockhash is a fixed entry that tail-calls the

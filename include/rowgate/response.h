@@ -49,6 +49,7 @@
 #define RG_STR_MALFORMED  "malformed request"
 #define RG_STR_FRAMING	  "ambiguous or invalid message framing"
 #define RG_STR_TOO_LARGE  "request head too large"
+#define RG_STR_H2	  "HTTP/2 the kernel cannot follow"
 
 /* The same responses as printf templates: the reference the unit tests
  * format.  Conversions in order: Retry-After, OWS, connection,
@@ -77,6 +78,7 @@ enum rg_resp_error { /* the message of a 400 */
 		     RG_RESP_ERR_MALFORMED = 0,
 		     RG_RESP_ERR_FRAMING,
 		     RG_RESP_ERR_TOO_LARGE,
+		     RG_RESP_ERR_H2, /* only in an HTTP/2 GOAWAY (bpf/h2.h) */
 };
 
 struct rg_response {
@@ -142,6 +144,7 @@ RG_INLINE __u32 rg_resp_error_len(__u8 error)
 {
 	return error == RG_RESP_ERR_TOO_LARGE ? RG_STRLEN(RG_STR_TOO_LARGE) :
 	       error == RG_RESP_ERR_FRAMING   ? RG_STRLEN(RG_STR_FRAMING) :
+	       error == RG_RESP_ERR_H2	      ? RG_STRLEN(RG_STR_H2) :
 						RG_STRLEN(RG_STR_MALFORMED);
 }
 
@@ -297,6 +300,7 @@ RG_PIECE(rg_p_estimated, RG_STR_ESTIMATED)
 RG_PIECE(rg_p_malformed, RG_STR_MALFORMED)
 RG_PIECE(rg_p_framing, RG_STR_FRAMING)
 RG_PIECE(rg_p_too_large, RG_STR_TOO_LARGE)
+RG_PIECE(rg_p_h2, RG_STR_H2)
 
 /* Copy a piece (whole words; the bytes past it are overwritten next). */
 #define RG_PUT(o, off, piece, text) rg_put_words((o), (off), (piece), RG_STRLEN(text))
@@ -327,40 +331,24 @@ RG_GLOBAL __u32 rg_put_dec(struct rg_resp_buf *o, __u32 off, __u64 v)
 	return off + d;
 }
 
-/* Write the planned response into o; returns its text length, which the
- * caller holds against the plan's. */
-RG_GLOBAL __u32 rg_response_write(struct rg_resp_buf *o, const struct rg_response *r,
-				  const struct rg_db_key *db)
+/* Write the JSON of a response at off; returns where it ends.  The same
+ * text is the debug data of the GOAWAY that closes an HTTP/2 connection
+ * (bpf/h2.h), so gRPC clients read what an HTTP client reads. */
+RG_INLINE __u32 rg_response_write_body(struct rg_resp_buf *o, __u32 off,
+					const struct rg_response *r, const struct rg_db_key *db)
 {
-	__u32 off, i, at;
+	__u32 i, at;
 
 	if (!o || !r || !db)
-		return 0;
-	if (r->kind == RG_RESP_400) {
-		off = RG_PUT(o, 0, rg_p_400_h0, RG_400_H0);
-		if (r->ows)
-			off = RG_PUT(o, off, rg_p_ows, RG_STR_OWS);
-	} else {
-		off = RG_PUT(o, 0, rg_p_429_h0, RG_429_H0);
-		off = rg_put_dec(o, off, r->retry_after_s);
-		if (r->ows)
-			off = RG_PUT(o, off, rg_p_ows, RG_STR_OWS);
-	}
-	off = RG_PUT(o, off, rg_p_connection, RG_HDR_CONNECTION);
-	if (r->close)
-		off = RG_PUT(o, off, rg_p_close, RG_STR_CLOSE);
-	else
-		off = RG_PUT(o, off, rg_p_keep_alive, RG_STR_KEEP_ALIVE);
-	off = RG_PUT(o, off, rg_p_content_length, RG_HDR_CONTENT_LENGTH);
-	off = rg_put_dec(o, off, r->content_length);
-	off = RG_PUT(o, off, rg_p_head_end, RG_HEAD_END);
-
+		return off;
 	if (r->kind == RG_RESP_400) {
 		off = RG_PUT(o, off, rg_p_400_b0, RG_400_B0);
 		if (r->error == RG_RESP_ERR_TOO_LARGE)
 			off = RG_PUT(o, off, rg_p_too_large, RG_STR_TOO_LARGE);
 		else if (r->error == RG_RESP_ERR_FRAMING)
 			off = RG_PUT(o, off, rg_p_framing, RG_STR_FRAMING);
+		else if (r->error == RG_RESP_ERR_H2)
+			off = RG_PUT(o, off, rg_p_h2, RG_STR_H2);
 		else
 			off = RG_PUT(o, off, rg_p_malformed, RG_STR_MALFORMED);
 		return RG_PUT(o, off, rg_p_400_b1, RG_400_B1);
@@ -394,6 +382,36 @@ RG_GLOBAL __u32 rg_response_write(struct rg_resp_buf *o, const struct rg_respons
 	if (r->short_form)
 		return RG_PUT(o, off, rg_p_429s_b4, RG_429S_B4);
 	return RG_PUT(o, off, rg_p_429_b4, RG_429_B4);
+}
+
+/* Write the planned response into o; returns its text length, which the
+ * caller holds against the plan's. */
+RG_GLOBAL __u32 rg_response_write(struct rg_resp_buf *o, const struct rg_response *r,
+				  const struct rg_db_key *db)
+{
+	__u32 off;
+
+	if (!o || !r || !db)
+		return 0;
+	if (r->kind == RG_RESP_400) {
+		off = RG_PUT(o, 0, rg_p_400_h0, RG_400_H0);
+		if (r->ows)
+			off = RG_PUT(o, off, rg_p_ows, RG_STR_OWS);
+	} else {
+		off = RG_PUT(o, 0, rg_p_429_h0, RG_429_H0);
+		off = rg_put_dec(o, off, r->retry_after_s);
+		if (r->ows)
+			off = RG_PUT(o, off, rg_p_ows, RG_STR_OWS);
+	}
+	off = RG_PUT(o, off, rg_p_connection, RG_HDR_CONNECTION);
+	if (r->close)
+		off = RG_PUT(o, off, rg_p_close, RG_STR_CLOSE);
+	else
+		off = RG_PUT(o, off, rg_p_keep_alive, RG_STR_KEEP_ALIVE);
+	off = RG_PUT(o, off, rg_p_content_length, RG_HDR_CONTENT_LENGTH);
+	off = rg_put_dec(o, off, r->content_length);
+	off = RG_PUT(o, off, rg_p_head_end, RG_HEAD_END);
+	return rg_response_write_body(o, off, r, db);
 }
 
 #endif /* ROWGATE_RESPONSE_H */

@@ -63,9 +63,11 @@ void rg_detach_all(const char *dir)
 	/* the last user reference gone, the kernel empties the prog array */
 	rg_unpin(dir, RG_STR(RG_MAP_VERDICT_SLOT));
 	rg_unpin(dir, RG_STR(RG_MAP_EGRESS_SLOT));
+	rg_unpin(dir, RG_STR(RG_MAP_H2_SLOT));
 	rg_unpin(dir, RG_PIN_PROG_EGRESS);
 	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
 	rg_unpin(dir, RG_STR(RG_MAP_CONNS));
+	rg_unpin(dir, RG_STR(RG_MAP_H2_CONNS));
 	rg_unpin(dir, RG_STR(RG_MAP_REFUSED));
 	rg_unpin(dir, RG_STR(RG_MAP_ADOPT));
 	rg_xdp_cleanup(dir, false);

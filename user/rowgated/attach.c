@@ -198,6 +198,11 @@ static int fill_egress_slot(struct daemon *d)
 	return fill_slot(d->skel->maps.RG_MAP_EGRESS_SLOT, d->skel->progs.rg_egress, "egress");
 }
 
+static int fill_h2_slot(struct daemon *d)
+{
+	return fill_slot(d->skel->maps.RG_MAP_H2_SLOT, d->skel->progs.rg_h2_verdict, "HTTP/2 verdict");
+}
+
 int rgd_attach_all(struct daemon *d)
 {
 	struct rowgate *skel = d->skel;
@@ -205,8 +210,10 @@ int rgd_attach_all(struct daemon *d)
 	char path[PATH_MAX], was[BPF_OBJ_NAME_LEN];
 	int err;
 
-	/* the slot before the entry, so no socket meets an empty slot */
-	err = fill_verdict_slot(d);
+	/* the slots before the entry, so no socket meets an empty slot */
+	err = fill_h2_slot(d);
+	if (!err)
+		err = fill_verdict_slot(d);
 	if (err)
 		return err;
 	if (rg_sockhash_verdict(sockhash_fd, was, sizeof(was)) && strcmp(was, RG_ENTRY_PROG_NAME))
@@ -286,6 +293,10 @@ void rgd_guard_check(struct daemon *d)
 	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_SLOT), &slot, &prog_id)) {
 		pr_warn("the verdict slot is empty: putting the verdict back");
 		fill_verdict_slot(d);
+	}
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_H2_SLOT), &slot, &prog_id)) {
+		pr_warn("the HTTP/2 verdict slot is empty: putting the HTTP/2 verdict back");
+		fill_h2_slot(d);
 	}
 	if (!d->cfg->egress_off &&
 	    bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_EGRESS_SLOT), &slot, &prog_id)) {

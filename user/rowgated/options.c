@@ -48,6 +48,11 @@ static void usage(FILE *out)
 		"      --allow-unparsed N  on guarded port N let a connection whose first\n"
 		"                          bytes are not HTTP pass unenforced (counted);\n"
 		"                          repeatable; default: answer 400 and close\n"
+		"      --grpc N            on guarded port N follow gRPC over h2c (the HTTP/2\n"
+		"                          preface): GreptimeDatabase inserts are charged in\n"
+		"                          the kernel, a refused one closes its connection\n"
+		"                          with GOAWAY (docs/grpc.md); repeatable; default:\n"
+		"                          the preface is answered 400 and closed\n"
 		"      --server-timeout N=SECONDS[,IDLE]\n"
 		"                          the timers of the server on guarded port N: it\n"
 		"                          closes a connection SECONDS after accept while no\n"
@@ -240,7 +245,7 @@ static int find_cgroup2_root(char *buf, size_t len)
 
 int rgd_parse_args(int argc, char **argv, struct config *cfg)
 {
-	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_MAX_CONNS,
+	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_GRPC, OPT_MAX_CONNS,
 	       OPT_CONNS_FULL, OPT_ADMIN_GROUP, OPT_SERVER_TIMEOUT, OPT_EGRESS,
 	       OPT_COPY_MEMORY, OPT_COPY_EXPIRY };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
@@ -255,6 +260,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
 		{ "allow-unparsed", required_argument, NULL, OPT_ALLOW_UNPARSED },
+		{ "grpc", required_argument, NULL, OPT_GRPC },
 		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
 		{ "udp", required_argument, NULL, 'u' },
@@ -320,6 +326,13 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 				return -EINVAL;
 			}
 			cfg->nallow_unparsed++;
+			break;
+		case OPT_GRPC:
+			if (cfg->ngrpc == RG_MAX_PORTS || parse_port(optarg, &cfg->grpc[cfg->ngrpc])) {
+				pr_err("--grpc '%s': expected a guarded TCP port number", optarg);
+				return -EINVAL;
+			}
+			cfg->ngrpc++;
 			break;
 		case OPT_SERVER_TIMEOUT:
 			if (cfg->nserver_timeouts == RG_MAX_PORTS ||
@@ -498,6 +511,17 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 			return -EINVAL;
 		}
 		cfg->port_cfg[i].flags |= RG_PORT_ALLOW_UNPARSED;
+	}
+	for (int k = 0; k < cfg->ngrpc; k++) {
+		for (i = 0; i < cfg->nports; i++)
+			if (cfg->ports[i] == cfg->grpc[k])
+				break;
+		if (i == cfg->nports) {
+			pr_err("--grpc %u: not a guarded port (add --port %u)", cfg->grpc[k],
+			       cfg->grpc[k]);
+			return -EINVAL;
+		}
+		cfg->port_cfg[i].flags |= RG_PORT_GRPC;
 	}
 	for (i = 0; i < cfg->nports; i++) {
 		cfg->port_cfg[i].header_timeout_s =

@@ -36,6 +36,8 @@ struct config {
 	int nports;
 	__u32 allow_unparsed[RG_MAX_PORTS]; /* --allow-unparsed, applied after parsing */
 	int nallow_unparsed;
+	__u32 grpc[RG_MAX_PORTS]; /* --grpc, applied after parsing */
+	int ngrpc;
 	struct server_timeout_opt {
 		__u32 port;
 		__u16 header_s, idle_s;

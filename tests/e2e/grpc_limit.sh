@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# gRPC ingestion limited in the kernel (rowgated --grpc PORT, docs/grpc.md
+# section 7): a GreptimeDB-compatible gRPC C-core server behind a guarded
+# port, grpc-go and grpc-js clients.  Admitted insert messages reach the
+# server and are charged to their database exactly as stored (unary and
+# streaming, row and columnar, a database without a limit passes
+# uncharged); the seed example (limit 1,000 rows/s: a 3,000-row message is
+# admitted on a full bucket, the next one is refused) -- a refused message
+# never reaches the handler, its connection ends with the kernel's GOAWAY
+# carrying the 429's text, counted; HTTP/2 the kernel cannot follow ends
+# with GOAWAY PROTOCOL_ERROR, counted; the preface split at every offset of
+# its first bytes is still followed.
+RG_PROFILE=greptimedb # the gRPC port of a GreptimeDB-compatible server
+source "$(dirname "$0")/lib.sh"
+rg_require_root
+rg_require_cmd node curl ss "$RG_PY"
+GRPC_PY=$RG_BUILD/grpc/py
+GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
+JS_CLIENT=$RG_ROOT/tests/grpc/client.js
+"$RG_PY" -c 'import grpc, google.protobuf' 2>/dev/null ||
+	rg_skip "needs python3-grpcio and python3-protobuf for $RG_PY (make deps)"
+[ -d "$RG_ROOT/tests/grpc/node_modules/@grpc/grpc-js" ] ||
+	rg_skip "needs @grpc/grpc-js in tests/grpc/node_modules (make deps)"
+[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
+[ -f "$GRPC_PY/greptime/v1/ingest_pb2.py" ] || rg_fail "build first: $GRPC_PY is missing"
+[ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
+
+rg_make_cgroup
+PORT=$(rg_free_port) || rg_fail "no free port"
+ADMIN=$(rg_free_port) || rg_fail "no free port"
+while [ "$ADMIN" = "$PORT" ]; do ADMIN=$(rg_free_port) || rg_fail "no free port"; done
+(
+	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
+	RG_GRPC_PY=$GRPC_PY exec "$RG_PY" "$RG_ROOT/tests/grpc/greptime_server.py" \
+		--port "$PORT" --admin-port "$ADMIN"
+) >"$RG_TMP/server.log" 2>&1 &
+SRV=$!
+rg_on_exit "kill -9 $SRV; wait $SRV"
+rg_wait_for 20 curl -sf "http://127.0.0.1:$ADMIN/stats" || rg_fail "server did not come up"
+
+rg_mount_bpffs
+RG_PORT=$PORT rg_start_rowgated --grpc "$PORT"
+rg_ctl limit set g_lim 1000 >/dev/null || rg_fail "limit set"
+rg_ctl limit set g_js 100000 >/dev/null || rg_fail "limit set"
+rg_ctl limit set acme-g_col 100000 >/dev/null || rg_fail "limit set"
+
+stats() { curl -sf "http://127.0.0.1:$ADMIN/stats"; }
+jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+stored() { stats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['rows'].get(sys.argv[1], 0))" "$1"; }
+calls() { stats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['calls'])"; }
+T=127.0.0.1:$PORT
+go_client() { GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" "$@"; }
+js_client() { node "$JS_CLIENT" --target "$T" "$@"; }
+
+# Admitted: charged exactly as stored.
+go_client -id a -db g_free -calls 10 -rows 7 >"$RG_TMP/free.json" || rg_fail "unlimited: $(cat "$RG_TMP/free.json")"
+js_client --id b --db g_js --mode stream --calls 3 --per-call 4 --rows 25 >"$RG_TMP/js.json" ||
+	rg_fail "js stream: $(cat "$RG_TMP/js.json")"
+go_client -id c -db acme-g_col -mode stream -calls 2 -per-call 3 -rows 9 -columnar -concurrency 2 \
+	>"$RG_TMP/col.json" || rg_fail "go columnar: $(cat "$RG_TMP/col.json")"
+rg_check "unlimited database: 70 rows stored" [ "$(stored g_free)" = 70 ]
+rg_check "grpc-js stream: 300 rows stored and admitted" \
+	[ "$(stored g_js)" = 300 ] && [ "$(rg_stat g_js admitted_rows)" = 300 ]
+rg_check "grpc-js: 12 messages admitted" [ "$(rg_stat g_js admitted_requests)" = 12 ]
+rg_check "columnar (row_count) stream: 54 rows stored and admitted" \
+	[ "$(stored acme-g_col)" = 54 ] && [ "$(rg_stat acme-g_col admitted_rows)" = 54 ]
+rg_check "the HTTP/2 connections were followed" [ "$(rg_global h2_conns)" -ge 3 ]
+
+# The seed example: limit 1,000 rows/s, a full bucket admits a 3,000-row
+# message (debt 2,000), the next message is refused before the server.
+go_client -id d -db g_lim -calls 1 -rows 3000 -no-retry >"$RG_TMP/seed.json" ||
+	rg_fail "the 3,000-row message on a full bucket: $(cat "$RG_TMP/seed.json")"
+before=$(calls)
+go_client -id e -db g_lim -calls 1 -rows 10 -no-retry >"$RG_TMP/rej_go.json" &&
+	rg_fail "a message past the limit was admitted: $(cat "$RG_TMP/rej_go.json")"
+js_client --id f --db g_lim --calls 1 --rows 10 --no-retry >"$RG_TMP/rej_js.json" &&
+	rg_fail "a message past the limit was admitted: $(cat "$RG_TMP/rej_js.json")"
+rg_log "grpc-go: $(cat "$RG_TMP/rej_go.json")"
+rg_log "grpc-js: $(cat "$RG_TMP/rej_js.json")"
+rg_check "refused messages never reached the handler" [ "$(calls)" = "$before" ]
+rg_check "g_lim: 3,000 rows stored = admitted" \
+	[ "$(stored g_lim)" = 3000 ] && [ "$(rg_stat g_lim admitted_rows)" = 3000 ]
+# grpc-go retries a call above the GOAWAY's last stream id once,
+# transparently, on a new connection: refused again
+rej=$(rg_stat g_lim rejected_requests)
+rg_check "g_lim: $rej messages rejected (2 or 3), 10 rows each" \
+	[ "$rej" -ge 2 ] && [ "$rej" -le 3 ] && [ "$(rg_stat g_lim rejected_rows)" = $((rej * 10)) ]
+rg_check "every refusal closed its connection with GOAWAY" [ "$(rg_global h2_reject_closed)" = "$rej" ]
+rg_check "grpc-go: UNAVAILABLE; grpc-js: RESOURCE_EXHAUSTED (ENHANCE_YOUR_CALM)" \
+	[ "$(jget "$RG_TMP/rej_go.json" "d['codes']")" = "{'14': 1}" ] &&
+	[ "$(jget "$RG_TMP/rej_js.json" "d['codes']")" = "{'8': 1}" ]
+
+# Bytes the kernel cannot follow: DATA on stream 0 after the preface.
+fc=$(rg_global h2_failclosed)
+"$RG_PY" - "$PORT" >"$RG_TMP/bad.out" 2>&1 <<'PY' || rg_fail "bad h2: $(cat "$RG_TMP/bad.out")"
+import socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(9)[:3] + b"\x04" + bytes(5))
+s.sendall(bytes([0, 0, 4, 0, 0, 0, 0, 0, 0]) + b"abcd")  # DATA on stream 0
+got = b""
+while True:
+    try:
+        b = s.recv(65536)
+    except socket.timeout:
+        break
+    if not b:
+        break
+    got += b
+    i = got.find(b"\x07\x00\x00\x00\x00\x00")
+    if i >= 3 and len(got) >= i + 14:
+        break
+i = got.find(b"\x07\x00\x00\x00\x00\x00")
+assert i >= 3, got[:200]
+code = struct.unpack(">I", got[i + 10:i + 14])[0]
+print("goaway code", code, got[i + 14:i + 120])
+assert code == 1 and b"HTTP/2 the kernel cannot follow" in got[i + 14:], got[i:i + 200]
+PY
+rg_log "$(cat "$RG_TMP/bad.out")"
+rg_check "HTTP/2 not followed: GOAWAY PROTOCOL_ERROR, counted" [ "$(rg_global h2_failclosed)" = $((fc + 1)) ]
+
+# The preface and SETTINGS split at each of the first 30 byte offsets: the
+# connection is still recognised and followed (an empty SETTINGS is
+# acknowledged by the server).
+"$RG_PY" - "$PORT" >"$RG_TMP/split.out" 2>&1 <<'PY' || rg_fail "split: $(cat "$RG_TMP/split.out")"
+import socket, sys, time
+msg = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+for cut in range(3, len(msg)):
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.sendall(msg[:cut])
+    time.sleep(0.02)  # a segment of its own
+    s.sendall(msg[cut:])
+    got = b""
+    while b"\x00\x00\x00\x04\x01\x00\x00\x00\x00" not in got:
+        b = s.recv(4096)
+        assert b, "closed at cut %d: %r" % (cut, got[:80])
+        got += b
+    s.close()
+print("acked at every cut")
+PY
+rg_check "preface split at every offset: followed" grep -q 'acked at every cut' "$RG_TMP/split.out"
+rg_check "no internal errors" [ "$(rg_global internal_errors)" = 0 ]
+rg_pass
