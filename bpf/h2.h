@@ -41,6 +41,7 @@ struct rg_h2_sock {
 	__u32 db_len;
 	__u32 pad;
 	struct rg_db_key db;
+	char db_raw[RG_GRPC_DB_SCRATCH_BYTES]; /* scratch of rg_grpc_db_key_in */
 	struct rg_response plan;
 	struct rg_resp_buf text;
 };
@@ -80,33 +81,6 @@ struct rg_h2_loop {
 	struct rg_h2_sock *st;
 };
 
-/*
- * The database of a message (rg_grpc_db_key) for the dbname and no-header
- * cases.  A catalog/schema pair is not resolved in the kernel yet: the
- * per-byte lower-casing of rg_grpc_db_key exceeds the verifier's budget,
- * so such a message fails closed (-1).
- */
-static __always_inline int rg_h2_db_key(const struct rg_grpc_msg *m, struct rg_db_key *key)
-{
-	__u32 dl = m->str_len[RG_GRPC_STR_DBNAME];
-
-	if (dl)
-		return dl < RG_DB_RAW_MAX ?
-			       rg_db_key_from_padded(key, m->str[RG_GRPC_STR_DBNAME], dl) :
-			       -1;
-	if (m->str_len[RG_GRPC_STR_CATALOG] || m->str_len[RG_GRPC_STR_SCHEMA])
-		return -1;
-	/* greptime-public, the default catalog's form of "public" */
-	__builtin_memset(key, 0, sizeof(*key));
-	key->name[0] = 'p';
-	key->name[1] = 'u';
-	key->name[2] = 'b';
-	key->name[3] = 'l';
-	key->name[4] = 'i';
-	key->name[5] = 'c';
-	return 6;
-}
-
 /* A message completed: charge it, or refuse it (returns 1).  A message the
  * kernel cannot judge (compressed, a database name that fits no key) is
  * an error: the connection is not followed further.  A global function:
@@ -131,7 +105,7 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	}
 	if (!rg_grpc_charged(m))
 		return 0;
-	n = rg_h2_db_key(m, &st->db);
+	n = rg_grpc_db_key_in(m, &st->db, st->db_raw);
 	if (n < 0) {
 		st->err = RG_H2_ERR_PROTOBUF;
 		return -1;

@@ -977,6 +977,16 @@ RG_INLINE char rg_grpc_default_char(bool schema, __u32 i)
 	return 0;
 }
 
+/* Scratch of rg_grpc_db_key_in: "catalog-schema" is built here.  Twice
+ * the longest value, so every index masked to it stays in bounds. */
+#define RG_GRPC_DB_SCRATCH_BYTES 256
+
+/* Lower-case an ASCII letter (catalog and schema are lower-cased). */
+RG_INLINE char rg_grpc_lower(char c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
 /*
  * The database a completed message writes to, as greptimedb's
  * create_query_context() resolves it (docs/grpc.md §2), into key: dbname if
@@ -984,13 +994,17 @@ RG_INLINE char rg_grpc_default_char(bool schema, __u32 i)
  * schema lower-cased with defaults "greptime" / "public".  Returns the key
  * length, or -1 when the name does not fit a key or when catalog/schema has
  * non-ASCII bytes, which the server lower-cases by Unicode rules (Rust's
- * to_lowercase) this code does not carry: fail closed.
+ * to_lowercase) this code does not carry: fail closed.  raw is
+ * RG_GRPC_DB_SCRATCH_BYTES of scratch (the BPF caller's is in a map value:
+ * the verifier follows variable-offset writes there cheaply, not on the
+ * stack).  The header strings are zero past their length, so each is
+ * copied whole, one path per byte.
  */
-RG_INLINE int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *key)
+RG_INLINE int rg_grpc_db_key_in(const struct rg_grpc_msg *m, struct rg_db_key *key, char *raw)
 {
-	char raw[RG_DB_RAW_MAX];
 	__u32 cl = m->str_len[RG_GRPC_STR_CATALOG], sl = m->str_len[RG_GRPC_STR_SCHEMA];
-	__u32 i, n = 0;
+	__u32 i, n;
+	__u8 bad = 0;
 
 	if (m->str_len[RG_GRPC_STR_DBNAME]) {
 		if (m->str_len[RG_GRPC_STR_DBNAME] >= RG_DB_RAW_MAX)
@@ -998,18 +1012,15 @@ RG_INLINE int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *key)
 		return rg_db_key_from_padded(key, m->str[RG_GRPC_STR_DBNAME],
 					     m->str_len[RG_GRPC_STR_DBNAME]);
 	}
-	__builtin_memset(raw, 0, sizeof(raw));
 	if (cl >= RG_DB_RAW_MAX || sl >= RG_DB_RAW_MAX)
 		return -1;
-	/* one path per byte, n a sum of bounded terms: the verifier walks
-	 * each loop once instead of every way n could have grown */
+	__builtin_memset(raw, 0, RG_GRPC_DB_SCRATCH_BYTES);
 	if (cl) {
-		for (i = 0; i < RG_DB_RAW_MAX && i < cl; i++) {
+		for (i = 0; i < RG_DB_RAW_MAX; i++) {
 			char c = m->str[RG_GRPC_STR_CATALOG][i];
 
-			if ((__u8)c >= 0x80)
-				return -1;
-			raw[i] = c >= 'A' && c <= 'Z' ? c + 32 : c;
+			bad |= (__u8)c & 0x80;
+			raw[i] = rg_grpc_lower(c);
 		}
 		n = cl;
 	} else {
@@ -1017,33 +1028,36 @@ RG_INLINE int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *key)
 			raw[i] = rg_grpc_default_char(false, rg_h2_opaque(i));
 		n = RG_DEFAULT_CATALOG_LEN;
 	}
-	if (n >= RG_DB_RAW_MAX)
-		return -1;
-	raw[n++] = '-';
+	raw[n & (RG_GRPC_DB_SCRATCH_BYTES - 1)] = '-';
+	n++;
 	if (sl) {
-		for (i = 0; i < RG_DB_RAW_MAX && i < sl; i++) {
+		for (i = 0; i < RG_DB_RAW_MAX; i++) {
 			char c = m->str[RG_GRPC_STR_SCHEMA][i];
-			__u32 k = n + i;
 
-			if ((__u8)c >= 0x80 || k >= RG_DB_RAW_MAX)
-				return -1;
-			raw[k] = c >= 'A' && c <= 'Z' ? c + 32 : c;
+			bad |= (__u8)c & 0x80;
+			raw[(n + i) & (RG_GRPC_DB_SCRATCH_BYTES - 1)] = rg_grpc_lower(c);
 		}
 		n += sl;
 	} else {
-		for (i = 0; i < 6; i++) {
-			__u32 k = n + i;
-
-			if (k >= RG_DB_RAW_MAX)
-				return -1;
-			raw[k] = rg_grpc_default_char(true, rg_h2_opaque(i));
-		}
+		for (i = 0; i < 6; i++)
+			raw[(n + i) & (RG_GRPC_DB_SCRATCH_BYTES - 1)] =
+				rg_grpc_default_char(true, rg_h2_opaque(i));
 		n += 6;
 	}
-	if (n >= RG_DB_RAW_MAX)
+	if (bad || n >= RG_DB_RAW_MAX)
 		return -1;
 	return rg_db_key_from_padded(key, raw, n);
 }
+
+#ifndef __bpf__
+/* rg_grpc_db_key_in with scratch of its own. */
+static inline int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *key)
+{
+	char raw[RG_GRPC_DB_SCRATCH_BYTES];
+
+	return rg_grpc_db_key_in(m, key, raw);
+}
+#endif
 
 /* Whether a completed message is charged, and its rows (docs/grpc.md §3). */
 RG_INLINE bool rg_grpc_charged(const struct rg_grpc_msg *m)
