@@ -9,8 +9,10 @@
 # admitted on a full bucket, the next one is refused) -- a refused message
 # never reaches the handler, its connection ends with the kernel's GOAWAY
 # carrying the 429's text, counted; HTTP/2 the kernel cannot follow ends
-# with GOAWAY PROTOCOL_ERROR, counted; the preface split at every offset of
-# its first bytes is still followed.
+# with GOAWAY PROTOCOL_ERROR, counted; a connection's bytes split at every
+# offset (preface, frame headers, HPACK, gRPC prefix, protobuf) are
+# still followed, and both RequestHeader forms (dbname, catalog/schema)
+# charge the database the server stores to.
 RG_PROFILE=greptimedb # the gRPC port of a GreptimeDB-compatible server
 source "$(dirname "$0")/lib.sh"
 rg_require_root
@@ -44,6 +46,8 @@ RG_PORT=$PORT rg_start_rowgated --grpc "$PORT"
 rg_ctl limit set g_lim 1000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set g_js 100000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set acme-g_col 100000 >/dev/null || rg_fail "limit set"
+rg_ctl limit set g_split 10000000 >/dev/null || rg_fail "limit set"
+rg_ctl limit set acme-split_b 10000000 >/dev/null || rg_fail "limit set"
 
 stats() { curl -sf "http://127.0.0.1:$ADMIN/stats"; }
 jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
@@ -140,5 +144,19 @@ for cut in range(3, len(msg)):
 print("acked at every cut")
 PY
 rg_check "preface split at every offset: followed" grep -q 'acked at every cut' "$RG_TMP/split.out"
+# Two calls of two databases (dbname; catalog/schema lower-cased) on one
+# connection, all of its bytes split in two sends at every
+# offset from 3 on: each call answered OK, charged exactly as stored.
+RG_GRPC_PY=$GRPC_PY "$RG_PY" "$RG_ROOT/tests/grpc/h2_probe.py" --port "$PORT" --scenario split \
+	--from 3 --rows 5 --db g_split >"$RG_TMP/splits.json" 2>&1 || rg_fail "split: $(cat "$RG_TMP/splits.json")"
+rg_log "splits: $(cat "$RG_TMP/splits.json")"
+cuts=$(jget "$RG_TMP/splits.json" "d['cuts']")
+rg_check "every split connection answered both calls OK ($cuts cuts)" \
+	[ "$(jget "$RG_TMP/splits.json" "d['ok'] == d['cuts'] > 100")" = True ]
+rg_check "g_split: $((cuts * 5)) rows stored = admitted" \
+	[ "$(stored g_split)" = $((cuts * 5)) ] && [ "$(rg_stat g_split admitted_rows)" = $((cuts * 5)) ]
+rg_check "acme-split_b (catalog/schema): $((cuts * 5)) rows stored = admitted" \
+	[ "$(stored acme-split_b)" = $((cuts * 5)) ] && [ "$(rg_stat acme-split_b admitted_rows)" = $((cuts * 5)) ]
+rg_check "egress leaves HTTP/2 connections alone" [ "$(rg_global egress_lost)" = 0 ]
 rg_check "no internal errors" [ "$(rg_global internal_errors)" = 0 ]
 rg_pass

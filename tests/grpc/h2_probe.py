@@ -14,7 +14,11 @@ rejected streams, GOAWAY, connection WINDOW_UPDATEs.
 usage: h2_probe.py --port P --scenario S [--rejects N] [--admit-every K]
                    [--rows N] [--trigger settings|ping] [--client-rst]
 scenarios: mix (rejected and admitted calls interleaved on one connection),
-           window (rejected bytes vs the connection window).
+           window (rejected bytes vs the connection window),
+           split (two unary calls of two databases on one connection, the
+           whole connection's bytes split in two sends at every offset
+           from --from on, one connection per offset: what a guarded port
+           must follow whatever the segments).
 """
 import argparse
 import json
@@ -183,8 +187,8 @@ class Conn:
         return frame(HEADERS, END_HEADERS | (END_STREAM if end_stream else 0), sid, block)
 
 
-def message(db, rows, table):
-    req = pb.GreptimeRequest(header=pb.RequestHeader(dbname=db))
+def message(db, rows, table, header=None):
+    req = pb.GreptimeRequest(header=header or pb.RequestHeader(dbname=db))
     ri = req.row_inserts.inserts.add(table_name=table)
     for r in range(rows):
         row = ri.rows.rows.add()
@@ -292,10 +296,75 @@ def scenario_window(c, a):
             "client_conn_window_left": 65535 + c.conn_window_updates - sent}
 
 
+def scenario_split(a):
+    """Every offset: preface, SETTINGS, a unary call on stream 1 (dbname
+    --db) and one on stream 3 (catalog/schema --catalog/--schema), cut
+    once; each call must be answered grpc-status 0."""
+    enc = hpack.Encoder()
+    block = enc.encode([
+        (":method", "POST"), (":scheme", "http"),
+        (":path", "/greptime.v1.GreptimeDatabase/Handle"),
+        (":authority", "127.0.0.1:%d" % a.port),
+        ("content-type", "application/grpc"), ("te", "trailers"),
+    ], huffman=False)
+    # the second block indexes the first's fields (a client's dynamic table)
+    block3 = enc.encode([
+        (":method", "POST"), (":scheme", "http"),
+        (":path", "/greptime.v1.GreptimeDatabase/Handle"),
+        (":authority", "127.0.0.1:%d" % a.port),
+        ("content-type", "application/grpc"), ("te", "trailers"),
+    ], huffman=False)
+    ok = failed = 0
+    last = None
+    for cut in range(a.split_from, 10 ** 9):
+        m1 = message(a.db, a.rows, "s1_%d" % cut)
+        m3 = message(None, a.rows, "s3_%d" % cut,
+                     pb.RequestHeader(catalog=a.catalog, schema=a.schema))
+        allb = (PREFACE + frame(SETTINGS, 0, 0) +
+                frame(HEADERS, END_HEADERS, 1, block) + frame(DATA, END_STREAM, 1, m1) +
+                frame(HEADERS, END_HEADERS, 3, block3) +
+                frame(DATA, END_STREAM, 3, m3))
+        if cut >= len(allb):
+            break
+        s = socket.create_connection(("127.0.0.1", a.port), timeout=10)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        s.sendall(allb[:cut])
+        time.sleep(a.gap_ms / 1000.0)  # a segment of its own
+        s.sendall(allb[cut:])
+        dec, got, status = hpack.Decoder(), b"", {}
+        try:
+            while len(status) < 2:
+                b = s.recv(65536)
+                if not b:
+                    break
+                got += b
+                while len(got) >= 9:
+                    n = got[0] << 16 | got[1] << 8 | got[2]
+                    if len(got) < 9 + n:
+                        break
+                    ftype, flags = got[3], got[4]
+                    sid = struct.unpack(">I", got[5:9])[0] & 0x7fffffff
+                    if ftype == HEADERS:
+                        for k, v in dec.decode(got[9:9 + n]):
+                            if k in ("grpc-status", b"grpc-status"):
+                                status[sid] = int(v)
+                    got = got[9 + n:]
+        except OSError:
+            pass
+        s.close()
+        if status == {1: 0, 3: 0}:
+            ok += 1
+        else:
+            failed += 1
+            last = {"cut": cut, "status": status}
+    return {"cuts": ok + failed, "ok": ok, "failed": failed, "last_failure": last,
+            "bytes": len(allb)}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, required=True, help="server's gRPC port")
-    ap.add_argument("--scenario", choices=("mix", "window"), required=True)
+    ap.add_argument("--scenario", choices=("mix", "window", "split"), required=True)
     ap.add_argument("--rejects", type=int, default=100, help="rejected streams (default 100)")
     ap.add_argument("--admit-every", type=int, default=10,
                     help="an admitted call before every K-th rejection (default 10, 0: none)")
@@ -304,7 +373,17 @@ def main():
                     help="frame that makes the server answer (default settings)")
     ap.add_argument("--client-rst", action="store_true",
                     help="send the client's RST_STREAM after each trigger answer")
+    ap.add_argument("--db", default="split_a", help="split: dbname of stream 1")
+    ap.add_argument("--catalog", default="Acme", help="split: catalog of stream 3")
+    ap.add_argument("--schema", default="Split_B", help="split: schema of stream 3")
+    ap.add_argument("--from", dest="split_from", type=int, default=1,
+                    help="split: first offset (default 1)")
+    ap.add_argument("--gap-ms", type=float, default=5,
+                    help="split: pause between the two sends (default 5)")
     a = ap.parse_args()
+    if a.scenario == "split":
+        print(json.dumps(scenario_split(a)))
+        return
     c = Conn(a.port)
     if not c.wait(lambda: c.settings_acks >= 1, 10):
         sys.exit("h2_probe: no SETTINGS ACK from the server")
