@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # gRPC ingestion limited in the kernel (rowgated --grpc PORT, docs/grpc.md
-# section 7): a GreptimeDB-compatible gRPC C-core server behind a guarded
-# port, grpc-go and grpc-js clients.  Admitted insert messages reach the
+# section 7): GreptimeDB-compatible gRPC C-core and grpc-go servers behind
+# guarded ports, grpc-go and grpc-js clients.  Admitted insert messages reach the
 # server and are charged to their database exactly as stored (unary and
 # streaming, row and columnar, a database without a limit passes
 # uncharged); the seed example (limit 1,000 rows/s: a 3,000-row message is
@@ -41,12 +41,28 @@ SRV=$!
 rg_on_exit "kill -9 $SRV; wait $SRV"
 rg_wait_for 20 curl -sf "http://127.0.0.1:$ADMIN/stats" || rg_fail "server did not come up"
 
+# a grpc-go server on a second guarded port
+GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
+[ -x "$GO_SERVER" ] || rg_skip "needs the grpc-go server $GO_SERVER (make)"
+GPORT=$(rg_free_port) || rg_fail "no free port"
+GADMIN=$(rg_free_port) || rg_fail "no free port"
+(
+	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
+	exec "$GO_SERVER" -port "$GPORT" -admin-port "$GADMIN"
+) >"$RG_TMP/goserver.log" 2>&1 &
+GSRV=$!
+rg_on_exit "kill -9 $GSRV; wait $GSRV"
+rg_wait_for 20 curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
+
 rg_mount_bpffs
-RG_PORT=$PORT rg_start_rowgated --grpc "$PORT"
+RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT"
 rg_ctl limit set g_lim 1000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set g_js 100000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set acme-g_col 100000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set g_split 10000000 >/dev/null || rg_fail "limit set"
+rg_ctl limit set go_srv 100000 >/dev/null || rg_fail "limit set"
+rg_ctl limit set go_mux 100000 >/dev/null || rg_fail "limit set"
+rg_ctl limit set go_lim 1000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set acme-split_b 10000000 >/dev/null || rg_fail "limit set"
 
 stats() { curl -sf "http://127.0.0.1:$ADMIN/stats"; }
@@ -157,6 +173,29 @@ rg_check "g_split: $((cuts * 5)) rows stored = admitted" \
 	[ "$(stored g_split)" = $((cuts * 5)) ] && [ "$(rg_stat g_split admitted_rows)" = $((cuts * 5)) ]
 rg_check "acme-split_b (catalog/schema): $((cuts * 5)) rows stored = admitted" \
 	[ "$(stored acme-split_b)" = $((cuts * 5)) ] && [ "$(rg_stat acme-split_b admitted_rows)" = $((cuts * 5)) ]
-rg_check "egress leaves HTTP/2 connections alone" [ "$(rg_global egress_lost)" = 0 ]
+# The grpc-go server: admitted calls (4 and 8 in flight on one connection)
+# stored = admitted; the seed example refused before its handler.
+gstats() { curl -sf "http://127.0.0.1:$GADMIN/stats"; }
+gstored() { gstats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['rows'].get(sys.argv[1], 0))" "$1"; }
+gcalls() { gstats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['calls'])"; }
+GT=127.0.0.1:$GPORT
+GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id g -db go_srv -calls 40 -rows 10 -concurrency 4 \
+	>"$RG_TMP/gosrv.json" || rg_fail "go->go: $(cat "$RG_TMP/gosrv.json")"
+node "$JS_CLIENT" --target "$GT" --id h --db go_mux --calls 16 --concurrency 8 --rows 100 \
+	>"$RG_TMP/gomux.json" || rg_fail "js->go: $(cat "$RG_TMP/gomux.json")"
+rg_check "grpc-go server, grpc-go client: 400 rows stored = admitted" \
+	[ "$(gstored go_srv)" = 400 ] && [ "$(rg_stat go_srv admitted_rows)" = 400 ]
+rg_check "grpc-go server, grpc-js 8 in flight: 1,600 rows stored = admitted" \
+	[ "$(gstored go_mux)" = 1600 ] && [ "$(rg_stat go_mux admitted_rows)" = 1600 ]
+GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id i -db go_lim -calls 1 -rows 3000 -no-retry \
+	>"$RG_TMP/goseed.json" || rg_fail "3,000 rows on a full bucket: $(cat "$RG_TMP/goseed.json")"
+before=$(gcalls)
+node "$JS_CLIENT" --target "$GT" --id j --db go_lim --calls 1 --rows 10 --no-retry \
+	>"$RG_TMP/gorej.json" && rg_fail "a message past the limit was admitted: $(cat "$RG_TMP/gorej.json")"
+rg_check "grpc-go server: the refused message never reached the handler" [ "$(gcalls)" = "$before" ]
+rg_check "grpc-go server: 3,000 rows stored = admitted, 1 rejected" \
+	[ "$(gstored go_lim)" = 3000 ] && [ "$(rg_stat go_lim admitted_rows)" = 3000 ] &&
+	[ "$(rg_stat go_lim rejected_requests)" = 1 ]
+rg_check "egress leaves HTTP/2 connections alone (the grpc-go server writes first)" [ "$(rg_global egress_lost)" = 0 ]
 rg_check "no internal errors" [ "$(rg_global internal_errors)" = 0 ]
 rg_pass
