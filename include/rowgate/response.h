@@ -29,11 +29,15 @@
 #define RG_HDR_CONNECTION     "\r\nConnection: "
 #define RG_HDR_CONTENT_LENGTH "\r\nContent-Length: "
 #define RG_HEAD_END	      "\r\n\r\n"
-#define RG_429_B0	      "{\"code\":6001,\"error\":\"Ingestion rate limit exceeded for database '"
+/* the sentence of "error", also a gRPC rejection's grpc-message (h2_answer.h):
+ * MSG0 db B1 [estimated] rows B2 quota B3 limit MSG_END */
+#define RG_429_MSG0	      "Ingestion rate limit exceeded for database '"
+#define RG_429_MSG_END	      " rows/s"
+#define RG_429_B0	      "{\"code\":6001,\"error\":\"" RG_429_MSG0
 #define RG_429_B1	      "': rejected "
 #define RG_429_B2	      " rows, current quota "
 #define RG_429_B3	      " rows/s, configured limit "
-#define RG_429_B4	      " rows/s\",\"execution_time_ms\":0}"
+#define RG_429_B4	      RG_429_MSG_END "\",\"execution_time_ms\":0}"
 /* for requests too small to carry the long form in their own bytes */
 #define RG_429S_B0	  "{\"code\":6001,\"error\":\"db '"
 #define RG_429S_B1	  "' rate limited: rejected "

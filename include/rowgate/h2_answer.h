@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
+/* The bytes rowgate writes on an HTTP/2 connection to reject a gRPC message
+ * without breaking the connection (docs/grpc.md §6.3): the in-place rewrite
+ * of a DATA frame into RST_STREAM(CANCEL) + an empty SETTINGS + an
+ * unknown-type filler, the connection WINDOW_UPDATE for hidden DATA, and
+ * the trailers-only HEADERS that answers the client (grpc-status 8 with
+ * GreptimeDB's error metadata, §4).  HPACK: one static-indexed field and
+ * literals without indexing only, so neither side's dynamic table changes
+ * (RFC 7541 §6.1, §6.2.2).  Pure byte writers, unit-tested natively
+ * (tests/unit/test_h2_answer.c); the grpc-message text is the HTTP 429's.
+ */
+#ifndef ROWGATE_H2_ANSWER_H
+#define ROWGATE_H2_ANSWER_H
+
+#include "types.h"
+#include "h2.h"
+#include "response.h"
+
+#define RG_H2_RST_STREAM_BYTES	  13
+#define RG_H2_SETTINGS_EMPTY_BYTES 9
+#define RG_H2_WINDOW_UPDATE_BYTES 13
+/* RST_STREAM + SETTINGS + the filler's own header, in place of a DATA
+ * frame's header + payload: the payload must be at least this long */
+#define RG_H2_REWRITE_HEAD_BYTES                                                   \
+	(RG_H2_RST_STREAM_BYTES + RG_H2_SETTINGS_EMPTY_BYTES + RG_H2_FRAME_HDR_BYTES)
+#define RG_H2_REWRITE_MIN_PAYLOAD (RG_H2_REWRITE_HEAD_BYTES - RG_H2_FRAME_HDR_BYTES)
+#define RG_H2_FILLER		  0xfa /* an unregistered frame type: ignored (RFC 9113 §5.5) */
+#define RG_H2_CANCEL		  0x8
+#define RG_H2_WINDOW_MAX	  0x7fffffffU /* largest window increment */
+
+/* A grpc-message and a whole trailers-only frame fit these. */
+#define RG_GRPC_MESSAGE_MAX 512
+#define RG_GRPC_ANSWER_MAX  768
+
+/* HPACK pieces (RFC 7541 Appendix A, §6.2.2) */
+#define RG_HPACK_STATUS_200	   0x88 /* indexed field 8 */
+#define RG_HPACK_LIT_NOINDEX	   0x00 /* literal without indexing, new name */
+#define RG_HPACK_CONTENT_TYPE_IDX 31   /* static name "content-type" */
+#define RG_GRPC_CONTENT_TYPE	   "application/grpc"
+#define RG_GRPC_STATUS_RESOURCE_EXHAUSTED "8"
+#define RG_GRPC_ERR_CODE	   "6001" /* StatusCode::RateLimited */
+#define RG_GRPC_RETRY_HINT	   "retryable"
+
+RG_INLINE void rg_h2_put_frame_hdr(__u8 *b, __u32 len, __u8 type, __u8 flags, __u32 sid)
+{
+	b[0] = (__u8)(len >> 16);
+	b[1] = (__u8)(len >> 8);
+	b[2] = (__u8)len;
+	b[3] = type;
+	b[4] = flags;
+	b[5] = (__u8)(sid >> 24) & 0x7f;
+	b[6] = (__u8)(sid >> 16);
+	b[7] = (__u8)(sid >> 8);
+	b[8] = (__u8)sid;
+}
+
+RG_INLINE void rg_h2_put_u32(__u8 *b, __u32 v)
+{
+	b[0] = (__u8)(v >> 24);
+	b[1] = (__u8)(v >> 16);
+	b[2] = (__u8)(v >> 8);
+	b[3] = (__u8)v;
+}
+
+/* RST_STREAM(sid, code): RG_H2_RST_STREAM_BYTES. */
+RG_INLINE __u32 rg_h2_put_rst_stream(__u8 *b, __u32 sid, __u32 code)
+{
+	rg_h2_put_frame_hdr(b, 4, RG_H2_RST_STREAM, 0, sid);
+	rg_h2_put_u32(b + RG_H2_FRAME_HDR_BYTES, code);
+	return RG_H2_RST_STREAM_BYTES;
+}
+
+/* An empty SETTINGS (the server must acknowledge it, §6.5.3). */
+RG_INLINE __u32 rg_h2_put_settings_empty(__u8 *b)
+{
+	rg_h2_put_frame_hdr(b, 0, RG_H2_SETTINGS, 0, 0);
+	return RG_H2_SETTINGS_EMPTY_BYTES;
+}
+
+/* WINDOW_UPDATE(sid, inc), inc in [1, 2^31 - 1]; 0 when inc is not. */
+RG_INLINE __u32 rg_h2_put_window_update(__u8 *b, __u32 sid, __u32 inc)
+{
+	if (inc == 0 || inc > RG_H2_WINDOW_MAX)
+		return 0;
+	rg_h2_put_frame_hdr(b, 4, RG_H2_WINDOW_UPDATE, 0, sid);
+	rg_h2_put_u32(b + RG_H2_FRAME_HDR_BYTES, inc);
+	return RG_H2_WINDOW_UPDATE_BYTES;
+}
+
+/*
+ * The first RG_H2_REWRITE_HEAD_BYTES of a DATA frame of payload_len bytes
+ * rewritten in place, same length: RST_STREAM(sid, CANCEL), an empty
+ * SETTINGS, then the header of an unknown-type frame whose payload is the
+ * rest (its bytes stay as received).  -1 when the payload is too short.
+ */
+RG_INLINE int rg_h2_put_rewrite_head(__u8 *b, __u32 sid, __u32 payload_len)
+{
+	__u32 off;
+
+	if (payload_len < RG_H2_REWRITE_MIN_PAYLOAD)
+		return -1;
+	off = rg_h2_put_rst_stream(b, sid, RG_H2_CANCEL);
+	off += rg_h2_put_settings_empty(b + off);
+	rg_h2_put_frame_hdr(b + off, payload_len - RG_H2_REWRITE_MIN_PAYLOAD, RG_H2_FILLER, 0,
+			    sid);
+	return RG_H2_REWRITE_HEAD_BYTES;
+}
+
+/* An HPACK integer with a prefix_bits-bit prefix, the first byte's high
+ * bits from first (RFC 7541 §5.1).  Returns the new offset. */
+RG_INLINE __u32 rg_hpack_put_int(__u8 *b, __u32 off, __u8 first, __u32 prefix_bits, __u32 v)
+{
+	__u32 max = (1U << prefix_bits) - 1, i;
+
+	if (v < max) {
+		b[off] = first | (__u8)v;
+		return off + 1;
+	}
+	b[off++] = first | (__u8)max;
+	v -= max;
+	for (i = 0; i < 5 && v >= 128; i++) {
+		b[off++] = (__u8)(v & 0x7f) | 0x80;
+		v >>= 7;
+	}
+	b[off] = (__u8)v;
+	return off + 1;
+}
+
+/* A string literal, not Huffman-coded. */
+RG_INLINE __u32 rg_hpack_put_str(__u8 *b, __u32 off, const char *s, __u32 n)
+{
+	__u32 i;
+
+	off = rg_hpack_put_int(b, off, 0, 7, n);
+	for (i = 0; i < n; i++)
+		b[off + i] = (__u8)s[i];
+	return off + n;
+}
+
+/* A literal field without indexing with a new name. */
+RG_INLINE __u32 rg_hpack_put_field(__u8 *b, __u32 off, const char *name, __u32 nlen,
+				   const char *value, __u32 vlen)
+{
+	b[off++] = RG_HPACK_LIT_NOINDEX;
+	off = rg_hpack_put_str(b, off, name, nlen);
+	return rg_hpack_put_str(b, off, value, vlen);
+}
+
+#define RG_HPACK_FIELD(b, off, name, value, vlen) \
+	rg_hpack_put_field((b), (off), name, RG_STRLEN(name), (value), (vlen))
+
+/* Whether grpc-message must percent-encode a byte (gRPC PROTOCOL-HTTP2). */
+RG_INLINE bool rg_grpc_pct_needed(__u8 c)
+{
+	return c < 0x20 || c > 0x7e || c == '%';
+}
+
+RG_INLINE char rg_hex_upper(__u32 v)
+{
+	v &= 0xf;
+	return (char)(v < 10 ? '0' + v : 'A' + v - 10);
+}
+
+/* Append s[0..n) percent-encoded; returns the new length, cap - 1 at most
+ * (a byte that does not fit whole is left out, and all after it). */
+RG_INLINE __u32 rg_grpc_put_pct(char *out, __u32 len, __u32 cap, const char *s, __u32 n)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++) {
+		__u8 c = (__u8)s[i];
+
+		if (rg_grpc_pct_needed(c)) {
+			if (len + 3 >= cap)
+				break;
+			out[len++] = '%';
+			out[len++] = rg_hex_upper(c >> 4);
+			out[len++] = rg_hex_upper(c);
+		} else {
+			if (len + 1 >= cap)
+				break;
+			out[len++] = (char)c;
+		}
+	}
+	return len;
+}
+
+RG_INLINE __u32 rg_grpc_put_dec(char *out, __u32 len, __u32 cap, __u64 v)
+{
+	__u32 d = rg_dec_digits(v), i;
+
+	if (len + d >= cap)
+		return len;
+	for (i = 0; i < d; i++) {
+		out[len + d - 1 - i] = (char)('0' + v % 10);
+		v /= 10;
+	}
+	return len + d;
+}
+
+/*
+ * The grpc-message of a rejection, percent-encoded: the text of the HTTP
+ * 429's "error" (RG_429_MSG0 ... RG_429_MSG_END), so gRPC and HTTP clients
+ * read the same sentence.  Returns its length (< cap).
+ */
+RG_INLINE __u32 rg_grpc_message_429(char *out, __u32 cap, const struct rg_response *r,
+				     const struct rg_db_key *db)
+{
+	__u32 len = 0, dl = r->db_len < RG_DB_NAME_MAX ? r->db_len : RG_DB_NAME_MAX - 1;
+
+	len = rg_grpc_put_pct(out, len, cap, RG_429_MSG0, RG_STRLEN(RG_429_MSG0));
+	len = rg_grpc_put_pct(out, len, cap, db->name, dl);
+	len = rg_grpc_put_pct(out, len, cap, RG_429_B1, RG_STRLEN(RG_429_B1));
+	if (r->estimated)
+		len = rg_grpc_put_pct(out, len, cap, RG_STR_ESTIMATED, RG_STRLEN(RG_STR_ESTIMATED));
+	len = rg_grpc_put_dec(out, len, cap, r->rows);
+	len = rg_grpc_put_pct(out, len, cap, RG_429_B2, RG_STRLEN(RG_429_B2));
+	len = rg_grpc_put_dec(out, len, cap, r->quota_rows_per_s);
+	len = rg_grpc_put_pct(out, len, cap, RG_429_B3, RG_STRLEN(RG_429_B3));
+	len = rg_grpc_put_dec(out, len, cap, r->limit_rows_per_s);
+	return rg_grpc_put_pct(out, len, cap, RG_429_MSG_END, RG_STRLEN(RG_429_MSG_END));
+}
+
+/*
+ * The frame that answers a rejected stream: HEADERS(END_STREAM |
+ * END_HEADERS) with `:status 200` and `content-type application/grpc`
+ * (left out when the server already sent the response's HEADERS, §6.2.7:
+ * then these are trailers), grpc-status 8, grpc-message msg (already
+ * percent-encoded), x-greptime-err-code 6001, x-greptime-err-retry-hint
+ * retryable.  out holds RG_GRPC_ANSWER_MAX bytes; returns the frame's
+ * length, or 0 when msg is too long.
+ */
+RG_INLINE __u32 rg_grpc_put_trailers_only(__u8 *out, __u32 sid, bool headers_sent,
+					  const char *msg, __u32 msg_len)
+{
+	__u32 off = RG_H2_FRAME_HDR_BYTES;
+
+	if (msg_len >= RG_GRPC_MESSAGE_MAX)
+		return 0;
+	if (!headers_sent) {
+		out[off++] = RG_HPACK_STATUS_200;
+		off = rg_hpack_put_int(out, off, 0, 4, RG_HPACK_CONTENT_TYPE_IDX);
+		off = rg_hpack_put_str(out, off, RG_GRPC_CONTENT_TYPE,
+				       RG_STRLEN(RG_GRPC_CONTENT_TYPE));
+	}
+	off = RG_HPACK_FIELD(out, off, "grpc-status", RG_GRPC_STATUS_RESOURCE_EXHAUSTED,
+			     RG_STRLEN(RG_GRPC_STATUS_RESOURCE_EXHAUSTED));
+	off = RG_HPACK_FIELD(out, off, "grpc-message", msg, msg_len);
+	off = RG_HPACK_FIELD(out, off, "x-greptime-err-code", RG_GRPC_ERR_CODE,
+			     RG_STRLEN(RG_GRPC_ERR_CODE));
+	off = RG_HPACK_FIELD(out, off, "x-greptime-err-retry-hint", RG_GRPC_RETRY_HINT,
+			     RG_STRLEN(RG_GRPC_RETRY_HINT));
+	rg_h2_put_frame_hdr(out, off - RG_H2_FRAME_HDR_BYTES, RG_H2_HEADERS,
+			    RG_H2_FLAG_END_STREAM | RG_H2_FLAG_END_HEADERS, sid);
+	return off;
+}
+
+#endif /* ROWGATE_H2_ANSWER_H */

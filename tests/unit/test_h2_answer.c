@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The bytes of a gRPC rejection (rowgate/h2_answer.h): control frames, the
+ * in-place rewrite of a DATA frame, HPACK integers, the percent-encoded
+ * grpc-message, and the trailers-only HEADERS read back by a decoder for
+ * exactly the representations it may use (anything else fails the test:
+ * the dynamic table must never change). */
+#include <stdio.h>
+#include <string.h>
+
+#include "rowgate/h2_answer.h"
+#include "check.h"
+
+/* An HPACK integer (RFC 7541 §5.1); -1 past end. */
+static long hp_int(const __u8 *b, __u32 *off, __u32 end, __u32 prefix_bits)
+{
+	__u32 max = (1U << prefix_bits) - 1, shift = 0;
+	long v;
+
+	if (*off >= end)
+		return -1;
+	v = b[(*off)++] & max;
+	if (v < max)
+		return v;
+	while (*off < end) {
+		__u8 c = b[(*off)++];
+
+		v += (long)(c & 0x7f) << shift;
+		shift += 7;
+		if (!(c & 0x80))
+			return v;
+	}
+	return -1;
+}
+
+static int hp_str(const __u8 *b, __u32 *off, __u32 end, char *out, size_t cap)
+{
+	long n;
+
+	if (*off >= end || (b[*off] & 0x80)) /* Huffman is never written */
+		return -1;
+	n = hp_int(b, off, end, 7);
+	if (n < 0 || *off + n > end || (size_t)n >= cap)
+		return -1;
+	memcpy(out, b + *off, n);
+	out[n] = 0;
+	*off += n;
+	return 0;
+}
+
+struct field {
+	char name[64];
+	char value[600];
+};
+
+/* Decode a block that uses only indexed static :status 200 (0x88), and
+ * literals without indexing with static name content-type (31) or a new
+ * name.  Returns the number of fields, -1 on anything else. */
+static int hp_decode(const __u8 *b, __u32 len, struct field *f, int max)
+{
+	__u32 off = 0;
+	int n = 0;
+
+	while (off < len && n < max) {
+		__u8 c = b[off];
+
+		if (c == 0x88) {
+			strcpy(f[n].name, ":status");
+			strcpy(f[n].value, "200");
+			off++;
+		} else if ((c & 0xf0) == 0x00) {
+			long idx = hp_int(b, &off, len, 4);
+
+			if (idx == 31)
+				strcpy(f[n].name, "content-type");
+			else if (idx != 0 || hp_str(b, &off, len, f[n].name, sizeof(f[n].name)))
+				return -1;
+			if (hp_str(b, &off, len, f[n].value, sizeof(f[n].value)))
+				return -1;
+		} else {
+			return -1; /* would index, or reference the dynamic table */
+		}
+		n++;
+	}
+	return off == len ? n : -1;
+}
+
+static void test_control_frames(void)
+{
+	__u8 b[64];
+	static const __u8 rst[] = { 0, 0, 4, 3, 0, 0, 0, 0, 5, 0, 0, 0, 8 };
+	static const __u8 set[] = { 0, 0, 0, 4, 0, 0, 0, 0, 0 };
+	static const __u8 wu[] = { 0, 0, 4, 8, 0, 0, 0, 0, 0, 0, 1, 0, 0 };
+
+	CHECK_EQ_U64(rg_h2_put_rst_stream(b, 5, RG_H2_CANCEL), sizeof(rst), "rst length");
+	CHECK(!memcmp(b, rst, sizeof(rst)), "RST_STREAM(5, CANCEL) bytes");
+	CHECK_EQ_U64(rg_h2_put_settings_empty(b), sizeof(set), "settings length");
+	CHECK(!memcmp(b, set, sizeof(set)), "empty SETTINGS bytes");
+	CHECK_EQ_U64(rg_h2_put_window_update(b, 0, 65536), sizeof(wu), "window update length");
+	CHECK(!memcmp(b, wu, sizeof(wu)), "WINDOW_UPDATE(0, 65536) bytes");
+	CHECK_EQ_U64(rg_h2_put_window_update(b, 0, 0), 0, "a zero increment is refused");
+	CHECK_EQ_U64(rg_h2_put_window_update(b, 0, 1U << 31), 0, "2^31 is refused");
+}
+
+/* The rewrite keeps the frame's length and leaves three frames the parser
+ * follows: RST_STREAM, SETTINGS, then one unknown frame to the end. */
+static void test_rewrite(void)
+{
+	__u32 p;
+
+	for (p = 0; p < 200; p++) {
+		__u8 b[RG_H2_REWRITE_HEAD_BYTES];
+		int r = rg_h2_put_rewrite_head(b, 7, p);
+		__u32 flen;
+
+		if (p < RG_H2_REWRITE_MIN_PAYLOAD) {
+			CHECK(r == -1, "payload %u: too short, refused", p);
+			continue;
+		}
+		CHECK(r == RG_H2_REWRITE_HEAD_BYTES, "payload %u: head written", p);
+		CHECK(b[3] == RG_H2_RST_STREAM && b[8] == 7 && b[12] == RG_H2_CANCEL,
+		      "payload %u: RST_STREAM(7, CANCEL) first", p);
+		CHECK(b[13 + 3] == RG_H2_SETTINGS && b[13 + 2] == 0 && b[13 + 4] == 0,
+		      "payload %u: empty SETTINGS second", p);
+		flen = (__u32)b[22] << 16 | (__u32)b[23] << 8 | b[24];
+		CHECK(b[25] == RG_H2_FILLER, "payload %u: filler type", p);
+		CHECK_EQ_U64(RG_H2_REWRITE_HEAD_BYTES + flen, RG_H2_FRAME_HDR_BYTES + p,
+			     "the rewrite is as long as the DATA frame");
+	}
+}
+
+static void test_hpack_int(void)
+{
+	__u8 b[8];
+	__u32 off, end;
+
+	/* RFC 7541 C.1.2: 1337 with a 5-bit prefix */
+	end = rg_hpack_put_int(b, 0, 0, 5, 1337);
+	CHECK(end == 3 && b[0] == 31 && b[1] == 154 && b[2] == 10, "1337 as in RFC 7541 C.1.2");
+	for (__u32 v = 0; v < 70000; v += (v < 300 ? 1 : 97)) {
+		end = rg_hpack_put_int(b, 0, 0, 7, v);
+		off = 0;
+		CHECK(hp_int(b, &off, end, 7) == (long)v && off == end, "7-bit prefix %u", v);
+	}
+}
+
+static void fill_resp(struct rg_response *r, struct rg_db_key *db, const char *name)
+{
+	memset(r, 0, sizeof(*r));
+	memset(db, 0, sizeof(*db));
+	strncpy(db->name, name, sizeof(db->name) - 1);
+	r->kind = RG_RESP_429;
+	r->db_len = strlen(name);
+	r->rows = 3000;
+	r->quota_rows_per_s = 1000;
+	r->limit_rows_per_s = 1000;
+}
+
+static void test_message(void)
+{
+	struct rg_response r;
+	struct rg_db_key db;
+	char msg[RG_GRPC_MESSAGE_MAX], want[RG_GRPC_MESSAGE_MAX], json[RG_GRPC_MESSAGE_MAX];
+	__u32 n;
+
+	fill_resp(&r, &db, "logs");
+	n = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
+	snprintf(want, sizeof(want), "%s%s%s%llu%s%llu%s%llu%s", RG_429_MSG0, "logs", RG_429_B1,
+		 3000ULL, RG_429_B2, 1000ULL, RG_429_B3, 1000ULL, RG_429_MSG_END);
+	CHECK(n == strlen(want) && !memcmp(msg, want, n), "message: %.*s", (int)n, msg);
+	/* the HTTP 429's error text is the same sentence */
+	snprintf(json, sizeof(json), RG_429_BODY_FMT, "logs", "", 3000ULL, 1000ULL, 1000ULL);
+	CHECK(strstr(json, want) != NULL, "the 429 JSON carries it: %s", json);
+
+	fill_resp(&r, &db, "caf\xc3\xa9%db");
+	n = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
+	msg[n] = 0;
+	CHECK(strstr(msg, "'caf%C3%A9%25db'") != NULL, "percent-encoded: %s", msg);
+	for (__u32 i = 0; i < n; i++)
+		CHECK(!rg_grpc_pct_needed((__u8)msg[i]) || msg[i] == '%', "byte %u printable", i);
+
+	r.estimated = 1;
+	n = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
+	msg[n] = 0;
+	CHECK(strstr(msg, "rejected an estimated 3000 rows") != NULL, "estimate: %s", msg);
+	/* a tiny buffer: cut, never overrun */
+	n = rg_grpc_message_429(msg, 10, &r, &db);
+	CHECK(n < 10, "cut to the buffer: %u", n);
+}
+
+static void test_trailers_only(void)
+{
+	struct rg_response r;
+	struct rg_db_key db;
+	struct field f[8];
+	char msg[RG_GRPC_MESSAGE_MAX];
+	__u8 out[RG_GRPC_ANSWER_MAX];
+	__u32 n, len, mlen;
+	int k;
+
+	fill_resp(&r, &db, "logs");
+	mlen = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
+	for (int sent = 0; sent <= 1; sent++) {
+		n = rg_grpc_put_trailers_only(out, 0x7ffffffd, sent, msg, mlen);
+		len = (__u32)out[0] << 16 | (__u32)out[1] << 8 | out[2];
+		CHECK(n > RG_H2_FRAME_HDR_BYTES && len == n - RG_H2_FRAME_HDR_BYTES, "frame length");
+		CHECK(out[3] == RG_H2_HEADERS && out[4] == (RG_H2_FLAG_END_STREAM | RG_H2_FLAG_END_HEADERS),
+		      "HEADERS, END_STREAM | END_HEADERS");
+		CHECK(out[5] == 0x7f && out[6] == 0xff && out[7] == 0xff && out[8] == 0xfd,
+		      "stream id");
+		k = hp_decode(out + RG_H2_FRAME_HDR_BYTES, len, f, 8);
+		CHECK(k == (sent ? 4 : 6), "fields: %d", k);
+		if (k != (sent ? 4 : 6))
+			continue;
+		if (!sent) {
+			CHECK(!strcmp(f[0].name, ":status") && !strcmp(f[0].value, "200"), ":status");
+			CHECK(!strcmp(f[1].name, "content-type") &&
+				      !strcmp(f[1].value, "application/grpc"),
+			      "content-type");
+		}
+		struct field *t = f + (sent ? 0 : 2);
+
+		CHECK(!strcmp(t[0].name, "grpc-status") && !strcmp(t[0].value, "8"), "grpc-status 8");
+		CHECK(!strcmp(t[1].name, "grpc-message") && strlen(t[1].value) == mlen &&
+			      !memcmp(t[1].value, msg, mlen),
+		      "grpc-message");
+		CHECK(!strcmp(t[2].name, "x-greptime-err-code") && !strcmp(t[2].value, "6001"),
+		      "x-greptime-err-code 6001");
+		CHECK(!strcmp(t[3].name, "x-greptime-err-retry-hint") &&
+			      !strcmp(t[3].value, "retryable"),
+		      "retry hint");
+	}
+	/* the longest message: a 63-byte name of bytes that all need %XX */
+	memset(&db, 0, sizeof(db));
+	memset(db.name, 0xff, RG_DB_NAME_MAX - 1);
+	r.db_len = RG_DB_NAME_MAX - 1;
+	r.rows = r.quota_rows_per_s = r.limit_rows_per_s = ~0ULL;
+	mlen = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
+	n = rg_grpc_put_trailers_only(out, 1, false, msg, mlen);
+	CHECK(n > 0 && n <= RG_GRPC_ANSWER_MAX, "the longest answer fits: %u", n);
+	CHECK(hp_decode(out + RG_H2_FRAME_HDR_BYTES, n - RG_H2_FRAME_HDR_BYTES, f, 8) == 6,
+	      "the longest answer decodes");
+	CHECK_EQ_U64(rg_grpc_put_trailers_only(out, 1, false, msg, RG_GRPC_MESSAGE_MAX), 0,
+		     "a message over the max is refused");
+}
+
+int main(void)
+{
+	test_control_frames();
+	test_rewrite();
+	test_hpack_int();
+	test_message();
+	test_trailers_only();
+	return check_report("test_h2_answer");
+}
