@@ -28,6 +28,13 @@ JS_CLIENT=$RG_ROOT/tests/grpc/client.js
 [ -f "$GRPC_PY/greptime/v1/ingest_pb2.py" ] || rg_fail "build first: $GRPC_PY is missing"
 [ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
 
+# bad --grpc values: a clear error, nothing loaded
+out=$("$RG_ROWGATED" --grpc 70000 2>&1) && rg_fail "--grpc 70000 accepted"
+rg_check "--grpc 70000: $out" grep -q "expected a guarded TCP port number" <<<"$out"
+out=$("$RG_ROWGATED" --port 4001 --grpc 4002 2>&1) && rg_fail "--grpc of an unguarded port accepted"
+rg_check "--grpc 4002 without --port 4002: $out" grep -q "not a guarded port (add --port 4002)" <<<"$out"
+"$RG_ROWGATED" --help | grep -q -- "--grpc N" || rg_fail "--help does not document --grpc"
+
 rg_make_cgroup
 PORT=$(rg_free_port) || rg_fail "no free port"
 ADMIN=$(rg_free_port) || rg_fail "no free port"
