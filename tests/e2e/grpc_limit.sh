@@ -70,6 +70,7 @@ rg_ctl limit set g_split 10000000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set go_srv 100000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set go_mux 100000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set go_lim 1000 >/dev/null || rg_fail "limit set"
+rg_ctl limit set go_many 1000000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set acme-split_b 10000000 >/dev/null || rg_fail "limit set"
 
 stats() { curl -sf "http://127.0.0.1:$ADMIN/stats"; }
@@ -194,6 +195,12 @@ rg_check "grpc-go server, grpc-go client: 400 rows stored = admitted" \
 	[ "$(gstored go_srv)" = 400 ] && [ "$(rg_stat go_srv admitted_rows)" = 400 ]
 rg_check "grpc-go server, grpc-js 8 in flight: 1,600 rows stored = admitted" \
 	[ "$(gstored go_mux)" = 1600 ] && [ "$(rg_stat go_mux admitted_rows)" = 1600 ]
+# 1,000 streams on one connection, 16 in flight
+GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id k -db go_many -calls 1000 -rows 2 -concurrency 16 \
+	>"$RG_TMP/gomany.json" || rg_fail "1,000 streams: $(cat "$RG_TMP/gomany.json")"
+rg_check "1,000 streams on one connection: 2,000 rows stored = admitted, 1,000 messages" \
+	[ "$(gstored go_many)" = 2000 ] && [ "$(rg_stat go_many admitted_rows)" = 2000 ] &&
+	[ "$(rg_stat go_many admitted_requests)" = 1000 ]
 GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id i -db go_lim -calls 1 -rows 3000 -no-retry \
 	>"$RG_TMP/goseed.json" || rg_fail "3,000 rows on a full bucket: $(cat "$RG_TMP/goseed.json")"
 before=$(gcalls)
