@@ -232,6 +232,14 @@ def greptime_cases():
                                              b"X-Greptime-DB-Name: free"]))
     add("header-non-ascii", lambda i: req(b"POST", w + b"?db=t", i,
                                           headers=[b"X-Greptime-DB-Name: fr\xe9e"]))
+    add("header-del", lambda i: req(b"POST", w + b"?db=free", i,
+                                    headers=[b"X-Greptime-DB-Name: t\x7f"]))
+    add("header-tab-inside", lambda i: req(b"POST", w + b"?db=t", i,
+                                           headers=[b"X-Greptime-DB-Name: fr\tee"]))
+    add("header-space-name", lambda i: req(b"POST", w + b"?db=free", i,
+                                           headers=[b"X-Greptime-DB-Name : t"]))
+    add("header-underscore", lambda i: req(b"POST", w + b"?db=free", i,
+                                           headers=[b"X_Greptime_DB_Name: t"]))
     add("header-blanks", lambda i: req(b"POST", w + b"?db=free", i,
                                        headers=[b"X-Greptime-DB-Name:  t \t"]))
     # targets the http crate parses its own way, or refuses (400)
@@ -246,6 +254,10 @@ def greptime_cases():
     add("query-space", lambda i: req(b"POST", w + b"?db=free x", i))
     add("query-tab", lambda i: req(b"POST", w + b"?db=free\tx", i))
     add("path-brace", lambda i: req(b"POST", w + b"{?db=free", i))
+    add("query-del", lambda i: req(b"POST", w + b"?db=free&x=\x7f", i))
+    add("query-backslash", lambda i: req(b"POST", w + b"?db=free&x=\\", i))
+    add("query-db-upper", lambda i: req(b"POST", w + b"?DB=t", i))
+    add("query-db-space-key", lambda i: req(b"POST", w + b"?+db=t", i))
     add("long-db", lambda i: req(b"POST", w + b"?db=" + b"x" * 300, i))
     add("long-db-t", lambda i: req(b"POST", w + b"?db=" + b"x" * 300 + b"&db=t", i))
     # versions and heads hyper takes and Go does not
