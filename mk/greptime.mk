@@ -37,7 +37,7 @@ $(GREPTIME_BIN): $(GREPTIME_SRCS) $(BUILD)/greptime/cargo/config.toml
 
 # The line-protocol rules' own tests (make greptime-test).
 .PHONY: greptime-test
-greptime-test: $(BUILD)/greptime/cargo/config.toml
+greptime-test: $(GREPTIME_BIN)
 	$(Q)CARGO_HOME=$(abspath $(BUILD))/greptime/cargo $(GREPTIME_CARGO) test --quiet --release \
 		--manifest-path $(BUILD)/greptime/pkg/Cargo.toml \
 		--target-dir $(abspath $(BUILD))/greptime/target
