@@ -19,6 +19,9 @@ pkgs=(
 	# gRPC ingestion: C-core server, grpc-go client, grpc-js via npm
 	python3-grpcio python3-protobuf python3-hpack golang-go golang-google-grpc-dev
 	golang-google-protobuf-dev protoc-gen-go nodejs
+	# the GreptimeDB-compatible test server (tests/greptime): Rust, offline
+	cargo rustc librust-hyper-dev librust-tokio-dev librust-serde-urlencoded-dev
+	librust-flate2-dev
 	# benchmarks: userspace rate-limit baselines and load generators
 	wrk nginx-light haproxy linux-perf
 )

@@ -603,6 +603,21 @@ RG_INLINE void rg_path_char(struct rg_http_head *h, __u8 c)
 	rg_path_put(h, c);
 }
 
+/*
+ * A request-target byte as GreptimeDB's http crate (1.x, uri/path.rs
+ * PathAndQuery::from_shared) reads it, on top of httparse's URI tokens:
+ * '#' starts a fragment it drops (unmodelled), and '<', '>', in the path '`'
+ * and in the query '"' make the server's 400.
+ */
+RG_INLINE int rg_gt_target_byte(__u8 c, bool query)
+{
+	if (c == '#')
+		return RG_HEAD_ERR_UNMODELED;
+	if (c == '<' || c == '>' || c == (query ? '"' : '`'))
+		return RG_HEAD_ERR_MALFORMED;
+	return RG_HEAD_MORE;
+}
+
 /* The request line's target ended (at SP): only the version follows. */
 RG_INLINE int rg_target_end(struct rg_http_head *h)
 {
@@ -749,7 +764,7 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 			return rg_target_end(h);
 		if (c < 0x21 || c == 0x7f)
 			return RG_HEAD_ERR_MALFORMED;
-		return RG_HEAD_MORE;
+		return rg_gt_target_byte(c, false);
 	case RG_HS_ABS_SCHEME:
 		if (c == ':') {
 			h->state = RG_HS_ABS_COLON;
@@ -795,6 +810,8 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		}
 		if (c < 0x21 || c == 0x7f)
 			return RG_HEAD_ERR_MALFORMED;
+		if (h->profile == RG_PROFILE_GREPTIMEDB && rg_gt_target_byte(c, false))
+			return rg_gt_target_byte(c, false);
 		/* InfluxDB's router (bmizerany/pat) matches URL.EscapedPath(),
 		 * which is the target as sent whenever it holds an escape, and
 		 * GreptimeDB's (axum) the raw URI path: only the other Go
@@ -834,6 +851,8 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		}
 		if (c < 0x21 || c == 0x7f)
 			return RG_HEAD_ERR_MALFORMED;
+		if (rg_gt_target_byte(c, true))
+			return rg_gt_target_byte(c, true);
 		if (c == '&') {
 			rg_query_param_end(h);
 			return RG_HEAD_MORE;
@@ -861,6 +880,8 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		}
 		if (c < 0x21 || c == 0x7f)
 			return RG_HEAD_ERR_MALFORMED;
+		if (rg_gt_target_byte(c, true))
+			return rg_gt_target_byte(c, true);
 		if (h->state == RG_HS_QUERY_VALUE)
 			rg_db_value_put(h->qparam == RG_QP_DB ? &h->db_query :
 								&h->bucket_query,
@@ -959,8 +980,10 @@ RG_INLINE bool rg_http_head_skip_word(struct rg_http_head *h, __u64 x)
 	if (h->state == RG_HS_VALUE && h->header == RG_HDR_OTHER)
 		stop = (rg_swar_lt_space(x) & ~rg_swar_eq(x, '\t')) | rg_swar_eq(x, 0x7f);
 	else if (h->state == RG_HS_QUERY_SKIP)
+		/* and the bytes rg_gt_target_byte() reads (harmless elsewhere) */
 		stop = rg_swar_lt_space(x) | rg_swar_eq(x, ' ') | rg_swar_eq(x, '&') |
-		       rg_swar_eq(x, 0x7f);
+		       rg_swar_eq(x, 0x7f) | rg_swar_eq(x, '#') | rg_swar_eq(x, '"') |
+		       rg_swar_eq(x, '<') | rg_swar_eq(x, '>');
 	else
 		return false;
 	if (stop)

@@ -458,6 +458,23 @@ static void test_go_request_line(void)
 	CHECK(parse_as(RG_PROFILE_GREPTIMEDB, false, "POST /write HTTP/1.1\r\nHost: h\r\n\r\n") ==
 		      RG_HEAD_DONE, "greptimedb: no Host rule");
 
+	/* GreptimeDB's http crate drops a fragment and refuses some bytes
+	 * that Go keeps (server_view_greptime) */
+	EXPECT_DB_AS(RG_PROFILE_GREPTIMEDB, "POST /v1/influxdb/write?db=t#x HTTP/1.1\r\n\r\n",
+		     "<unmodeled>");
+	EXPECT_DB_AS(RG_PROFILE_GREPTIMEDB, "POST /v1/influxdb/write#?db=t HTTP/1.1\r\n\r\n",
+		     "<unmodeled>");
+	EXPECT_DB_AS(RG_PROFILE_GREPTIMEDB, "POST http://h#/write?db=t HTTP/1.1\r\n\r\n",
+		     "<unmodeled>");
+	EXPECT_DB_AS(RG_PROFILE_GREPTIMEDB, "POST /write?db=free&x=\" HTTP/1.1\r\n\r\n",
+		     "<parse error>");
+	EXPECT_DB_AS(RG_PROFILE_GREPTIMEDB, "POST /write?db=fr<ee HTTP/1.1\r\n\r\n",
+		     "<parse error>");
+	EXPECT_DB_AS(RG_PROFILE_GREPTIMEDB, "POST /wr`ite?db=free HTTP/1.1\r\n\r\n",
+		     "<parse error>");
+	EXPECT_DB_AS(RG_PROFILE_GREPTIMEDB, "POST /wr\"ite?db=free&x=` HTTP/1.1\r\n\r\n", "free");
+	EXPECT_DB_AS(VM, "POST /write?db=t#x HTTP/1.1\r\nHost: h\r\n\r\n", "t#x");
+
 	/* HTTP/1.0 with Transfer-Encoding: Go ignores it, others do not */
 	CHECK(parse_as(VM, false, "POST /write HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n") ==
 		      RG_HEAD_ERR_FRAMING, "TE on HTTP/1.0");
@@ -522,7 +539,7 @@ static void test_skip_words(void)
 		r = parse(head, 1, NULL);
 		CHECK(r == RG_HEAD_DONE || r < 0, "head %d: result %d", i, r);
 	}
-	CHECK(skipped_words - before > 5000, "word skipping was exercised: %lu words",
+	CHECK(skipped_words - before > 4000, "word skipping was exercised: %lu words",
 	      skipped_words - before);
 }
 

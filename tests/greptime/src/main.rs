@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0
+//! rg-greptime: a GreptimeDB-compatible InfluxDB line-protocol ingest server
+//! for the differential e2e suite (docs/server-profiles.md#greptimedb-server).
+//!
+//! HTTP/1 framing is hyper's own; on top of it the request is read with
+//! GreptimeDB's rules (src/servers/src/http.rs, http/authorize.rs,
+//! http/influxdb.rs, influxdb.rs): axum's exact raw-path routes, POST only,
+//! the database from `X-Greptime-DB-Name` (`to_str()`), else the raw query's
+//! first `db=` pair (`bucket=` next on v2 paths), split at its first `-`
+//! into catalog and schema, default `public`; the handler's own
+//! `Query<HashMap>` (serde_urlencoded) for `precision`; the body as UTF-8
+//! text after gzip/deflate decompression; one row per line that the
+//! influxdb_line_protocol parser yields, and a request with one line it
+//! refuses stores nothing.  It stores no data: GET /stats returns the rows
+//! per schema and measurement, and the requests it answered.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::convert::Infallible;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use hyper::service::{make_service_fn, service_fn};
+use hyper::{Body, Method, Request, Response, Server, StatusCode};
+
+mod lp;
+
+/// GreptimeDB's `[http] body_limit` default (http.rs DEFAULT_BODY_LIMIT).
+const BODY_LIMIT_BYTES: usize = 64 << 20;
+const DEFAULT_CATALOG: &str = "greptime";
+const DEFAULT_SCHEMA: &str = "public";
+const DB_HEADER: &str = "x-greptime-db-name";
+
+#[derive(Default)]
+struct Stats {
+    /// schema -> measurement -> rows stored
+    rows: BTreeMap<String, BTreeMap<String, u64>>,
+    requests: u64,
+    writes: u64,
+    refused: u64,
+}
+
+struct State {
+    schemas: HashSet<String>,
+    stats: Mutex<Stats>,
+}
+
+fn answer(code: StatusCode, msg: &str) -> Response<Body> {
+    let mut r = Response::new(Body::from(format!("{{\"error\":{:?}}}\n", msg)));
+    *r.status_mut() = code;
+    r
+}
+
+/// http/authorize.rs extract_param_from_query: the first raw `name=` pair,
+/// an empty value meaning none, no decoding.
+fn raw_param<'a>(query: &'a str, name: &str) -> Option<&'a str> {
+    for pair in query.split('&') {
+        if let Some(v) = pair.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+            return if v.is_empty() { None } else { Some(v) };
+        }
+    }
+    None
+}
+
+/// http/authorize.rs extract_catalog_and_schema, then
+/// common/catalog parse_catalog_and_schema_from_db_string.
+fn catalog_and_schema(req: &Request<Body>) -> (String, String) {
+    let query = req.uri().query().unwrap_or_default();
+    let v2 = req.uri().path().contains("influxdb/api/v2");
+    let db = req
+        .headers()
+        .get(DB_HEADER)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| {
+            let db = raw_param(query, "db");
+            if v2 {
+                db.or_else(|| raw_param(query, "bucket"))
+            } else {
+                db
+            }
+        })
+        .unwrap_or(DEFAULT_SCHEMA);
+    match db.split_once('-') {
+        Some((catalog, schema)) => (catalog.to_string(), schema.to_string()),
+        None => (DEFAULT_CATALOG.to_string(), db.to_string()),
+    }
+}
+
+/// http/influxdb.rs parse_time_precision.
+fn precision_ok(v: &str) -> bool {
+    matches!(v, "n" | "ns" | "u" | "us" | "ms" | "s" | "m" | "h")
+}
+
+/// tower-http's RequestDecompressionLayer with pass_through_unaccepted:
+/// the codings it decodes, anything else passes as sent.  br and zstd are
+/// decoded by GreptimeDB but not here (no Debian crate): refused as
+/// unmodelled, so a test never mistakes them for a server verdict.
+fn decompress(coding: Option<&[u8]>, body: Vec<u8>) -> Result<Vec<u8>, (StatusCode, String)> {
+    let mut out = Vec::new();
+    let res = match coding {
+        Some(b"gzip") => flate2::read::GzDecoder::new(&body[..]).read_to_end(&mut out),
+        Some(b"deflate") => flate2::read::ZlibDecoder::new(&body[..]).read_to_end(&mut out),
+        Some(b"br") | Some(b"zstd") => {
+            return Err((StatusCode::NOT_IMPLEMENTED, "coding not modelled".into()))
+        }
+        _ => return Ok(body),
+    };
+    match res {
+        Ok(_) if out.len() <= BODY_LIMIT_BYTES => Ok(out),
+        Ok(_) => Err((StatusCode::PAYLOAD_TOO_LARGE, "body over the limit".into())),
+        Err(e) => Err((StatusCode::BAD_REQUEST, format!("decompression: {}", e))),
+    }
+}
+
+async fn read_body(body: Body) -> Result<Vec<u8>, (StatusCode, String)> {
+    use hyper::body::HttpBody;
+    let mut body = body;
+    let mut out = Vec::new();
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(|e| (StatusCode::BAD_REQUEST, format!("body: {}", e)))?;
+        if out.len() + chunk.len() > BODY_LIMIT_BYTES {
+            return Err((StatusCode::PAYLOAD_TOO_LARGE, "body over the limit".into()));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+async fn write(state: &State, req: Request<Body>) -> Response<Body> {
+    let (catalog, schema) = catalog_and_schema(&req);
+    // axum's Query<HashMap<String, String>>: decoded pairs, the last wins
+    let params: HashMap<String, String> =
+        match serde_urlencoded::from_str(req.uri().query().unwrap_or_default()) {
+            Ok(p) => p,
+            Err(e) => return answer(StatusCode::BAD_REQUEST, &format!("query: {}", e)),
+        };
+    let coding = req
+        .headers()
+        .get(hyper::header::CONTENT_ENCODING)
+        .map(|v| v.as_bytes().to_vec());
+    if let Some(n) = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        if n > BODY_LIMIT_BYTES as u64 {
+            return answer(StatusCode::PAYLOAD_TOO_LARGE, "body over the limit");
+        }
+    }
+    let raw = match read_body(req.into_body()).await {
+        Ok(b) => b,
+        Err((code, msg)) => return answer(code, &msg),
+    };
+    let raw = match decompress(coding.as_deref(), raw) {
+        Ok(b) => b,
+        Err((code, msg)) => return answer(code, &msg),
+    };
+    // axum's String extractor
+    let text = match String::from_utf8(raw) {
+        Ok(t) => t,
+        Err(_) => return answer(StatusCode::BAD_REQUEST, "body is not UTF-8"),
+    };
+    if let Some(p) = params.get("precision") {
+        if !precision_ok(p) {
+            return answer(StatusCode::BAD_REQUEST, "invalid precision");
+        }
+    }
+    let rows = match lp::rows_by_measurement(&text) {
+        Ok(r) => r,
+        Err(e) => return answer(StatusCode::BAD_REQUEST, &format!("line protocol: {}", e)),
+    };
+    if catalog != DEFAULT_CATALOG || !state.schemas.contains(&schema) {
+        return answer(
+            StatusCode::NOT_FOUND,
+            &format!("database {}-{} not found", catalog, schema),
+        );
+    }
+    let mut st = state.stats.lock().unwrap();
+    st.writes += 1;
+    let per = st.rows.entry(schema).or_default();
+    for (m, n) in rows {
+        *per.entry(m).or_insert(0) += n;
+    }
+    Response::builder()
+        .status(StatusCode::NO_CONTENT)
+        .body(Body::empty())
+        .unwrap()
+}
+
+fn stats_json(st: &Stats) -> String {
+    let mut s = format!(
+        "{{\"requests\":{},\"writes\":{},\"refused\":{},\"rows\":{{",
+        st.requests, st.writes, st.refused
+    );
+    for (i, (db, per)) in st.rows.iter().enumerate() {
+        s += &format!("{}{:?}:{{", if i > 0 { "," } else { "" }, db);
+        for (j, (m, n)) in per.iter().enumerate() {
+            s += &format!("{}{:?}:{}", if j > 0 { "," } else { "" }, m, n);
+        }
+        s += "}";
+    }
+    s + "}}\n"
+}
+
+async fn handle(state: Arc<State>, req: Request<Body>) -> Result<Response<Body>, Infallible> {
+    let path = req.uri().path().to_string();
+    let is_write = path == "/v1/influxdb/write" || path == "/v1/influxdb/api/v2/write";
+    let resp = match (req.method(), path.as_str()) {
+        (&Method::POST, _) if is_write => write(&state, req).await,
+        (_, _) if is_write => answer(StatusCode::METHOD_NOT_ALLOWED, "method not allowed"),
+        (&Method::GET, "/v1/influxdb/ping") => answer(StatusCode::NO_CONTENT, ""),
+        (&Method::GET, "/v1/influxdb/health") | (&Method::GET, "/health") => {
+            answer(StatusCode::OK, "")
+        }
+        (&Method::GET, "/stats") => {
+            // not counted: the suite reads it between cases
+            let st = state.stats.lock().unwrap();
+            return Ok(Response::new(Body::from(stats_json(&st))));
+        }
+        _ => answer(StatusCode::NOT_FOUND, "not found"),
+    };
+    let mut st = state.stats.lock().unwrap();
+    st.requests += 1;
+    if is_write && resp.status() != StatusCode::NO_CONTENT {
+        st.refused += 1;
+    }
+    Ok(resp)
+}
+
+const USAGE: &str = "usage: rg-greptime --port PORT [--databases LIST]
+
+Serves GreptimeDB's InfluxDB write endpoints (/v1/influxdb/write,
+/v1/influxdb/api/v2/write) on 127.0.0.1:PORT with hyper's HTTP/1 and
+GreptimeDB's database and row rules, storing only counts: GET /stats.
+
+  --port PORT         TCP port on 127.0.0.1 (required)
+  --databases LIST    comma-separated schemas of catalog greptime that
+                      exist (default: public); writes to others fail
+
+EXAMPLES
+  rg-greptime --port 4000 --databases public,t,free
+  curl -XPOST --data-binary 'm v=1' 'http://127.0.0.1:4000/v1/influxdb/write?db=t'
+";
+
+fn main() {
+    let mut port: Option<u16> = None;
+    let mut schemas: HashSet<String> = [DEFAULT_SCHEMA.to_string()].into_iter().collect();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--port" => {
+                let v = args.next().unwrap_or_default();
+                match v.parse::<u16>() {
+                    Ok(p) if p > 0 => port = Some(p),
+                    _ => die(&format!("--port: not a TCP port: {:?}", v)),
+                }
+            }
+            "--databases" => {
+                let v = args.next().unwrap_or_default();
+                schemas = v.split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+                if schemas.is_empty() {
+                    die("--databases: empty list");
+                }
+            }
+            "-h" | "--help" => {
+                print!("{}", USAGE);
+                return;
+            }
+            _ => die(&format!("unknown argument {:?}", a)),
+        }
+    }
+    let port = port.unwrap_or_else(|| die("--port is required"));
+    let state = Arc::new(State {
+        schemas,
+        stats: Mutex::new(Stats::default()),
+    });
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| die(&format!("tokio: {}", e)));
+    rt.block_on(async move {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let make = make_service_fn(move |_| {
+            let state = state.clone();
+            async move { Ok::<_, Infallible>(service_fn(move |req| handle(state.clone(), req))) }
+        });
+        let server = match Server::try_bind(&addr) {
+            Ok(b) => b.serve(make),
+            Err(e) => die(&format!("cannot listen on {}: {}", addr, e)),
+        };
+        if let Err(e) = server.await {
+            die(&format!("server: {}", e));
+        }
+    });
+}
+
+fn die(msg: &str) -> ! {
+    eprintln!("rg-greptime: {}\n{}", msg, USAGE);
+    std::process::exit(2);
+}
