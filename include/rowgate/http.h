@@ -956,7 +956,8 @@ RG_INLINE bool rg_http_head_skip_word(struct rg_http_head *h, __u64 x)
 
 	if (h->head_bytes + 8 >= RG_HEAD_MAX_BYTES)
 		return false;
-	if (h->state == RG_HS_VALUE && h->header == RG_HDR_OTHER)
+	/* Host is counted at its name; its value is read by nobody */
+	if (h->state == RG_HS_VALUE && (h->header == RG_HDR_OTHER || h->header == RG_HDR_HOST))
 		stop = (rg_swar_lt_space(x) & ~rg_swar_eq(x, '\t')) | rg_swar_eq(x, 0x7f);
 	else if (h->state == RG_HS_QUERY_SKIP)
 		stop = rg_swar_lt_space(x) | rg_swar_eq(x, ' ') | rg_swar_eq(x, '&') |
