@@ -257,10 +257,34 @@ bl_proc_ticks() {
 	echo "$t"
 }
 
-# bpf_stats of the verdict program: "run_time_ns run_cnt".
+# bpf_stats of the verdict program: "run_time_ns run_cnt".  The pin is
+# what the sockhash runs: the entry, whose figures include the verdict it
+# tail-calls (docs/design.md#verdict-slot).
 bl_verdict_stats() {
-	bpftool -j prog show pinned "$BL_BPFFS/prog_verdict" |
-		"$BL_PY" -c 'import json,sys; p=json.load(sys.stdin); print(p.get("run_time_ns",0), p.get("run_cnt",0))'
+	bl_prog_stats prog_verdict
+}
+
+# bl_prog_stats PIN...: bpf_stats summed over pinned programs or links
+# under BL_BPFFS (a link counts its program): "run_time_ns run_cnt".  A
+# pin that does not exist (an older build, an option off) counts 0.
+bl_prog_stats() {
+	local pin t=0 n=0 a b id sel
+	for pin in "$@"; do
+		[ -e "$BL_BPFFS/$pin" ] || continue
+		if [ "${pin#link_}" != "$pin" ]; then
+			id=$(bpftool -j link show pinned "$BL_BPFFS/$pin" 2>/dev/null |
+				"$BL_PY" -c 'import json,sys; print(json.load(sys.stdin)["prog_id"])') ||
+				continue
+			sel=(id "$id")
+		else
+			sel=(pinned "$BL_BPFFS/$pin")
+		fi
+		read -r a b < <(bpftool -j prog show "${sel[@]}" 2>/dev/null |
+			"$BL_PY" -c 'import json,sys; p=json.load(sys.stdin); print(p.get("run_time_ns",0), p.get("run_cnt",0))' ||
+			echo "0 0")
+		t=$((t + a)) n=$((n + b))
+	done
+	echo "$t $n"
 }
 
 # Turn bpf_stats on for this figure: the sysctl (back to what it was on

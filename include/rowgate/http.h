@@ -967,7 +967,8 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 /*
  * Eight head bytes that only need skipping: inside the value of a header
  * rowgate ignores, or of a query parameter it ignores, with no byte that
- * ends it or would make the head malformed.  Then they count as consumed,
+ * ends it or would make the head malformed; or the request line's
+ * "HTTP/1.x", read whole.  Then they count as consumed,
  * exactly as eight rg_http_head_step() calls would leave the head (x holds
  * the bytes in memory order, little-endian).
  */
@@ -977,7 +978,20 @@ RG_INLINE bool rg_http_head_skip_word(struct rg_http_head *h, __u64 x)
 
 	if (h->head_bytes + 8 >= RG_HEAD_MAX_BYTES)
 		return false;
-	if (h->state == RG_HS_VALUE && h->header == RG_HDR_OTHER)
+	/* the whole version of the request line: only its minor digit counts */
+	if (h->state == RG_HS_VERSION && h->version_len == 0) {
+		__u8 minor = (__u8)(x >> 56);
+
+		if ((x & 0x00ffffffffffffffULL) != RG_W8('H', 'T', 'T', 'P', '/', '1', '.', 0) ||
+		    (minor != '0' && minor != '1'))
+			return false;
+		h->version_len = 8;
+		h->http_minor = minor - '0';
+		h->head_bytes += 8;
+		return true;
+	}
+	/* Host is counted at its name; its value is read by nobody */
+	if (h->state == RG_HS_VALUE && (h->header == RG_HDR_OTHER || h->header == RG_HDR_HOST))
 		stop = (rg_swar_lt_space(x) & ~rg_swar_eq(x, '\t')) | rg_swar_eq(x, 0x7f);
 	else if (h->state == RG_HS_QUERY_SKIP)
 		/* and the bytes rg_gt_target_byte() reads (harmless elsewhere) */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
-/* Streaming HTTP/1.1 response framing, one byte per step, with a skip for
- * bytes whose content does not matter (bodies): where each response of a
+/* Streaming HTTP/1.1 response framing, one byte per step, with skips for
+ * bytes whose content does not matter (bodies; reason phrases and values of
+ * headers that do not frame, a word at a time): where each response of a
  * server begins and ends, and its status.  Shared by the sk_msg program that
  * follows a guarded server's responses (docs/design.md#egress) and by the
  * native unit tests.  It frames as RFC 9112 §6.3 does: no body for 1xx, 204,
@@ -162,6 +163,73 @@ RG_INLINE int rg_resp_skip(struct rg_resp *r, __u64 n)
 		break;
 	}
 	return RG_RESP_MORE;
+}
+
+/* 0x80 in every byte of x that is not an RFC 9110 tchar (what a header
+ * name may hold): controls, SP, DEL, bytes past ASCII and the separators
+ * "(),/:;<=>?@[\]{} (pairs that differ in bit 0 are tested together). */
+RG_INLINE __u64 rg_resp_swar_not_tchar(__u64 x)
+{
+	__u64 even = x & (RG_SWAR_ONES * 0xfe);
+
+	return rg_swar_lt_space(x) | rg_swar_eq(x, ' ') | rg_swar_eq(x, 0x7f) | (x & RG_SWAR_HIGH) |
+	       rg_swar_eq(x, '"') | rg_swar_eq(even, '(') | rg_swar_eq(x, ',') |
+	       rg_swar_eq(x, '/') | rg_swar_eq(even, ':') | rg_swar_eq(even, '<') |
+	       rg_swar_eq(even, '>') | rg_swar_eq(x, '@') | rg_swar_eq(x, '[') |
+	       rg_swar_eq(even, '\\') | rg_swar_eq(x, '{') | rg_swar_eq(x, '}');
+}
+
+/* x lower-cased, every byte a tchar (below 0x80: no carries). */
+RG_INLINE __u64 rg_resp_swar_lower(__u64 x)
+{
+	__u64 ge_a = x + RG_SWAR_ONES * (0x80 - 'A');
+	__u64 gt_z = x + RG_SWAR_ONES * (0x80 - 'Z' - 1);
+
+	return x | ((ge_a & ~gt_z & RG_SWAR_HIGH) >> 2);
+}
+
+/*
+ * Eight head bytes taken at once where no byte decides anything alone: the
+ * reason phrase or the value of a header that does not frame the response
+ * (no CR, which ends it, and no LF, an error), or eight bytes of a header
+ * name that are all tchars and start a word of it.  They count as consumed,
+ * exactly as eight rg_resp_step() calls would leave r (x holds the bytes in
+ * memory order, little-endian); false: step them one by one.
+ */
+RG_INLINE bool rg_resp_skip_word(struct rg_resp *r, __u64 x)
+{
+	__u32 w;
+
+	if (r->head_bytes + 8 > RG_RESP_HEAD_MAX_BYTES)
+		return false;
+	switch (r->state) {
+	case RG_RS_VALUE:
+		if (r->hdr)
+			return false;
+		/* fall through */
+	case RG_RS_REASON:
+		if (rg_swar_eq(x, '\r') | rg_swar_eq(x, '\n'))
+			return false;
+		break;
+	case RG_RS_NAME_START:
+	case RG_RS_NAME:
+		if ((r->state == RG_RS_NAME && r->pos % 8) || rg_resp_swar_not_tchar(x))
+			return false;
+		if (r->state == RG_RS_NAME_START) {
+			r->state = RG_RS_NAME;
+			r->pos = 0;
+			__builtin_memset(r->name_words, 0, sizeof(r->name_words));
+		}
+		w = r->pos / 8;
+		if (w < RG_HDR_NAME_WORDS)
+			r->name_words[w] = rg_resp_swar_lower(x);
+		r->pos = r->pos > 255 - 8 ? 255 : r->pos + 8;
+		break;
+	default:
+		return false;
+	}
+	r->head_bytes += 8;
+	return true;
 }
 
 /* The framing header a complete name is, or 0. */

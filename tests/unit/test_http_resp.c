@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The response framing parser on streams of responses, fed as the sk_msg
- * program feeds it (a byte step, or a skip over body bytes), split into two
+ * program feeds it (a byte step, a word of head bytes skipped, or a skip
+ * over body bytes), split into two
  * sends at every offset and into one send per byte: the events must not
  * depend on where the sends split. */
 #include <string.h>
@@ -39,7 +40,7 @@ static void feed(struct feeder *f, const char *p, size_t len)
 	size_t off = 0;
 
 	while (off < len && !f->ev.err) {
-		__u64 skip = rg_resp_skippable(&f->r);
+		__u64 skip = rg_resp_skippable(&f->r), x;
 		int res;
 
 		if (skip) {
@@ -47,6 +48,9 @@ static void feed(struct feeder *f, const char *p, size_t len)
 				skip = len - off;
 			res = rg_resp_skip(&f->r, skip);
 			off += skip;
+		} else if (len - off >= 8 && (memcpy(&x, p + off, 8), rg_resp_skip_word(&f->r, x))) {
+			off += 8;
+			res = RG_RESP_MORE;
 		} else {
 			res = rg_resp_step(&f->r, (__u8)p[off++]);
 		}
@@ -180,10 +184,46 @@ static void test_head_limit(void)
 	CHECK(e.err && e.n == 0, "a head over %d bytes loses tracking", RG_RESP_HEAD_MAX_BYTES);
 }
 
+/* Words of a head (names, values, reasons) taken at once frame exactly as
+ * bytes do, whatever byte sits anywhere in them. */
+static void test_word_skips(void)
+{
+	static const char *const shapes[] = {
+		"HTTP/1.1 200 O%sK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\n%sxyz: 1\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-%s: 1\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX: a%sb\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: %schunked\r\n\r\n0\r\n\r\n",
+	};
+	char word[9], stream[256];
+	unsigned s, b, at, k;
+
+	for (s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++) {
+		for (b = 1; b < 256; b++) {
+			for (at = 0; at < 8; at++) {
+				struct events whole;
+				struct feeder f = { 0 };
+
+				memcpy(word, "AbcdEfgh", 9);
+				word[at] = (char)b;
+				snprintf(stream, sizeof(stream), shapes[s], word);
+				run(stream, NULL, &whole);
+				rg_resp_init(&f.r);
+				for (k = 0; k < strlen(stream); k++)
+					feed(&f, stream + k, 1);
+				CHECK(strcmp(f.ev.s, whole.s) == 0 && f.ev.err == whole.err,
+				      "shape %u, byte 0x%02x at %u: \"%s\" err %d vs bytes \"%s\" err %d",
+				      s, b, at, whole.s, whole.err, f.ev.s, f.ev.err);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	test_framing();
 	test_errors();
 	test_head_limit();
+	test_word_skips();
 	return check_report("test_http_resp");
 }
