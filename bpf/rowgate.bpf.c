@@ -553,7 +553,7 @@ int rg_reconcile(struct xdp_md *ctx)
 			bpf_spin_lock(&bv->lock);
 			if (exact > est)
 				rg_bucket_charge(&bv->b, exact - est);
-			else
+			else if (rg_refund_credited(cr->lag_ns))
 				rg_bucket_refund(&bv->b, est - exact);
 			bpf_spin_unlock(&bv->lock);
 		}

@@ -30,19 +30,17 @@
 #
 #   bench/soak/soak.sh [--minutes 30] [--limit 2000] [--procs 4] [--pause 0.02]
 #                      [--stop-s 35] [--gap-s 20] [--stall-s 5] [--results FILE]
-#                      [--meta] [--udp | --no-udp] [--udp-rate 50] [--excuse-sigcont]
+#                      [--meta] [--udp | --no-udp] [--udp-rate 50]
 # --udp: on by default when the machine can make the namespaces (root, ip,
 # nsenter, veth); without them it is left out with a line saying why.
 # --udp-rate: datagrams per second (default 50).
-# --excuse-sigcont: the rate check skips the windows holding the second
-# after a SIGCONT (a known surplus there, bench/soak/RESULTS.md).
 # --meta: distributed mode, rowgated --meta with one rowgate-meta (state
 # file) that holds the limit; limit changes go through it.
 # Needs root, victoria-metrics, bpftool; exit 0 pass, 1 fail, 77 skipped.
 HERE=$(cd "$(dirname "$0")" && pwd)
 
 MINUTES=30 LIMIT=2000 PROCS=4 PAUSE=0.02 STOP_S=35 GAP_S=20 STALL_S=5 RESULTS="" META=0
-UDP=auto UDP_RATE=50 EXCUSE=()
+UDP=auto UDP_RATE=50
 ARGS=("$@")
 usage() {
 	sed -n '2,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//'
@@ -62,7 +60,6 @@ while [ $# -gt 0 ]; do
 	--udp) UDP=1; shift ;;
 	--no-udp) UDP=0; shift ;;
 	--udp-rate) UDP_RATE=$2; shift 2 ;;
-	--excuse-sigcont) EXCUSE=(--excuse-sigcont); shift ;;
 	-h | --help) usage 0 ;;
 	*) echo "soak.sh: unknown option '$1' (--help lists them)" >&2; exit 2 ;;
 	esac
@@ -312,11 +309,13 @@ if [ "$UDP" = 1 ]; then
 fi
 rc=0
 "$RG_PY" "$HERE/soak_check.py" --out "$OUT" --export "$RG_TMP/export.jsonl" --limit "$LIMIT" \
-	--stall-s "$STALL_S" "${UDP_CHECK[@]}" "${EXCUSE[@]}" >"$RG_TMP/figures.json" 2>"$RG_TMP/violations.txt" || rc=$?
+	--stall-s "$STALL_S" "${UDP_CHECK[@]}" >"$RG_TMP/figures.json" 2>"$RG_TMP/violations.txt" || rc=$?
 cat "$RG_TMP/figures.json"
 "$RG_PY" -c '
-import json,sys; d=json.load(open(sys.argv[1]))["databases"][0]
+import json,sys; j=json.load(open(sys.argv[1])); d=j["databases"][0]; g=j["global"]
 print("rowgate counters:", {k: d[k] for k in ("admitted_requests","admitted_rows","rejected_requests","rejected_rows","unenforced_requests")})
+# the reconciler counters start again with each kill -9
+print("rowgated since its last start:", {k: g.get(k,0) for k in ("corrections","late_refunds","late_refund_rows","expired_copies")})
 for n,p in sorted(d["protocols"].items()):
     print("  %s:" % n, {k: p.get(k,0) for k in ("admitted_requests","admitted_rows","rejected_requests","reconciled_requests","unreconciled_requests","undecodable_requests")})' \
 	"$RG_TMP/stats.json"

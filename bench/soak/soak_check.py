@@ -33,9 +33,6 @@ def main():
     ap.add_argument("--settle-s", type=float, default=2.0,
                     help="windows starting this soon after a limit change are not checked")
     ap.add_argument("--error-margin-s", type=float, default=2.0)
-    ap.add_argument("--excuse-sigcont", action="store_true",
-                    help="do not check the windows holding the second after a SIGCONT "
-                         "(a known surplus, bench/soak/RESULTS.md); counted as excused")
     ap.add_argument("--udp-sent")
     ap.add_argument("--udp-export")
     ap.add_argument("--udp-stats")
@@ -219,9 +216,8 @@ def main():
     adm = sorted([(r[1], r[4]) for r in reqs if r[3] not in (0, 429, -400)] + udp_adm)
     w = args.window_s * NS
     worst = None
-    checked = excused = 0
+    checked = 0
     over = []
-    conts = [e[1] for e in events if e[2] == "sigstop"]
     i0 = i1 = 0
     acc = 0
     a = t_start
@@ -235,9 +231,7 @@ def main():
         while i0 < len(adm) and adm[i0][0] < a:
             acc -= adm[i0][1]
             i0 += 1
-        if constant and args.excuse_sigcont and any(a <= c + NS and c <= a + w for c in conts):
-            excused += 1
-        elif constant:
+        if constant:
             checked += 1
             allowed = lim * args.window_s + lim + max_batch * writers
             ratio = acc / (lim * args.window_s)
@@ -250,7 +244,6 @@ def main():
                            ((a - t_start) / NS, acc, allowed, lim))
         a += NS
     fig["windows_checked"] = checked
-    fig["windows_excused_after_sigcont"] = excused
     fig["worst_window"] = worst
     fig["windows_over"] = len(over)
     fig["windows_over_start_s"] = over[:100]

@@ -145,6 +145,22 @@ RG_INLINE void rg_bucket_refund(struct rg_bucket *b, __u64 rows)
 		b->tokens += rows;
 }
 
+/*
+ * A refund (an estimate found too high) credits the bucket only while it is
+ * fresh: within RG_REFUND_CREDIT_NS of the end of its request.  Each refund
+ * stops at capacity, but a backlog of them (rowgated stopped or behind, then
+ * catching up) tops the bucket up again and again while writers drain it:
+ * credit owed to the past, admitted now on top of the refill.  A late refund
+ * leaves the estimate in the bucket (the counters still take the exact rows);
+ * a late charge is always applied.  docs/design.md#late-refunds
+ */
+#define RG_REFUND_CREDIT_NS RG_NSEC_PER_SEC /* a running rowgated: ~0.2 ms */
+
+RG_INLINE bool rg_refund_credited(__u64 age_ns)
+{
+	return age_ns <= RG_REFUND_CREDIT_NS;
+}
+
 /* The admission rule: at least one whole token, whatever the batch size. */
 RG_INLINE bool rg_bucket_can_admit(const struct rg_bucket *b)
 {

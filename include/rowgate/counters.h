@@ -215,6 +215,11 @@
 	  "Body copies freed without their end (aborted requests): estimate stands.")   \
 	X(corrections, "corrections", "corrections_total", COUNTER,                       \
 	  "Bucket corrections run (one per database of a counted body).")               \
+	X(late_refunds, "late_refunds", "late_refunds_total", COUNTER,                    \
+	  "Corrections down to fewer rows than the estimate that came too late to "     \
+	  "credit the bucket (docs/design.md#late-refunds): estimate stands there.")    \
+	X(late_refund_rows, "late_refund_rows", "late_refund_rows_total", COUNTER,        \
+	  "Rows of late_refunds left charged in the bucket.")                           \
 	X(orphans, "orphan_records", "orphan_records_total", COUNTER,                     \
 	  "Body records whose start was lost (ring full or memory cap): estimate "      \
 	  "stands.")                                                                    \

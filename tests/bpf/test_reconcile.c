@@ -112,6 +112,7 @@ struct step {
 	int admitted;
 	int undecodable;
 	__u64 est, exact;
+	__u64 lag_ns; /* 0: a fresh correction (1 us) */
 };
 
 /* One correction: the bucket moves as the model says, the counters by the
@@ -133,12 +134,14 @@ static void check_step(const struct step *s)
 	__u32 ret = 0;
 
 	cr.undecodable = (__u8)s->undecodable;
+	if (s->lag_ns)
+		cr.lag_ns = s->lag_ns;
 	CHECK(run(&cr, sizeof(cr), &ret) == 0 && ret == XDP_PASS, "%s: run (retval %u)", s->name,
 	      ret);
 	if (limited && s->admitted && !skipped) {
 		if (s->exact > s->est)
 			rg_bucket_charge(&want, s->exact - s->est);
-		else
+		else if (rg_refund_credited(cr.lag_ns))
 			rg_bucket_refund(&want, s->est - s->exact);
 	}
 	got = bucket_of(s->db);
@@ -174,19 +177,25 @@ static void check_step(const struct step *s)
 }
 
 static const struct step steps[] = {
-	{ "admitted, estimate too low: charged the rest", "full", 1, 0, 10, 250 },
-	{ "admitted, estimate too high: refunded", "full", 1, 0, 400, 100 },
-	{ "refund beyond capacity stops at a full bucket", "full", 1, 0, 5000, 0 },
-	{ "charge into debt", "full", 1, 0, 0, 3000 },
-	{ "refund pays debt first", "debt", 1, 0, 700, 200 },
-	{ "refund larger than the debt fills tokens", "debt", 1, 0, 5000, 1 },
-	{ "exact estimate: bucket unchanged", "debt", 1, 0, 42, 42 },
-	{ "rejected: bucket untouched, rejected rows corrected", "debt", 0, 0, 100, 130 },
-	{ "rejected, estimate too high", "debt", 0, 0, 130, 100 },
-	{ "undecodable within the estimate: estimate stands", "debt", 1, 1, 500, 20 },
-	{ "undecodable above the estimate: worst case charged", "debt", 1, 1, 20, 900 },
-	{ "no limit: counters move, no bucket", "free", 1, 0, 5, 50 },
-	{ "limit unset (0): bucket kept, not charged", "off", 1, 0, 0, 77 },
+	{ "admitted, estimate too low: charged the rest", "full", 1, 0, 10, 250, 0 },
+	{ "admitted, estimate too high: refunded", "full", 1, 0, 400, 100, 0 },
+	{ "refund beyond capacity stops at a full bucket", "full", 1, 0, 5000, 0, 0 },
+	{ "charge into debt", "full", 1, 0, 0, 3000, 0 },
+	{ "refund pays debt first", "debt", 1, 0, 700, 200, 0 },
+	{ "refund larger than the debt fills tokens", "debt", 1, 0, 5000, 1, 0 },
+	{ "exact estimate: bucket unchanged", "debt", 1, 0, 42, 42, 0 },
+	{ "refund at the freshness bound: credited", "debt", 1, 0, 700, 200, RG_REFUND_CREDIT_NS },
+	{ "late refund: estimate stands in the bucket, counters exact", "debt", 1, 0, 700, 200,
+	  RG_REFUND_CREDIT_NS + 1 },
+	{ "late refund into a full bucket: unchanged", "full", 1, 0, 400, 100,
+	  60 * RG_NSEC_PER_SEC },
+	{ "late charge: charged all the same", "debt", 1, 0, 10, 250, 60 * RG_NSEC_PER_SEC },
+	{ "rejected: bucket untouched, rejected rows corrected", "debt", 0, 0, 100, 130, 0 },
+	{ "rejected, estimate too high", "debt", 0, 0, 130, 100, 0 },
+	{ "undecodable within the estimate: estimate stands", "debt", 1, 1, 500, 20, 0 },
+	{ "undecodable above the estimate: worst case charged", "debt", 1, 1, 20, 900, 0 },
+	{ "no limit: counters move, no bucket", "free", 1, 0, 5, 50, 0 },
+	{ "limit unset (0): bucket kept, not charged", "off", 1, 0, 0, 77, 0 },
 };
 
 static void test_truncated(void)

@@ -211,6 +211,41 @@ static void test_refund(void)
 	CHECK(b.debt_rows == 1345 && b.tokens == 0, "charge then refund: debt %llu", b.debt_rows);
 }
 
+/* One second of a writer that sends a 100-row batch every millisecond
+ * while a backlog of corrections arrives, each refunding 100 rows charged
+ * `age_ns` earlier, one every `every` ms for the first 300 ms (rowgated
+ * catching up after a SIGSTOP).  Returns the rows admitted. */
+static uint64_t drain_with_backlog(uint64_t age_ns, unsigned int every)
+{
+	struct rg_bucket b;
+	uint64_t admitted = 0;
+	unsigned int ms;
+
+	rg_bucket_init(&b, 2000, 0);
+	rg_bucket_charge(&b, 2000); /* empty: the estimates held the rate down */
+	for (ms = 1; ms <= 1000; ms++) {
+		if (ms <= 300 && ms % every == 0 && rg_refund_credited(age_ns))
+			rg_bucket_refund(&b, 100);
+		if (rg_bucket_admit(&b, ms * (NS / 1000), 100))
+			admitted += 100;
+	}
+	return admitted;
+}
+
+static void test_late_refunds(void)
+{
+	CHECK(rg_refund_credited(0) && rg_refund_credited(RG_REFUND_CREDIT_NS) &&
+		      !rg_refund_credited(RG_REFUND_CREDIT_NS + 1),
+	      "fresh up to RG_REFUND_CREDIT_NS");
+	/* each refund stops at capacity, yet the backlog adds up: fresh
+	 * refunds (a running rowgated) admit beyond a second of refill... */
+	CHECK(drain_with_backlog(1000, 1) > 2000 + 2000 + 100, "fresh backlog: %llu rows",
+	      (unsigned long long)drain_with_backlog(1000, 1));
+	/* ...which late ones (35 s old) may not: the refill, one batch */
+	CHECK(drain_with_backlog(35 * NS, 1) <= 2000 + 100, "late backlog: %llu rows",
+	      (unsigned long long)drain_with_backlog(35 * NS, 1));
+}
+
 static uint64_t rnd(void)
 {
 	return (uint64_t)random() << 42 ^ (uint64_t)random() << 21 ^ (uint64_t)random();
@@ -297,5 +332,6 @@ int main(void)
 	test_clock_backwards();
 	test_randomized();
 	test_refund();
+	test_late_refunds();
 	return check_report("bucket");
 }

@@ -11,6 +11,7 @@
 
 #include "../lib/clock.h"
 #include "rowgate/abi.h"
+#include "rowgate/bucket.h"
 #include "rowgate/dbname.h"
 #include "rowgate/estimate.h"
 #include "rowgate/http.h"
@@ -221,10 +222,16 @@ static void correct(struct rg_reconciler *r, const struct rg_body_start *s, cons
 	c.lag_ns = lag;
 	c.cookie = s->h.cookie;
 	c.seq = s->h.seq;
-	if (bpf_prog_test_run_opts(r->prog_fd, &opts))
+	if (bpf_prog_test_run_opts(r->prog_fd, &opts)) {
 		pr_warn("cannot correct database %s: %s", c.db.name, strerror(errno));
-	else
-		STAT_ADD(r, corrections, 1);
+		return;
+	}
+	STAT_ADD(r, corrections, 1);
+	/* the program's rule (rowgate/bucket.h), counted here */
+	if (admitted && !undecodable && exact < est && !rg_refund_credited(lag)) {
+		STAT_ADD(r, late_refunds, 1);
+		STAT_ADD(r, late_refund_rows, est - exact);
+	}
 }
 
 static void learn_ratio(struct rg_reconciler *r, const struct rg_body_start *s,
