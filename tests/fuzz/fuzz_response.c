@@ -26,7 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memset(out, 0x5a, sizeof(*out));
 	r.kind = flags & 1 ? RG_RESP_400 : RG_RESP_429;
-	r.error = (flags >> 1) & 3; /* 3 is not a message: written as malformed */
+	/* bits 1, 2 and 5: 4..7 are not messages, written as malformed */
+	r.error = ((flags >> 1) & 3) | ((flags >> 3) & 4);
 	r.estimated = (flags >> 3) & 1;
 	r.close = want_close = (flags >> 4) & 1;
 	r.retry_after_s = fuzz_u64(&in);
@@ -50,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	ref_r = r;
-	if (ref_r.error > RG_RESP_ERR_TOO_LARGE)
+	if (ref_r.error > RG_RESP_ERR_H2)
 		ref_r.error = RG_RESP_ERR_MALFORMED;
 	n = format_ref(ref, sizeof(ref), &ref_r, db.name);
 	FUZZ_ASSERT(n > 0 && (uint32_t)n == r.text_len, "text: snprintf %d, plan %u", n, r.text_len);
