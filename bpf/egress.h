@@ -12,6 +12,7 @@
 
 #include "conn.h"
 #include "rowgate/http_resp.h"
+#include "rowgate/h2.h"
 
 #define RG_MSG_WINDOW_BYTES 256	      /* bytes pulled into view per step */
 #define RG_MSG_MAX_STEPS    (1 << 23) /* bpf_loop's limit */
@@ -390,6 +391,141 @@ static long rg_msg_cb(__u64 idx, void *ctx)
 }
 
 /*
+ * HTTP/2: the server's frames, followed across sendmsgs from its first
+ * byte (it writes its SETTINGS before the client's preface may arrive).
+ * Only egress writes it (under the sender's socket lock) but closing,
+ * which the HTTP/2 verdict sets when its GOAWAY ends the connection.
+ * Step 2 of docs/grpc.md §6.3 finds the kernel-owned SETTINGS ACKs here.
+ */
+struct rg_h2_out {
+	__u8 hdr[16]; /* a frame header (9 bytes) split across sendmsgs */
+	__u8 hdr_len;
+	__u8 lost;    /* framing lost: nothing more is decided */
+	__u8 closing; /* the kernel's GOAWAY ended the connection */
+	__u8 pad[5];
+	__u32 left;   /* payload bytes of the current frame still to come */
+	__u32 pad2;
+	__u64 frames;
+	__u64 settings_acks;
+};
+
+/* h2_out: socket cookie -> the server's side of an HTTP/2 connection;
+ * deleted with the connection (sockops) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_CONNS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct rg_h2_out);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_H2_OUT SEC(".maps");
+
+struct rg_h2_out_walk {
+	struct sk_msg_md *msg;
+	struct rg_h2_out *o;
+	__u32 off;
+	__u32 size;
+};
+
+static __always_inline void rg_h2_out_lose(struct rg_h2_out *o)
+{
+	if (!o->lost) {
+		o->lost = 1;
+		rg_global_inc(h2_out_lost);
+	}
+}
+
+/* A frame header completed.  The first must be the server's SETTINGS. */
+static __always_inline void rg_h2_out_frame(struct rg_h2_out *o)
+{
+	__u8 type = o->hdr[3], flags = o->hdr[4];
+
+	o->left = (__u32)o->hdr[0] << 16 | (__u32)o->hdr[1] << 8 | o->hdr[2];
+	o->hdr_len = 0;
+	if (o->frames == 0 && (type != RG_H2_SETTINGS || (flags & RG_H2_FLAG_ACK))) {
+		rg_h2_out_lose(o); /* not an HTTP/2 server preface */
+		return;
+	}
+	o->frames++;
+	rg_global_inc(h2_out_frames);
+	if (type == RG_H2_SETTINGS && (flags & RG_H2_FLAG_ACK)) {
+		o->settings_acks++;
+		rg_global_inc(h2_out_settings_acks);
+	}
+}
+
+/* One step: a frame's payload passed over, or header bytes read. */
+static long rg_h2_out_cb(__u64 idx, void *ctx)
+{
+	struct rg_h2_out_walk *w = ctx;
+	struct rg_h2_out *o = w->o;
+	__u8 *data, *end;
+	__u32 n, i;
+
+	if (!o || o->lost || w->off >= w->size)
+		return 1;
+	n = w->size - w->off;
+	if (o->left) {
+		if (n > o->left)
+			n = o->left;
+		o->left -= n;
+		w->off += n;
+		return 0;
+	}
+	if (n > RG_H2_FRAME_HDR_BYTES - o->hdr_len)
+		n = RG_H2_FRAME_HDR_BYTES - o->hdr_len;
+	if (bpf_msg_pull_data(w->msg, w->off, w->off + n, 0)) {
+		rg_h2_out_lose(o);
+		return 1;
+	}
+	data = (__u8 *)(long)w->msg->data;
+	end = (__u8 *)(long)w->msg->data_end;
+	for (i = 0; i < RG_H2_FRAME_HDR_BYTES; i++) {
+		if (i >= n)
+			break;
+		if (data + i + 1 > end || o->hdr_len >= RG_H2_FRAME_HDR_BYTES) {
+			rg_h2_out_lose(o);
+			return 1;
+		}
+		o->hdr[o->hdr_len & 15] = data[i];
+		o->hdr_len++;
+	}
+	w->off += n;
+	if (o->hdr_len == RG_H2_FRAME_HDR_BYTES)
+		rg_h2_out_frame(o);
+	return 0;
+}
+
+/* Follow the server's frames in this msg; its bytes pass untouched. */
+static __always_inline int rg_h2_egress(struct sk_msg_md *msg, __u64 cookie)
+{
+	struct rg_h2_out_walk w = { .msg = msg };
+	struct rg_h2_out *o = bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie);
+
+	if (!o) {
+		struct rg_h2_out z = {};
+
+		if (bpf_map_update_elem(&RG_MAP_H2_OUT, &cookie, &z, BPF_NOEXIST)) {
+			rg_global_inc(h2_out_lost); /* no room: not followed */
+			return SK_PASS;
+		}
+		o = bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie);
+		if (!o)
+			return SK_PASS;
+	}
+	if (o->lost || RG_READ_ONCE(o->closing))
+		return SK_PASS;
+	w.o = o;
+	w.size = msg->size;
+	/* a header takes at most two steps (split), its payload one */
+	bpf_loop(w.size < RG_MSG_MAX_STEPS / 2 ? 2 * w.size + 2 : RG_MSG_MAX_STEPS, rg_h2_out_cb,
+		 &w, 0);
+	if (w.off < w.size)
+		rg_h2_out_lose(o);
+	return SK_PASS;
+}
+
+/*
  * The server sends: follow its responses.  Runs under the sender's socket
  * lock, once per piece tcp_bpf_sendmsg builds (each byte once); data and
  * data_end cover only what bpf_msg_pull_data brought into view.
@@ -414,10 +550,10 @@ int rg_egress(struct sk_msg_md *msg)
 	m.conn = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!m.conn || !m.conn->eg.armed || m.conn->eg.lost)
 		return SK_PASS;
-	/* HTTP/2 is not followed here; on a --grpc port the server may
-	 * write its SETTINGS before the client's preface arrives */
+	/* on a --grpc port the server may write its SETTINGS before the
+	 * client's preface arrives */
 	if (m.conn->h2 || ((m.conn->port_flags & RG_PORT_GRPC) && !m.conn->started))
-		return SK_PASS;
+		return rg_h2_egress(msg, cookie);
 	if (m.conn->eg.answered)
 		return SK_DROP; /* after the 429 that closes: the server closes too */
 	m.size = msg->size;

@@ -324,6 +324,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 {
 	__u64 cookie = bpf_get_socket_cookie(skb);
 	struct rg_h2_loop l = { .skb = skb };
+	struct rg_h2_out *out;
 	struct rg_h2_sock *st;
 	struct rg_conn *c;
 	int verdict;
@@ -362,6 +363,9 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	else
 		rg_global_inc(h2_failclosed);
 	st->closing = 1;
+	out = bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie);
+	if (out)
+		out->closing = 1; /* egress stops following the server's frames */
 	if (rg_h2_goaway(skb, st)) {
 		rg_global_inc(internal_errors);
 		return SK_DROP;
