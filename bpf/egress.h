@@ -393,20 +393,30 @@ static long rg_msg_cb(__u64 idx, void *ctx)
 /*
  * HTTP/2: the server's frames, followed across sendmsgs from its first
  * byte (it writes its SETTINGS before the client's preface may arrive).
- * Only egress writes it (under the sender's socket lock) but closing,
- * which the HTTP/2 verdict sets when its GOAWAY ends the connection.
- * Step 2 of docs/grpc.md §6.3 finds the kernel-owned SETTINGS ACKs here.
+ * The SETTINGS the client's side carried, in order, are a queue both
+ * sides share (docs/grpc.md §6.2.1): the HTTP/2 verdict pushes one entry
+ * per SETTINGS it passes (a bit in owner: 1 = written by the kernel, whose
+ * ACK egress takes out; 0 = the client's), egress pops one per ACK the
+ * server writes.  One writer each: settings_tail and owner belong to the
+ * verdict, settings_head and the walk to egress; closing and ack_untracked
+ * are only ever set.
  */
+#define RG_H2_SETTINGS_QUEUE 64 /* bits of owner: SETTINGS not yet acknowledged */
+
 struct rg_h2_out {
 	__u8 hdr[16]; /* a frame header (9 bytes) split across sendmsgs */
 	__u8 hdr_len;
 	__u8 lost;    /* framing lost: nothing more is decided */
-	__u8 closing; /* the kernel's GOAWAY ended the connection */
-	__u8 pad[5];
-	__u32 left;   /* payload bytes of the current frame still to come */
+	__u8 closing; /* the verdict stopped following (GOAWAY, or lost) */
+	__u8 ack_untracked; /* the queue overflowed: ACKs cannot be told apart */
+	__u8 pad[4];
+	__u32 left; /* payload bytes of the current frame still to come */
 	__u32 pad2;
 	__u64 frames;
 	__u64 settings_acks;
+	__u64 owner;	     /* bit (seq % 64): who wrote SETTINGS number seq */
+	__u32 settings_tail; /* SETTINGS the verdict passed */
+	__u32 settings_head; /* ACKs egress saw */
 };
 
 /* h2_out: socket cookie -> the server's side of an HTTP/2 connection;
@@ -449,8 +459,19 @@ static __always_inline void rg_h2_out_frame(struct rg_h2_out *o)
 	o->frames++;
 	rg_global_inc(h2_out_frames);
 	if (type == RG_H2_SETTINGS && (flags & RG_H2_FLAG_ACK)) {
+		__u32 head = o->settings_head;
+
 		o->settings_acks++;
 		rg_global_inc(h2_out_settings_acks);
+		if (RG_READ_ONCE(o->ack_untracked))
+			return;
+		if (head == RG_READ_ONCE(o->settings_tail)) {
+			rg_h2_out_lose(o); /* an ACK of no SETTINGS the verdict passed */
+			return;
+		}
+		/* owner bit (head % 64) is 1 for a kernel SETTINGS: its ACK is
+		 * the answer's injection point (step 2, not built) */
+		__sync_fetch_and_add(&o->settings_head, 1);
 	}
 }
 
@@ -496,23 +517,53 @@ static long rg_h2_out_cb(__u64 idx, void *ctx)
 	return 0;
 }
 
+/* Entries start from this (the verdict's stack has no room); never written. */
+static struct rg_h2_out rg_h2_out_zero;
+
+/* The connection's h2_out entry, created by whichever side comes first
+ * (the other one's BPF_NOEXIST fails and it finds the entry). */
+static __always_inline struct rg_h2_out *rg_h2_out_get(__u64 *cookie)
+{
+	struct rg_h2_out *o = bpf_map_lookup_elem(&RG_MAP_H2_OUT, cookie);
+
+	if (o)
+		return o;
+	bpf_map_update_elem(&RG_MAP_H2_OUT, cookie, &rg_h2_out_zero, BPF_NOEXIST);
+	o = bpf_map_lookup_elem(&RG_MAP_H2_OUT, cookie);
+	if (!o)
+		rg_global_inc(h2_out_lost); /* no room: not followed */
+	return o;
+}
+
+/* Verdict side: a SETTINGS frame passes to the server, written by the
+ * client (kernel = 0) or by the kernel. */
+static __always_inline void rg_h2_out_settings(struct rg_h2_out *o, bool kernel)
+{
+	__u32 tail = o->settings_tail;
+	__u64 bit = 1ULL << (tail & (RG_H2_SETTINGS_QUEUE - 1));
+
+	if (o->ack_untracked)
+		return;
+	if (tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE) {
+		o->ack_untracked = 1;
+		return;
+	}
+	if (kernel)
+		__sync_fetch_and_or(&o->owner, bit);
+	else
+		__sync_fetch_and_and(&o->owner, ~bit);
+	/* publish the entry after its bit */
+	__sync_fetch_and_add(&o->settings_tail, 1);
+}
+
 /* Follow the server's frames in this msg; its bytes pass untouched. */
 static __always_inline int rg_h2_egress(struct sk_msg_md *msg, __u64 cookie)
 {
 	struct rg_h2_out_walk w = { .msg = msg };
-	struct rg_h2_out *o = bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie);
+	struct rg_h2_out *o = rg_h2_out_get(&cookie);
 
-	if (!o) {
-		struct rg_h2_out z = {};
-
-		if (bpf_map_update_elem(&RG_MAP_H2_OUT, &cookie, &z, BPF_NOEXIST)) {
-			rg_global_inc(h2_out_lost); /* no room: not followed */
-			return SK_PASS;
-		}
-		o = bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie);
-		if (!o)
-			return SK_PASS;
-	}
+	if (!o)
+		return SK_PASS;
 	if (o->lost || RG_READ_ONCE(o->closing))
 		return SK_PASS;
 	w.o = o;

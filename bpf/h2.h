@@ -79,6 +79,7 @@ struct {
 struct rg_h2_loop {
 	struct __sk_buff *skb;
 	struct rg_h2_sock *st;
+	struct rg_h2_out *out; /* the server's side: the SETTINGS queue */
 };
 
 /* A message completed: charge it, or refuse it (returns 1).  A message the
@@ -180,6 +181,9 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 	}
 	if (r == RG_H2_EV_MESSAGE && rg_h2_message(st))
 		return 1;
+	if (r == RG_H2_EV_FRAME && st->h.ftype == RG_H2_SETTINGS &&
+	    !(st->h.fflags & RG_H2_FLAG_ACK) && l->out)
+		rg_h2_out_settings(l->out, false);
 	return 0;
 internal:
 	rg_global_inc(internal_errors);
@@ -324,7 +328,6 @@ int rg_h2_verdict(struct __sk_buff *skb)
 {
 	__u64 cookie = bpf_get_socket_cookie(skb);
 	struct rg_h2_loop l = { .skb = skb };
-	struct rg_h2_out *out;
 	struct rg_h2_sock *st;
 	struct rg_conn *c;
 	int verdict;
@@ -342,6 +345,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		return SK_DROP;
 	if (st->lost)
 		return SK_PASS;
+	l.out = rg_h2_out_get(&cookie);
 	st->must_pass = rg_in_recvmsg(skb, c);
 	st->win_off = 0;
 	st->win_len = 0;
@@ -355,6 +359,8 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	if (st->must_pass) {
 		/* only a pass sticks here: the rest passes, unfollowed */
 		st->lost = 1;
+		if (l.out)
+			l.out->closing = 1; /* its SETTINGS are not counted any more */
 		rg_global_inc(h2_failclosed);
 		return SK_PASS;
 	}
@@ -363,9 +369,8 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	else
 		rg_global_inc(h2_failclosed);
 	st->closing = 1;
-	out = bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie);
-	if (out)
-		out->closing = 1; /* egress stops following the server's frames */
+	if (l.out)
+		l.out->closing = 1; /* egress stops following the server's frames */
 	if (rg_h2_goaway(skb, st)) {
 		rg_global_inc(internal_errors);
 		return SK_DROP;

@@ -215,7 +215,7 @@ rg_check "grpc-go server: 3,000 rows stored = admitted, 1 rejected" \
 	[ "$(gstored go_lim)" = 3000 ] && [ "$(rg_stat go_lim admitted_rows)" = 3000 ] &&
 	[ "$(rg_stat go_lim rejected_requests)" = 1 ]
 rg_check "the HTTP/1 egress walk never took an HTTP/2 connection (the grpc-go server writes first)" [ "$(rg_global egress_lost)" = 0 ]
-rg_check "egress followed every HTTP/2 server's frames ($(rg_global h2_out_frames) frames)" \
+rg_check "egress followed every HTTP/2 server's frames ($(rg_global h2_out_frames)), each SETTINGS ACK matched to a SETTINGS the verdict passed" \
 	[ "$(rg_global h2_out_lost)" = 0 ] && [ "$(rg_global h2_out_frames)" -gt 2000 ]
 rg_check "no internal errors" [ "$(rg_global internal_errors)" = 0 ]
 rg_pass
