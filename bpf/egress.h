@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "rowgate/http_resp.h"
 #include "rowgate/h2.h"
+#include "rowgate/h2_answer.h"
 
 #define RG_MSG_WINDOW_BYTES 256	      /* bytes pulled into view per step */
 #define RG_MSG_MAX_STEPS    (1 << 23) /* bpf_loop's limit */
@@ -402,6 +403,26 @@ static long rg_msg_cb(__u64 idx, void *ctx)
  * are only ever set.
  */
 #define RG_H2_SETTINGS_QUEUE 64 /* bits of owner: SETTINGS not yet acknowledged */
+#define RG_H2_ANSWERS	     16 /* refused streams awaiting their answer (a power of two) */
+#define RG_H2_ANSWERS_PER_MSG 4 /* kernel ACKs replaced in one run of egress */
+
+/* 1: rowgated --grpc-reject keep: a refused message resets its stream
+ * instead of closing the connection (docs/grpc.md §6.3). */
+const volatile __u32 rg_h2_keep = 0;
+
+/* A refused stream, written by the verdict with the kernel SETTINGS that
+ * precedes it; egress answers it at that SETTINGS' ACK, in order. */
+struct rg_h2_answer {
+	__u32 sid;
+	__u8 hdrs_sent; /* the server sent the response HEADERS: trailers only */
+	__u8 pad[3];
+	__u64 rows;
+	__u64 quota_rows_per_s;
+	__u64 limit_rows_per_s;
+	__u32 db_len;
+	__u32 pad2;
+	struct rg_db_key db;
+};
 
 struct rg_h2_out {
 	__u8 hdr[16]; /* a frame header (9 bytes) split across sendmsgs */
@@ -417,6 +438,16 @@ struct rg_h2_out {
 	__u64 owner;	     /* bit (seq % 64): who wrote SETTINGS number seq */
 	__u32 settings_tail; /* SETTINGS the verdict passed */
 	__u32 settings_head; /* ACKs egress saw */
+	__u32 ans_tail;	     /* answers the verdict queued */
+	__u32 ans_head;	     /* answers egress wrote */
+	__u64 owed_in;	     /* DATA bytes the verdict hid from the server */
+	__u64 owed_out;	     /* of them, given back with WINDOW_UPDATE by egress */
+	__u32 ack_start;     /* egress: a kernel ACK begins here in this msg */
+	__u8 ack_due;	     /* egress: ... and must be replaced */
+	__u8 pad3[3];
+	struct rg_h2_answer ans[RG_H2_ANSWERS];
+	struct rg_response r;	/* egress scratch: the answer's plan */
+	struct rg_resp_buf buf; /* egress scratch: the answer's bytes */
 };
 
 /* h2_out: socket cookie -> the server's side of an HTTP/2 connection;
@@ -445,8 +476,9 @@ static __always_inline void rg_h2_out_lose(struct rg_h2_out *o)
 	}
 }
 
-/* A frame header completed.  The first must be the server's SETTINGS. */
-static __always_inline void rg_h2_out_frame(struct rg_h2_out *o)
+/* A frame header completed.  The first must be the server's SETTINGS.
+ * whole: all of it is in this msg, ending at end. */
+static __always_inline void rg_h2_out_frame(struct rg_h2_out *o, bool whole, __u32 end)
 {
 	__u8 type = o->hdr[3], flags = o->hdr[4];
 
@@ -469,9 +501,32 @@ static __always_inline void rg_h2_out_frame(struct rg_h2_out *o)
 			rg_h2_out_lose(o); /* an ACK of no SETTINGS the verdict passed */
 			return;
 		}
-		/* owner bit (head % 64) is 1 for a kernel SETTINGS: its ACK is
-		 * the answer's injection point (step 2, not built) */
 		__sync_fetch_and_add(&o->settings_head, 1);
+		if (!(RG_READ_ONCE(o->owner) & (1ULL << (head & (RG_H2_SETTINGS_QUEUE - 1)))))
+			return;
+		/* the ACK of a kernel SETTINGS: the client never sent it, the
+		 * refused stream's answer takes its place */
+		if (!whole || end < RG_H2_FRAME_HDR_BYTES) {
+			rg_global_inc(h2_out_answer_failed);
+			rg_h2_out_lose(o);
+			return;
+		}
+		o->ack_start = end - RG_H2_FRAME_HDR_BYTES;
+		o->ack_due = 1;
+		return;
+	}
+	if (type == RG_H2_HEADERS) {
+		/* the server answered the head of a stream refused since */
+		__u32 sid = ((__u32)o->hdr[5] << 24 | (__u32)o->hdr[6] << 16 |
+			     (__u32)o->hdr[7] << 8 | o->hdr[8]) & 0x7fffffffU;
+		__u32 h = o->ans_head, t = RG_READ_ONCE(o->ans_tail), i;
+
+		for (i = 0; i < RG_H2_ANSWERS; i++) {
+			if (h + i == t)
+				break;
+			if (o->ans[(h + i) & (RG_H2_ANSWERS - 1)].sid == sid)
+				o->ans[(h + i) & (RG_H2_ANSWERS - 1)].hdrs_sent = 1;
+		}
 	}
 }
 
@@ -512,8 +567,11 @@ static long rg_h2_out_cb(__u64 idx, void *ctx)
 		o->hdr_len++;
 	}
 	w->off += n;
-	if (o->hdr_len == RG_H2_FRAME_HDR_BYTES)
-		rg_h2_out_frame(o);
+	if (o->hdr_len == RG_H2_FRAME_HDR_BYTES) {
+		rg_h2_out_frame(o, n == RG_H2_FRAME_HDR_BYTES, w->off);
+		if (o->ack_due)
+			return 1; /* replaced between two runs of the walk */
+	}
 	return 0;
 }
 
@@ -556,11 +614,102 @@ static __always_inline void rg_h2_out_settings(struct rg_h2_out *o, bool kernel)
 	__sync_fetch_and_add(&o->settings_tail, 1);
 }
 
-/* Follow the server's frames in this msg; its bytes pass untouched. */
+/*
+ * Replace the kernel-owned SETTINGS ACK at o->ack_start with the next
+ * refused stream's trailers-only HEADERS and a connection WINDOW_UPDATE
+ * for the DATA the verdict hid: push all but 9 bytes there, then write
+ * over the ACK and the pushed bytes.  Returns the bytes now in the ACK's
+ * place, 0 on failure.
+ */
+struct rg_h2_copy {
+	struct sk_msg_md *msg;
+	struct rg_h2_out *o;
+	__u32 len;
+	__u32 i;
+	__s32 err;
+};
+
+/* Copy o->buf into the pulled msg: a word, or a byte at the end, a step. */
+static long rg_h2_copy_cb(__u64 idx, void *ctx)
+{
+	struct rg_h2_copy *c = ctx;
+	__u8 *data = (__u8 *)(long)c->msg->data, *end = (__u8 *)(long)c->msg->data_end;
+	__u32 i = c->i & (RG_RESP_TEXT_MAX - 1);
+
+	if (c->i >= c->len)
+		return 1;
+	if (c->i + 8 <= c->len) {
+		if (data + i + 8 > end)
+			goto err;
+		*(__u64 *)(data + i) = *(__u64 *)&c->o->buf.b[i];
+		c->i += 8;
+		return 0;
+	}
+	if (data + i + 1 > end)
+		goto err;
+	data[i] = c->o->buf.b[i];
+	c->i++;
+	return 0;
+err:
+	c->err = -1;
+	return 1;
+}
+
+/* A global function: verified once, not for every answer of a msg. */
+__noinline __u32 rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
+{
+	struct rg_h2_copy cp = { .msg = msg, .o = o };
+	struct rg_h2_answer *a;
+	__u32 start, h, len;
+	__u64 owed;
+
+	if (!msg || !o)
+		return 0;
+	start = o->ack_start;
+	h = o->ans_head;
+	if (h == RG_READ_ONCE(o->ans_tail))
+		return 0;
+	a = &o->ans[h & (RG_H2_ANSWERS - 1)];
+	__builtin_memset(&o->r, 0, sizeof(o->r));
+	o->r.kind = RG_RESP_429;
+	o->r.rows = a->rows;
+	o->r.quota_rows_per_s = a->quota_rows_per_s;
+	o->r.limit_rows_per_s = a->limit_rows_per_s;
+	o->r.db_len = a->db_len;
+	len = rg_grpc_write_answer(&o->buf, a->sid, a->hdrs_sent, &o->r, &a->db);
+	if (len <= RG_H2_FRAME_HDR_BYTES || len >= RG_RESP_TEXT_MAX)
+		return 0;
+	owed = RG_READ_ONCE(o->owed_in) - o->owed_out;
+	if (owed > RG_H2_WINDOW_MAX)
+		owed = RG_H2_WINDOW_MAX;
+	if (owed)
+		len += rg_h2_put_window_update((__u8 *)&o->buf.b[len & (RG_RESP_TEXT_MAX - 1)], 0,
+					       (__u32)owed);
+	if (bpf_msg_push_data(msg, start, len - RG_H2_FRAME_HDR_BYTES, 0))
+		return 0;
+	if (len >= RG_RESP_TEXT_MAX || bpf_msg_pull_data(msg, start, start + len, 0))
+		goto broken;
+	cp.len = len;
+	bpf_loop(RG_RESP_TEXT_MAX, rg_h2_copy_cb, &cp, 0);
+	if (cp.err || cp.i != len)
+		goto broken;
+	o->owed_out += owed;
+	__sync_fetch_and_add(&o->ans_head, 1);
+	rg_global_inc(h2_out_answers);
+	return len;
+broken:
+	/* the pushed bytes are not the answer: take them out again */
+	bpf_msg_pop_data(msg, start, len - RG_H2_FRAME_HDR_BYTES, 0);
+	return 0;
+}
+
+/* Follow the server's frames in this msg; its bytes pass untouched but
+ * the ACKs of kernel SETTINGS, which become refused streams' answers. */
 static __always_inline int rg_h2_egress(struct sk_msg_md *msg, __u64 cookie)
 {
 	struct rg_h2_out_walk w = { .msg = msg };
 	struct rg_h2_out *o = rg_h2_out_get(&cookie);
+	__u32 k, n;
 
 	if (!o)
 		return SK_PASS;
@@ -568,9 +717,24 @@ static __always_inline int rg_h2_egress(struct sk_msg_md *msg, __u64 cookie)
 		return SK_PASS;
 	w.o = o;
 	w.size = msg->size;
-	/* a header takes at most two steps (split), its payload one */
-	bpf_loop(w.size < RG_MSG_MAX_STEPS / 2 ? 2 * w.size + 2 : RG_MSG_MAX_STEPS, rg_h2_out_cb,
-		 &w, 0);
+	for (k = 0; k <= RG_H2_ANSWERS_PER_MSG; k++) {
+		o->ack_due = 0;
+		/* a header takes at most two steps (split), its payload one */
+		bpf_loop(w.size < RG_MSG_MAX_STEPS / 2 ? 2 * w.size + 2 : RG_MSG_MAX_STEPS,
+			 rg_h2_out_cb, &w, 0);
+		if (!o->ack_due)
+			break;
+		o->ack_due = 0;
+		n = k < RG_H2_ANSWERS_PER_MSG ? rg_h2_out_answer(msg, o) : 0;
+		if (!n) {
+			/* the client would see an ACK it never asked for */
+			rg_global_inc(h2_out_answer_failed);
+			rg_h2_out_lose(o);
+			return SK_PASS;
+		}
+		w.size = msg->size;
+		w.off = o->ack_start + n;
+	}
 	if (w.off < w.size)
 		rg_h2_out_lose(o);
 	return SK_PASS;

@@ -176,6 +176,7 @@ int rgd_load(struct daemon *d)
 		return err;
 	d->skel->rodata->rg_conns_full_close = d->cfg->conns_full_close;
 	d->skel->rodata->rg_egress_on = !d->cfg->egress_off;
+	d->skel->rodata->rg_h2_keep = d->cfg->grpc_keep && !d->cfg->egress_off;
 	if (!err)
 		err = rowgate__load(d->skel);
 	if (err) {
