@@ -403,8 +403,7 @@ static long rg_msg_cb(__u64 idx, void *ctx)
  * are only ever set.
  */
 #define RG_H2_SETTINGS_QUEUE 64 /* bits of owner: SETTINGS not yet acknowledged */
-#define RG_H2_ANSWERS	     16 /* refused streams awaiting their answer (a power of two) */
-#define RG_H2_ANSWERS_PER_MSG 4 /* kernel ACKs replaced in one run of egress */
+#define RG_H2_ANSWERS	     64 /* refused streams awaiting their answer (a power of two) */
 
 /* 1: rowgated --grpc-reject keep: a refused message resets its stream
  * instead of closing the connection (docs/grpc.md §6.3). */
@@ -703,13 +702,46 @@ broken:
 	return 0;
 }
 
+struct rg_h2_round {
+	struct sk_msg_md *msg;
+	struct rg_h2_out_walk *w;
+	__s32 err;
+};
+
+/* Walk to the next kernel ACK, or to the end, and answer there. */
+static long rg_h2_round_cb(__u64 idx, void *ctx)
+{
+	struct rg_h2_round *r = ctx;
+	struct rg_h2_out_walk *w = r->w;
+	struct rg_h2_out *o = w->o;
+	__u32 n;
+
+	if (!o)
+		return 1;
+	o->ack_due = 0;
+	/* a header takes at most two steps (split), its payload one */
+	bpf_loop(w->size < RG_MSG_MAX_STEPS / 2 ? 2 * w->size + 2 : RG_MSG_MAX_STEPS, rg_h2_out_cb,
+		 w, 0);
+	if (!o->ack_due)
+		return 1;
+	o->ack_due = 0;
+	n = rg_h2_out_answer(r->msg, o);
+	if (!n) {
+		r->err = -1;
+		return 1;
+	}
+	w->size = r->msg->size;
+	w->off = o->ack_start + n;
+	return 0;
+}
+
 /* Follow the server's frames in this msg; its bytes pass untouched but
  * the ACKs of kernel SETTINGS, which become refused streams' answers. */
 static __always_inline int rg_h2_egress(struct sk_msg_md *msg, __u64 cookie)
 {
 	struct rg_h2_out_walk w = { .msg = msg };
+	struct rg_h2_round r = { .msg = msg, .w = &w };
 	struct rg_h2_out *o = rg_h2_out_get(&cookie);
-	__u32 k, n;
 
 	if (!o)
 		return SK_PASS;
@@ -717,23 +749,13 @@ static __always_inline int rg_h2_egress(struct sk_msg_md *msg, __u64 cookie)
 		return SK_PASS;
 	w.o = o;
 	w.size = msg->size;
-	for (k = 0; k <= RG_H2_ANSWERS_PER_MSG; k++) {
-		o->ack_due = 0;
-		/* a header takes at most two steps (split), its payload one */
-		bpf_loop(w.size < RG_MSG_MAX_STEPS / 2 ? 2 * w.size + 2 : RG_MSG_MAX_STEPS,
-			 rg_h2_out_cb, &w, 0);
-		if (!o->ack_due)
-			break;
-		o->ack_due = 0;
-		n = k < RG_H2_ANSWERS_PER_MSG ? rg_h2_out_answer(msg, o) : 0;
-		if (!n) {
-			/* the client would see an ACK it never asked for */
-			rg_global_inc(h2_out_answer_failed);
-			rg_h2_out_lose(o);
-			return SK_PASS;
-		}
-		w.size = msg->size;
-		w.off = o->ack_start + n;
+	/* one round per answer, and the last to the end */
+	bpf_loop(RG_H2_ANSWERS + 1, rg_h2_round_cb, &r, 0);
+	if (r.err) {
+		/* the client would see an ACK it never asked for */
+		rg_global_inc(h2_out_answer_failed);
+		rg_h2_out_lose(o);
+		return SK_PASS;
 	}
 	if (w.off < w.size)
 		rg_h2_out_lose(o);

@@ -22,8 +22,10 @@
 #define RG_H2_ENHANCE_YOUR_CALM 0xb
 #define RG_H2_PROTOCOL_ERROR 0x1
 
-#define RG_H2_OPS	      8 /* frames rewritten in one skb (--grpc-reject keep) */
-#define RG_H2_RESETS_PER_SKB 4 /* kernel RST_STREAMs in one skb (h2's reset limits) */
+#define RG_H2_OPS	      32 /* frames rewritten in one skb (--grpc-reject keep) */
+/* kernel RST_STREAMs in one skb: below h2's 20 resets of streams not yet
+ * accepted (docs/grpc.md §6.2.3) */
+#define RG_H2_RESETS_PER_SKB 16
 #define RG_H2_REJECTED	      16 /* refused streams the client still sends on */
 #define RG_H2_ADMITTED	      16 /* streams remembered as having an admitted message */
 #define RG_H2_OP_REWRITE      1 /* RST_STREAM + kernel SETTINGS + filler */
