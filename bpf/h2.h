@@ -66,6 +66,7 @@ struct rg_h2_sock {
 	__u32 nops;	/* rewrites due in this skb */
 	__u32 resets;	/* of them, RST_STREAMs */
 	__u32 adm_next;
+	__u32 frame_rej; /* the current frame was rewritten: its stream was refused */
 	struct rg_h2_op ops[RG_H2_OPS];
 	__u32 rej[RG_H2_REJECTED]; /* refused streams, 0 = free */
 	__u32 adm[RG_H2_ADMITTED]; /* streams with an admitted message (a ring) */
@@ -140,7 +141,8 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 		st->err = RG_H2_ERR_GRPC;
 		return -1;
 	}
-	if (rg_h2_keep && rg_h2_find(st->rej, RG_H2_REJECTED, st->h.done_sid) >= 0)
+	if (rg_h2_keep && (st->h.done_sid == st->frame_rej ||
+			   rg_h2_find(st->rej, RG_H2_REJECTED, st->h.done_sid) >= 0))
 		return 0; /* its stream was reset: never handled, never charged */
 	if (!rg_grpc_charged(m))
 		return 0;
@@ -227,6 +229,8 @@ static __always_inline int rg_h2_keep_reject(struct rg_h2_sock *st, struct rg_h2
 	if (free < 0 || rg_h2_op(st, RG_H2_OP_REWRITE))
 		return -1;
 	st->resets++;
+	/* later messages in this frame are gone with it */
+	st->frame_rej = sid;
 	/* the client may still send on it: those frames become filler */
 	if (!(st->h.fflags & RG_H2_FLAG_END_STREAM))
 		st->rej[free & (RG_H2_REJECTED - 1)] = sid;
@@ -321,6 +325,7 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 	if (r == RG_H2_EV_FRAME) {
 		/* the header's last byte is at win_off + p: all of it is in
 		 * this skb unless it began in an earlier one */
+		st->frame_rej = 0;
 		st->fh_off = st->win_off + p >= RG_H2_FRAME_HDR_BYTES - 1 ?
 				     st->win_off + p - (RG_H2_FRAME_HDR_BYTES - 1) :
 				     ~0U;
