@@ -12,6 +12,8 @@
 
 #include "conn.h"
 #include "rowgate/http_resp.h"
+#include "rowgate/h2.h"
+#include "rowgate/h2_answer.h"
 
 #define RG_MSG_WINDOW_BYTES 256	      /* bytes pulled into view per step */
 #define RG_MSG_MAX_STEPS    (1 << 23) /* bpf_loop's limit */
@@ -396,6 +398,377 @@ static long rg_msg_cb(__u64 idx, void *ctx)
 }
 
 /*
+ * HTTP/2: the server's frames, followed across sendmsgs from its first
+ * byte (it writes its SETTINGS before the client's preface may arrive).
+ * The SETTINGS the client's side carried, in order, are a queue both
+ * sides share (docs/grpc.md §6.2.1): the HTTP/2 verdict pushes one entry
+ * per SETTINGS it passes (a bit in owner: 1 = written by the kernel, whose
+ * ACK egress takes out; 0 = the client's), egress pops one per ACK the
+ * server writes.  One writer each: settings_tail and owner belong to the
+ * verdict, settings_head and the walk to egress; closing and ack_untracked
+ * are only ever set.
+ */
+#define RG_H2_SETTINGS_QUEUE 64 /* bits of owner: SETTINGS not yet acknowledged */
+#define RG_H2_ANSWERS	     64 /* refused streams awaiting their answer (a power of two) */
+
+/* 1: rowgated --grpc-reject keep: a refused message resets its stream
+ * instead of closing the connection (docs/grpc.md §6.3). */
+const volatile __u32 rg_h2_keep = 0;
+
+/* A refused stream, written by the verdict with the kernel SETTINGS that
+ * precedes it; egress answers it at that SETTINGS' ACK, in order. */
+struct rg_h2_answer {
+	__u32 sid;
+	__u8 hdrs_sent; /* the server sent the response HEADERS: trailers only */
+	__u8 pad[3];
+	__u64 rows;
+	__u64 quota_rows_per_s;
+	__u64 limit_rows_per_s;
+	__u32 db_len;
+	__u32 pad2;
+	struct rg_db_key db;
+};
+
+struct rg_h2_out {
+	__u8 hdr[16]; /* a frame header (9 bytes) split across sendmsgs */
+	__u8 hdr_len;
+	__u8 lost;    /* framing lost: nothing more is decided */
+	__u8 closing; /* the verdict stopped following (GOAWAY, or lost) */
+	__u8 ack_untracked; /* the queue overflowed: ACKs cannot be told apart */
+	__u8 pad[4];
+	__u32 left; /* payload bytes of the current frame still to come */
+	__u32 pad2;
+	__u64 frames;
+	__u64 settings_acks;
+	__u64 owner;	     /* bit (seq % 64): who wrote SETTINGS number seq */
+	__u32 settings_tail; /* SETTINGS the verdict passed */
+	__u32 settings_head; /* ACKs egress saw */
+	__u32 ans_tail;	     /* answers the verdict queued */
+	__u32 ans_head;	     /* answers egress wrote */
+	__u64 owed_in;	     /* DATA bytes the verdict hid from the server */
+	__u64 owed_out;	     /* of them, given back with WINDOW_UPDATE by egress */
+	__u32 ack_start;     /* egress: a kernel ACK begins here in this msg */
+	__u8 ack_due;	     /* egress: ... and must be replaced */
+	__u8 pad3[3];
+	struct rg_h2_answer ans[RG_H2_ANSWERS];
+	struct rg_response r;	/* egress scratch: the answer's plan */
+	struct rg_resp_buf buf; /* egress scratch: the answer's bytes */
+};
+
+/* h2_out: socket cookie -> the server's side of an HTTP/2 connection;
+ * deleted with the connection (sockops) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_CONNS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct rg_h2_out);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_H2_OUT SEC(".maps");
+
+struct rg_h2_out_walk {
+	struct sk_msg_md *msg;
+	struct rg_h2_out *o;
+	__u32 off;
+	__u32 size;
+};
+
+static __always_inline void rg_h2_out_lose(struct rg_h2_out *o)
+{
+	if (!o->lost) {
+		o->lost = 1;
+		rg_global_inc(h2_out_lost);
+	}
+}
+
+/* A frame header completed.  The first must be the server's SETTINGS.
+ * whole: all of it is in this msg, ending at end. */
+static __always_inline void rg_h2_out_frame(struct rg_h2_out *o, bool whole, __u32 end)
+{
+	__u8 type = o->hdr[3], flags = o->hdr[4];
+
+	o->left = (__u32)o->hdr[0] << 16 | (__u32)o->hdr[1] << 8 | o->hdr[2];
+	o->hdr_len = 0;
+	if (o->frames == 0 && (type != RG_H2_SETTINGS || (flags & RG_H2_FLAG_ACK))) {
+		rg_h2_out_lose(o); /* not an HTTP/2 server preface */
+		return;
+	}
+	o->frames++;
+	rg_global_inc(h2_out_frames);
+	if (type == RG_H2_SETTINGS && (flags & RG_H2_FLAG_ACK)) {
+		__u32 head = o->settings_head;
+
+		o->settings_acks++;
+		rg_global_inc(h2_out_settings_acks);
+		if (RG_READ_ONCE(o->ack_untracked))
+			return;
+		if (head == RG_READ_ONCE(o->settings_tail)) {
+			rg_h2_out_lose(o); /* an ACK of no SETTINGS the verdict passed */
+			return;
+		}
+		__sync_fetch_and_add(&o->settings_head, 1);
+		if (!(RG_READ_ONCE(o->owner) & (1ULL << (head & (RG_H2_SETTINGS_QUEUE - 1)))))
+			return;
+		/* the ACK of a kernel SETTINGS: the client never sent it, the
+		 * refused stream's answer takes its place */
+		if (!whole || end < RG_H2_FRAME_HDR_BYTES) {
+			rg_global_inc(h2_out_answer_failed);
+			rg_h2_out_lose(o);
+			return;
+		}
+		o->ack_start = end - RG_H2_FRAME_HDR_BYTES;
+		o->ack_due = 1;
+		return;
+	}
+	if (type == RG_H2_HEADERS) {
+		/* the server answered the head of a stream refused since */
+		__u32 sid = ((__u32)o->hdr[5] << 24 | (__u32)o->hdr[6] << 16 |
+			     (__u32)o->hdr[7] << 8 | o->hdr[8]) & 0x7fffffffU;
+		__u32 h = o->ans_head, t = RG_READ_ONCE(o->ans_tail), i;
+
+		for (i = 0; i < RG_H2_ANSWERS; i++) {
+			if (h + i == t)
+				break;
+			if (o->ans[(h + i) & (RG_H2_ANSWERS - 1)].sid == sid)
+				o->ans[(h + i) & (RG_H2_ANSWERS - 1)].hdrs_sent = 1;
+		}
+	}
+}
+
+/* One step: a frame's payload passed over, or header bytes read. */
+static long rg_h2_out_cb(__u64 idx, void *ctx)
+{
+	struct rg_h2_out_walk *w = ctx;
+	struct rg_h2_out *o = w->o;
+	__u8 *data, *end;
+	__u32 n, i;
+
+	if (!o || o->lost || w->off >= w->size)
+		return 1;
+	n = w->size - w->off;
+	if (o->left) {
+		if (n > o->left)
+			n = o->left;
+		o->left -= n;
+		w->off += n;
+		return 0;
+	}
+	if (n > RG_H2_FRAME_HDR_BYTES - o->hdr_len)
+		n = RG_H2_FRAME_HDR_BYTES - o->hdr_len;
+	if (bpf_msg_pull_data(w->msg, w->off, w->off + n, 0)) {
+		rg_h2_out_lose(o);
+		return 1;
+	}
+	data = (__u8 *)(long)w->msg->data;
+	end = (__u8 *)(long)w->msg->data_end;
+	for (i = 0; i < RG_H2_FRAME_HDR_BYTES; i++) {
+		if (i >= n)
+			break;
+		if (data + i + 1 > end || o->hdr_len >= RG_H2_FRAME_HDR_BYTES) {
+			rg_h2_out_lose(o);
+			return 1;
+		}
+		o->hdr[o->hdr_len & 15] = data[i];
+		o->hdr_len++;
+	}
+	w->off += n;
+	if (o->hdr_len == RG_H2_FRAME_HDR_BYTES) {
+		rg_h2_out_frame(o, n == RG_H2_FRAME_HDR_BYTES, w->off);
+		if (o->ack_due)
+			return 1; /* replaced between two runs of the walk */
+	}
+	return 0;
+}
+
+/* Entries start from this (the verdict's stack has no room); never written. */
+static struct rg_h2_out rg_h2_out_zero;
+
+/* The connection's h2_out entry, created by whichever side comes first
+ * (the other one's BPF_NOEXIST fails and it finds the entry). */
+static __always_inline struct rg_h2_out *rg_h2_out_get(__u64 *cookie)
+{
+	struct rg_h2_out *o = bpf_map_lookup_elem(&RG_MAP_H2_OUT, cookie);
+
+	if (o)
+		return o;
+	bpf_map_update_elem(&RG_MAP_H2_OUT, cookie, &rg_h2_out_zero, BPF_NOEXIST);
+	o = bpf_map_lookup_elem(&RG_MAP_H2_OUT, cookie);
+	if (!o)
+		rg_global_inc(h2_out_lost); /* no room: not followed */
+	return o;
+}
+
+/* Verdict side: a SETTINGS frame passes to the server, written by the
+ * client (kernel = 0) or by the kernel. */
+static __always_inline void rg_h2_out_settings(struct rg_h2_out *o, bool kernel)
+{
+	__u32 tail = o->settings_tail;
+	__u64 bit = 1ULL << (tail & (RG_H2_SETTINGS_QUEUE - 1));
+
+	if (o->ack_untracked)
+		return;
+	if (tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE) {
+		o->ack_untracked = 1;
+		return;
+	}
+	if (kernel)
+		__sync_fetch_and_or(&o->owner, bit);
+	else
+		__sync_fetch_and_and(&o->owner, ~bit);
+	/* publish the entry after its bit */
+	__sync_fetch_and_add(&o->settings_tail, 1);
+}
+
+/*
+ * Replace the kernel-owned SETTINGS ACK at o->ack_start with the next
+ * refused stream's trailers-only HEADERS and a connection WINDOW_UPDATE
+ * for the DATA the verdict hid: push all but 9 bytes there, then write
+ * over the ACK and the pushed bytes.  Returns the bytes now in the ACK's
+ * place, 0 on failure.
+ */
+struct rg_h2_copy {
+	struct sk_msg_md *msg;
+	struct rg_h2_out *o;
+	__u32 len;
+	__u32 i;
+	__s32 err;
+};
+
+/* Copy o->buf into the pulled msg: a word, or a byte at the end, a step. */
+static long rg_h2_copy_cb(__u64 idx, void *ctx)
+{
+	struct rg_h2_copy *c = ctx;
+	__u8 *data = (__u8 *)(long)c->msg->data, *end = (__u8 *)(long)c->msg->data_end;
+	__u32 i = c->i & (RG_RESP_TEXT_MAX - 1);
+
+	if (c->i >= c->len)
+		return 1;
+	if (c->i + 8 <= c->len) {
+		if (data + i + 8 > end)
+			goto err;
+		*(__u64 *)(data + i) = *(__u64 *)&c->o->buf.b[i];
+		c->i += 8;
+		return 0;
+	}
+	if (data + i + 1 > end)
+		goto err;
+	data[i] = c->o->buf.b[i];
+	c->i++;
+	return 0;
+err:
+	c->err = -1;
+	return 1;
+}
+
+/* A global function: verified once, not for every answer of a msg. */
+__noinline __u32 rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
+{
+	struct rg_h2_copy cp = { .msg = msg, .o = o };
+	struct rg_h2_answer *a;
+	__u32 start, h, len;
+	__u64 owed;
+
+	if (!msg || !o)
+		return 0;
+	start = o->ack_start;
+	h = o->ans_head;
+	if (h == RG_READ_ONCE(o->ans_tail))
+		return 0;
+	a = &o->ans[h & (RG_H2_ANSWERS - 1)];
+	__builtin_memset(&o->r, 0, sizeof(o->r));
+	o->r.kind = RG_RESP_429;
+	o->r.rows = a->rows;
+	o->r.quota_rows_per_s = a->quota_rows_per_s;
+	o->r.limit_rows_per_s = a->limit_rows_per_s;
+	o->r.db_len = a->db_len;
+	len = rg_grpc_write_answer(&o->buf, a->sid, a->hdrs_sent, &o->r, &a->db);
+	if (len <= RG_H2_FRAME_HDR_BYTES || len >= RG_RESP_TEXT_MAX)
+		return 0;
+	owed = RG_READ_ONCE(o->owed_in) - o->owed_out;
+	if (owed > RG_H2_WINDOW_MAX)
+		owed = RG_H2_WINDOW_MAX;
+	if (owed)
+		len += rg_h2_put_window_update((__u8 *)&o->buf.b[len & (RG_RESP_TEXT_MAX - 1)], 0,
+					       (__u32)owed);
+	if (bpf_msg_push_data(msg, start, len - RG_H2_FRAME_HDR_BYTES, 0))
+		return 0;
+	if (len >= RG_RESP_TEXT_MAX || bpf_msg_pull_data(msg, start, start + len, 0))
+		goto broken;
+	cp.len = len;
+	bpf_loop(RG_RESP_TEXT_MAX, rg_h2_copy_cb, &cp, 0);
+	if (cp.err || cp.i != len)
+		goto broken;
+	o->owed_out += owed;
+	__sync_fetch_and_add(&o->ans_head, 1);
+	rg_global_inc(h2_out_answers);
+	return len;
+broken:
+	/* the pushed bytes are not the answer: take them out again */
+	bpf_msg_pop_data(msg, start, len - RG_H2_FRAME_HDR_BYTES, 0);
+	return 0;
+}
+
+struct rg_h2_round {
+	struct sk_msg_md *msg;
+	struct rg_h2_out_walk *w;
+	__s32 err;
+};
+
+/* Walk to the next kernel ACK, or to the end, and answer there. */
+static long rg_h2_round_cb(__u64 idx, void *ctx)
+{
+	struct rg_h2_round *r = ctx;
+	struct rg_h2_out_walk *w = r->w;
+	struct rg_h2_out *o = w->o;
+	__u32 n;
+
+	if (!o)
+		return 1;
+	o->ack_due = 0;
+	/* a header takes at most two steps (split), its payload one */
+	bpf_loop(w->size < RG_MSG_MAX_STEPS / 2 ? 2 * w->size + 2 : RG_MSG_MAX_STEPS, rg_h2_out_cb,
+		 w, 0);
+	if (!o->ack_due)
+		return 1;
+	o->ack_due = 0;
+	n = rg_h2_out_answer(r->msg, o);
+	if (!n) {
+		r->err = -1;
+		return 1;
+	}
+	w->size = r->msg->size;
+	w->off = o->ack_start + n;
+	return 0;
+}
+
+/* Follow the server's frames in this msg; its bytes pass untouched but
+ * the ACKs of kernel SETTINGS, which become refused streams' answers. */
+static __always_inline int rg_h2_egress(struct sk_msg_md *msg, __u64 cookie)
+{
+	struct rg_h2_out_walk w = { .msg = msg };
+	struct rg_h2_round r = { .msg = msg, .w = &w };
+	struct rg_h2_out *o = rg_h2_out_get(&cookie);
+
+	if (!o)
+		return SK_PASS;
+	if (o->lost || RG_READ_ONCE(o->closing))
+		return SK_PASS;
+	w.o = o;
+	w.size = msg->size;
+	/* one round per answer, and the last to the end */
+	bpf_loop(RG_H2_ANSWERS + 1, rg_h2_round_cb, &r, 0);
+	if (r.err) {
+		/* the client would see an ACK it never asked for */
+		rg_global_inc(h2_out_answer_failed);
+		rg_h2_out_lose(o);
+		return SK_PASS;
+	}
+	if (w.off < w.size)
+		rg_h2_out_lose(o);
+	return SK_PASS;
+}
+
+/*
  * The server sends: follow its responses.  Runs under the sender's socket
  * lock, once per piece tcp_bpf_sendmsg builds (each byte once); data and
  * data_end cover only what bpf_msg_pull_data brought into view.
@@ -420,10 +793,14 @@ int rg_egress(struct sk_msg_md *msg)
 	m.conn = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!m.conn || !m.conn->eg.armed || m.conn->eg.lost)
 		return SK_PASS;
-	/* HTTP/2 is not followed here; on a --grpc port the server may
-	 * write its SETTINGS before the client's preface arrives */
-	if (m.conn->h2 || ((m.conn->port_flags & RG_PORT_GRPC) && !m.conn->started))
-		return SK_PASS;
+	/* on a --grpc port the server may write its SETTINGS before the
+	 * client's preface arrives; once it did (an h2_out entry), its
+	 * writes are HTTP/2 whatever the verdict has recorded so far (an
+	 * HTTP/1 server never writes first) */
+	if (m.conn->h2 ||
+	    ((m.conn->port_flags & RG_PORT_GRPC) &&
+	     (!m.conn->started || bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie))))
+		return rg_h2_egress(msg, cookie);
 	if (m.conn->eg.answered)
 		return SK_DROP; /* after the 429 that closes: the server closes too */
 	m.size = msg->size;

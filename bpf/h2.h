@@ -10,6 +10,7 @@
 #define ROWGATE_BPF_H2_H
 
 #include "rowgate/h2.h"
+#include "rowgate/h2_answer.h"
 #include "admit.h"
 #include "conn.h"
 #include "respond.h"
@@ -20,6 +21,22 @@
 #define RG_H2_FILLER_TYPE 0xfa	  /* a frame type no peer knows: ignored (RFC 9113 §5.5) */
 #define RG_H2_ENHANCE_YOUR_CALM 0xb
 #define RG_H2_PROTOCOL_ERROR 0x1
+
+#define RG_H2_OPS	      32 /* frames rewritten in one skb (--grpc-reject keep) */
+/* kernel RST_STREAMs in one skb: below h2's 20 resets of streams not yet
+ * accepted (docs/grpc.md §6.2.3) */
+#define RG_H2_RESETS_PER_SKB 16
+#define RG_H2_REJECTED	      16 /* refused streams the client still sends on */
+#define RG_H2_ADMITTED	      16 /* streams remembered as having an admitted message */
+#define RG_H2_OP_REWRITE      1 /* RST_STREAM + kernel SETTINGS + filler */
+#define RG_H2_OP_FILL	      2 /* the frame becomes unknown filler */
+
+struct rg_h2_op {
+	__u32 off; /* skb offset of the frame header */
+	__u32 sid;
+	__u32 flen;
+	__u32 kind; /* RG_H2_OP_* */
+};
 
 /* One HTTP/2 connection.  Serialised by the socket lock, as rg_conn. */
 struct rg_h2_sock {
@@ -44,6 +61,15 @@ struct rg_h2_sock {
 	char db_raw[RG_GRPC_DB_SCRATCH_BYTES]; /* scratch of rg_grpc_db_key_in */
 	struct rg_response plan;
 	struct rg_resp_buf text;
+	/* --grpc-reject keep (docs/grpc.md §6.3) */
+	__u32 fh_off;	/* skb offset of the current frame's header; ~0: not in this skb */
+	__u32 nops;	/* rewrites due in this skb */
+	__u32 resets;	/* of them, RST_STREAMs */
+	__u32 adm_next;
+	__u32 frame_rej; /* the current frame was rewritten: its stream was refused */
+	struct rg_h2_op ops[RG_H2_OPS];
+	__u32 rej[RG_H2_REJECTED]; /* refused streams, 0 = free */
+	__u32 adm[RG_H2_ADMITTED]; /* streams with an admitted message (a ring) */
 };
 
 /* h2_conns: socket cookie -> state of a connection that opened with the
@@ -79,7 +105,19 @@ struct {
 struct rg_h2_loop {
 	struct __sk_buff *skb;
 	struct rg_h2_sock *st;
+	struct rg_h2_out *out; /* the server's side: the SETTINGS queue */
 };
+
+/* Index of sid in a small set, -1 if absent. */
+static __always_inline int rg_h2_find(const __u32 *set, __u32 n, __u32 sid)
+{
+	__u32 i;
+
+	for (i = 0; i < n; i++)
+		if (set[i] == sid)
+			return (int)i;
+	return -1;
+}
 
 /* A message completed: charge it, or refuse it (returns 1).  A message the
  * kernel cannot judge (compressed, a database name that fits no key) is
@@ -103,6 +141,9 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 		st->err = RG_H2_ERR_GRPC;
 		return -1;
 	}
+	if (rg_h2_keep && (st->h.done_sid == st->frame_rej ||
+			   rg_h2_find(st->rej, RG_H2_REJECTED, st->h.done_sid) >= 0))
+		return 0; /* its stream was reset: never handled, never charged */
 	if (!rg_grpc_charged(m))
 		return 0;
 	n = rg_grpc_db_key_in(m, &st->db, st->db_raw);
@@ -119,9 +160,20 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 		rg_charge(&db, m->rows, 1, true);
 		st->messages++;
 		st->rows += m->rows;
+		if (rg_h2_keep && rg_h2_find(st->adm, RG_H2_ADMITTED, st->h.done_sid) < 0)
+			st->adm[st->adm_next++ & (RG_H2_ADMITTED - 1)] = st->h.done_sid;
 		return 0;
 	default:
 		break;
+	}
+	if (rg_h2_keep && rg_h2_find(st->adm, RG_H2_ADMITTED, st->h.done_sid) >= 0) {
+		/* a later message of a stream admitted before: refusing it would
+		 * fail a call whose earlier messages are stored, and its retry
+		 * would store them twice (docs/grpc.md §6.2.6) */
+		rg_charge(&db, m->rows, 1, true);
+		st->messages++;
+		st->rows += m->rows;
+		return 0;
 	}
 	if (st->must_pass) {
 		/* its bytes reach the server whatever the verdict says */
@@ -134,6 +186,91 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	st->reject_sid = st->h.done_sid;
 	st->reject = 1;
 	return 1;
+}
+
+/* Queue a rewrite of the current frame; 0, or -1 when none fits. */
+static __always_inline int rg_h2_op(struct rg_h2_sock *st, __u32 kind)
+{
+	struct rg_h2_op *op;
+
+	if (st->fh_off == ~0U || st->nops >= RG_H2_OPS)
+		return -1;
+	op = &st->ops[st->nops & (RG_H2_OPS - 1)];
+	op->off = st->fh_off;
+	op->sid = st->h.fsid;
+	op->flen = st->h.flen;
+	op->kind = kind;
+	st->nops++;
+	return 0;
+}
+
+/*
+ * --grpc-reject keep: the refused message completes in the current DATA
+ * frame; rewrite that frame into RST_STREAM + a kernel SETTINGS + filler
+ * and queue the stream's answer for egress (docs/grpc.md §6.3).  Returns
+ * 0 when kept, -1 when the connection must close instead (its header
+ * went by in an earlier skb, too short a frame, a set is full...).
+ */
+static __always_inline int rg_h2_keep_reject(struct rg_h2_sock *st, struct rg_h2_out *o)
+{
+	struct rg_h2_answer *a;
+	__u32 sid = st->h.fsid, t;
+	int free;
+
+	if (!o || o->lost || o->closing || o->ack_untracked || st->h.ftype != RG_H2_DATA ||
+	    sid != st->reject_sid || st->h.flen < RG_H2_REWRITE_MIN_PAYLOAD ||
+	    st->resets >= RG_H2_RESETS_PER_SKB || !rg_grpc_db_plain(&st->db, st->db_len))
+		return -1;
+	t = o->ans_tail;
+	if (t - RG_READ_ONCE(o->ans_head) >= RG_H2_ANSWERS ||
+	    o->settings_tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE)
+		return -1;
+	free = rg_h2_find(st->rej, RG_H2_REJECTED, 0);
+	if (free < 0 || rg_h2_op(st, RG_H2_OP_REWRITE))
+		return -1;
+	st->resets++;
+	/* later messages in this frame are gone with it */
+	st->frame_rej = sid;
+	/* the client may still send on it: those frames become filler */
+	if (!(st->h.fflags & RG_H2_FLAG_END_STREAM))
+		st->rej[free & (RG_H2_REJECTED - 1)] = sid;
+	__sync_fetch_and_add(&o->owed_in, st->h.flen);
+	a = &o->ans[t & (RG_H2_ANSWERS - 1)];
+	a->sid = sid;
+	a->hdrs_sent = 0;
+	a->rows = st->reject_rows;
+	a->quota_rows_per_s = st->info.quota_rows_per_s;
+	a->limit_rows_per_s = st->info.limit_rows_per_s;
+	a->db_len = st->db_len;
+	__builtin_memcpy(&a->db, &st->db, sizeof(a->db));
+	__sync_fetch_and_add(&o->ans_tail, 1);
+	rg_h2_out_settings(o, true);
+	st->reject = 0;
+	rg_global_inc(h2_reject_kept);
+	return 0;
+}
+
+/* --grpc-reject keep: a client frame on a reset stream (DATA,
+ * WINDOW_UPDATE, RST_STREAM) never reaches the server: the server would
+ * answer it with a stream error (docs/grpc.md §6.2.4).  -1: cannot. */
+static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_out *o)
+{
+	__u8 type = st->h.ftype;
+	int i;
+
+	if (st->h.fsid == 0 ||
+	    (type != RG_H2_DATA && type != RG_H2_WINDOW_UPDATE && type != RG_H2_RST_STREAM))
+		return 0;
+	i = rg_h2_find(st->rej, RG_H2_REJECTED, st->h.fsid);
+	if (i < 0)
+		return 0;
+	if (rg_h2_op(st, RG_H2_OP_FILL))
+		return -1;
+	if (type == RG_H2_DATA && o)
+		__sync_fetch_and_add(&o->owed_in, st->h.flen);
+	if (type == RG_H2_RST_STREAM || (type == RG_H2_DATA && (st->h.fflags & RG_H2_FLAG_END_STREAM)))
+		st->rej[i & (RG_H2_REJECTED - 1)] = 0;
+	return 0;
 }
 
 static long rg_h2_byte_cb(__u64 idx, void *ctx)
@@ -178,8 +315,29 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		st->err = r;
 		return 1;
 	}
-	if (r == RG_H2_EV_MESSAGE && rg_h2_message(st))
+	if (r == RG_H2_EV_MESSAGE && rg_h2_message(st)) {
+		if (rg_h2_keep && !rg_h2_keep_reject(st, l->out))
+			return 0;
+		if (rg_h2_keep)
+			rg_global_inc(h2_reject_fallback);
 		return 1;
+	}
+	if (r == RG_H2_EV_FRAME) {
+		/* the header's last byte is at win_off + p: all of it is in
+		 * this skb unless it began in an earlier one */
+		st->frame_rej = 0;
+		st->fh_off = st->win_off + p >= RG_H2_FRAME_HDR_BYTES - 1 ?
+				     st->win_off + p - (RG_H2_FRAME_HDR_BYTES - 1) :
+				     ~0U;
+		if (st->h.ftype == RG_H2_SETTINGS && !(st->h.fflags & RG_H2_FLAG_ACK) && l->out)
+			rg_h2_out_settings(l->out, false);
+		if (rg_h2_keep && !st->must_pass && rg_h2_keep_frame(st, l->out)) {
+			/* close instead, as for a refusal that cannot be kept */
+			rg_global_inc(h2_reject_fallback);
+			st->reject = 1;
+			return 1;
+		}
+	}
 	return 0;
 internal:
 	rg_global_inc(internal_errors);
@@ -299,6 +457,31 @@ static __always_inline int rg_h2_goaway(struct __sk_buff *skb, struct rg_h2_sock
 	return 0;
 }
 
+/* Write the rewrites the walk queued (same lengths: TCP read accounting). */
+static __always_inline int rg_h2_apply_ops(struct __sk_buff *skb, struct rg_h2_sock *st)
+{
+	__u8 *b = (__u8 *)st->text.b;
+	struct rg_h2_op *op;
+	__u32 i;
+
+	for (i = 0; i < RG_H2_OPS; i++) {
+		if (i >= st->nops)
+			break;
+		op = &st->ops[i];
+		if (op->kind == RG_H2_OP_REWRITE) {
+			if (rg_h2_put_rewrite_head(b, op->sid, op->flen) != RG_H2_REWRITE_HEAD_BYTES ||
+			    bpf_skb_store_bytes(skb, op->off, b, RG_H2_REWRITE_HEAD_BYTES, 0))
+				return -1;
+		} else {
+			b[0] = RG_H2_FILLER;
+			b[1] = 0;
+			if (bpf_skb_store_bytes(skb, op->off + 3, b, 2, 0))
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static __always_inline struct rg_h2_sock *rg_h2_sock_get(__u64 cookie)
 {
 	struct rg_h2_sock *st = bpf_map_lookup_elem(&RG_MAP_H2_CONNS, &cookie);
@@ -341,19 +524,30 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		return SK_DROP;
 	if (st->lost)
 		return SK_PASS;
+	l.out = rg_h2_out_get(&cookie);
 	st->must_pass = rg_in_recvmsg(skb, c);
 	st->win_off = 0;
 	st->win_len = 0;
 	st->pos = 0;
 	st->reject = 0;
+	st->fh_off = ~0U;
+	st->nops = 0;
+	st->resets = 0;
 	l.st = st;
 	/* at most one iteration per byte (skips take fewer) */
 	bpf_loop(skb->len, rg_h2_byte_cb, &l, 0);
-	if (!st->err && !st->reject)
+	if (!st->err && !st->reject) {
+		if (st->nops && rg_h2_apply_ops(skb, st)) {
+			rg_global_inc(internal_errors);
+			return SK_DROP;
+		}
 		return SK_PASS;
+	}
 	if (st->must_pass) {
 		/* only a pass sticks here: the rest passes, unfollowed */
 		st->lost = 1;
+		if (l.out)
+			l.out->closing = 1; /* its SETTINGS are not counted any more */
 		rg_global_inc(h2_failclosed);
 		return SK_PASS;
 	}
@@ -362,6 +556,8 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	else
 		rg_global_inc(h2_failclosed);
 	st->closing = 1;
+	if (l.out)
+		l.out->closing = 1; /* egress stops following the server's frames */
 	if (rg_h2_goaway(skb, st)) {
 		rg_global_inc(internal_errors);
 		return SK_DROP;

@@ -378,6 +378,7 @@ int rg_sockops(struct bpf_sock_ops *skops)
 		if (skops->args[1] == BPF_TCP_CLOSE) {
 			cookie = bpf_get_socket_cookie(skops);
 			bpf_map_delete_elem(&RG_MAP_H2_CONNS, &cookie);
+			bpf_map_delete_elem(&RG_MAP_H2_OUT, &cookie);
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
 		}
 		break;

@@ -29,6 +29,7 @@
 #define RG_MAP_BODIES   bodies
 #define RG_MAP_REFUSED  refused
 #define RG_MAP_H2_CONNS h2_conns
+#define RG_MAP_H2_OUT   h2_out
 #define RG_STR_(x) #x
 #define RG_STR(x)  RG_STR_(x)
 

@@ -132,7 +132,21 @@
 	X(h2_reject_closed, "h2_reject_closed", "h2_reject_closed_total", COUNTER,        \
 	  "gRPC writes rejected by closing their connection with GOAWAY.")               \
 	X(h2_unenforced, "h2_unenforced", "h2_unenforced_total", COUNTER,                 \
-	  "gRPC writes that should have been rejected inside the server's read: passed.")
+	  "gRPC writes that should have been rejected inside the server's read: passed.") \
+	X(h2_out_frames, "h2_out_frames", "h2_out_frames_total", COUNTER,                 \
+	  "HTTP/2 frames the servers wrote on followed connections, framed by egress.")  \
+	X(h2_out_settings_acks, "h2_out_settings_acks", "h2_out_settings_acks_total",     \
+	  COUNTER, "SETTINGS ACKs among them.")                                          \
+	X(h2_out_lost, "h2_out_lost", "h2_out_lost_total", COUNTER,                       \
+	  "HTTP/2 connections whose server frames egress could not follow.")             \
+	X(h2_reject_kept, "h2_reject_kept", "h2_reject_kept_total", COUNTER,              \
+	  "gRPC writes rejected by resetting their stream, the connection kept.")        \
+	X(h2_reject_fallback, "h2_reject_fallback", "h2_reject_fallback_total", COUNTER,  \
+	  "Of h2_reject_closed, those --grpc-reject keep could not keep (counted once).") \
+	X(h2_out_answers, "h2_out_answers", "h2_out_answers_total", COUNTER,              \
+	  "RESOURCE_EXHAUSTED answers egress wrote in place of a kernel SETTINGS ACK.")  \
+	X(h2_out_answer_failed, "h2_out_answer_failed", "h2_out_answer_failed_total",     \
+	  COUNTER, "Kernel SETTINGS ACKs egress could not replace (the client sees them).")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

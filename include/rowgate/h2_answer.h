@@ -255,4 +255,80 @@ RG_INLINE __u32 rg_grpc_put_trailers_only(__u8 *out, __u32 sid, bool headers_sen
 	return off;
 }
 
+/*
+ * The same trailers-only frame, written the way the BPF programs can
+ * (rg_response_write_body's word copies into a struct rg_resp_buf): the
+ * 429's sentence for database db (db_len bytes, none of which needs
+ * percent-encoding: the caller checks rg_grpc_db_plain), r->rows rows.
+ * Returns the frame's length, 0 when it would not fit.
+ */
+#define RG_GRPC_A_STATUS_CT "\x88\x0f\x10\x10" RG_GRPC_CONTENT_TYPE
+#define RG_GRPC_A_STATUS                                                             \
+	"\x00\x0bgrpc-status\x01" RG_GRPC_STATUS_RESOURCE_EXHAUSTED "\x00\x0cgrpc-message"
+#define RG_GRPC_A_TAIL                                                               \
+	"\x00\x13x-greptime-err-code\x04" RG_GRPC_ERR_CODE                               \
+	"\x00\x19x-greptime-err-retry-hint\x09" RG_GRPC_RETRY_HINT
+RG_PIECE(rg_p_grpc_status_ct, RG_GRPC_A_STATUS_CT)
+RG_PIECE(rg_p_grpc_status, RG_GRPC_A_STATUS)
+RG_PIECE(rg_p_grpc_tail, RG_GRPC_A_TAIL)
+RG_PIECE(rg_p_grpc_msg0, RG_429_MSG0)
+RG_PIECE(rg_p_grpc_b1, RG_429_B1)
+RG_PIECE(rg_p_grpc_msg_end, RG_429_MSG_END)
+
+/* Whether a database name goes into grpc-message as it is. */
+RG_INLINE bool rg_grpc_db_plain(const struct rg_db_key *db, __u32 db_len)
+{
+	__u32 i;
+
+	for (i = 0; i < RG_DB_NAME_MAX; i++) {
+		if (i >= db_len)
+			break;
+		if (rg_grpc_pct_needed((__u8)db->name[i]))
+			return false;
+	}
+	return true;
+}
+
+RG_INLINE __u32 rg_grpc_write_answer(struct rg_resp_buf *o, __u32 sid, bool headers_sent,
+				     const struct rg_response *r, const struct rg_db_key *db)
+{
+	__u32 off = RG_H2_FRAME_HDR_BYTES, at, i, dl = r->db_len & (RG_DB_NAME_MAX - 1), mlen;
+
+	mlen = RG_STRLEN(RG_429_MSG0) + dl + RG_STRLEN(RG_429_B1) + rg_dec_digits(r->rows) +
+	       RG_STRLEN(RG_429_B2) + rg_dec_digits(r->quota_rows_per_s) + RG_STRLEN(RG_429_B3) +
+	       rg_dec_digits(r->limit_rows_per_s) + RG_STRLEN(RG_429_MSG_END);
+	if (mlen >= 127 + 127)
+		return 0;
+	if (!headers_sent)
+		off = RG_PUT(o, off, rg_p_grpc_status_ct, RG_GRPC_A_STATUS_CT);
+	off = RG_PUT(o, off, rg_p_grpc_status, RG_GRPC_A_STATUS);
+	/* its length: an HPACK integer, 7-bit prefix, no Huffman */
+	if (mlen < 127) {
+		o->b[off & (RG_RESP_TEXT_MAX - 1)] = (char)mlen;
+		off++;
+	} else {
+		o->b[off & (RG_RESP_TEXT_MAX - 1)] = 0x7f;
+		o->b[(off + 1) & (RG_RESP_TEXT_MAX - 1)] = (char)(mlen - 127);
+		off += 2;
+	}
+	off = RG_PUT(o, off, rg_p_grpc_msg0, RG_429_MSG0);
+	at = off & (RG_RESP_TEXT_MAX - 1);
+	for (i = 0; i < RG_DB_NAME_MAX / 8; i++)
+		RG_COPY64(&o->b[at + 8 * i], &db->name[8 * i]);
+	off += dl;
+	off = RG_PUT(o, off, rg_p_grpc_b1, RG_429_B1);
+	off = rg_put_dec(o, off, r->rows);
+	off = RG_PUT(o, off, rg_p_429_b2, RG_429_B2);
+	off = rg_put_dec(o, off, r->quota_rows_per_s);
+	off = RG_PUT(o, off, rg_p_429_b3, RG_429_B3);
+	off = rg_put_dec(o, off, r->limit_rows_per_s);
+	off = RG_PUT(o, off, rg_p_grpc_msg_end, RG_429_MSG_END);
+	off = RG_PUT(o, off, rg_p_grpc_tail, RG_GRPC_A_TAIL);
+	if (off >= RG_RESP_TEXT_MAX)
+		return 0;
+	rg_h2_put_frame_hdr((__u8 *)o->b, off - RG_H2_FRAME_HDR_BYTES, RG_H2_HEADERS,
+			    RG_H2_FLAG_END_STREAM | RG_H2_FLAG_END_HEADERS, sid);
+	return off;
+}
+
 #endif /* ROWGATE_H2_ANSWER_H */

@@ -12,7 +12,8 @@
 # with GOAWAY PROTOCOL_ERROR, counted; a connection's bytes split at every
 # offset (preface, frame headers, HPACK, gRPC prefix, protobuf) are
 # still followed, and both RequestHeader forms (dbname, catalog/schema)
-# charge the database the server stores to.
+# charge the database the server stores to; egress follows the servers'
+# HTTP/2 frames (SETTINGS ACKs counted) and passes them untouched.
 RG_PROFILE=greptimedb # the gRPC port of a GreptimeDB-compatible server
 source "$(dirname "$0")/lib.sh"
 rg_require_root
@@ -149,7 +150,8 @@ rg_check "HTTP/2 not followed: GOAWAY PROTOCOL_ERROR, counted" [ "$(rg_global h2
 
 # The preface and SETTINGS split at each of the first 30 byte offsets: the
 # connection is still recognised and followed (an empty SETTINGS is
-# acknowledged by the server).
+# acknowledged by the server, and egress frames that ACK).
+acks=$(rg_global h2_out_settings_acks)
 "$RG_PY" - "$PORT" >"$RG_TMP/split.out" 2>&1 <<'PY' || rg_fail "split: $(cat "$RG_TMP/split.out")"
 import socket, sys, time
 msg = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
@@ -168,6 +170,8 @@ for cut in range(3, len(msg)):
 print("acked at every cut")
 PY
 rg_check "preface split at every offset: followed" grep -q 'acked at every cut' "$RG_TMP/split.out"
+rg_check "egress framed the server's 30 SETTINGS ACKs" \
+	[ "$(rg_global h2_out_settings_acks)" = $((acks + 30)) ]
 # Two calls of two databases (dbname; catalog/schema lower-cased) on one
 # connection, all of its bytes split in two sends at every
 # offset from 3 on: each call answered OK, charged exactly as stored.
@@ -210,6 +214,8 @@ rg_check "grpc-go server: the refused message never reached the handler" [ "$(gc
 rg_check "grpc-go server: 3,000 rows stored = admitted, 1 rejected" \
 	[ "$(gstored go_lim)" = 3000 ] && [ "$(rg_stat go_lim admitted_rows)" = 3000 ] &&
 	[ "$(rg_stat go_lim rejected_requests)" = 1 ]
-rg_check "egress leaves HTTP/2 connections alone (the grpc-go server writes first)" [ "$(rg_global egress_lost)" = 0 ]
+rg_check "the HTTP/1 egress walk never took an HTTP/2 connection (the grpc-go server writes first)" [ "$(rg_global egress_lost)" = 0 ]
+rg_check "egress followed every HTTP/2 server's frames ($(rg_global h2_out_frames)), each SETTINGS ACK matched to a SETTINGS the verdict passed" \
+	[ "$(rg_global h2_out_lost)" = 0 ] && [ "$(rg_global h2_out_frames)" -gt 2000 ]
 rg_check "no internal errors" [ "$(rg_global internal_errors)" = 0 ]
 rg_pass

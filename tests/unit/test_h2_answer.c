@@ -243,6 +243,41 @@ static void test_trailers_only(void)
 		     "a message over the max is refused");
 }
 
+/* The writer the BPF programs use gives the same bytes, for names that need
+ * no percent-encoding, with and without the response HEADERS sent. */
+static void test_write_answer(void)
+{
+	const char *names[] = { "logs", "acme-g_lim", "", "a123456789012345678901234567890123456789012345678901234567890ab" };
+	__u64 nums[] = { 0, 9, 10, 1000, 123456789, ~0ULL };
+	struct rg_resp_buf o;
+	struct rg_response r;
+	struct rg_db_key db;
+	char msg[RG_GRPC_MESSAGE_MAX];
+	__u8 want[RG_GRPC_ANSWER_MAX];
+	__u32 n, w, mlen;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		for (size_t j = 0; j < sizeof(nums) / sizeof(nums[0]); j++)
+			for (int sent = 0; sent <= 1; sent++) {
+				fill_resp(&r, &db, names[i]);
+				r.rows = nums[j];
+				r.quota_rows_per_s = nums[(j + 1) % 6];
+				r.limit_rows_per_s = nums[(j + 3) % 6];
+				CHECK(rg_grpc_db_plain(&db, r.db_len), "plain: %s", names[i]);
+				memset(&o, 0xaa, sizeof(o));
+				mlen = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
+				w = rg_grpc_put_trailers_only(want, 77, sent, msg, mlen);
+				n = rg_grpc_write_answer(&o, 77, sent, &r, &db);
+				CHECK(n == w && n > 0 && !memcmp(o.b, want, n),
+				      "same bytes: %s rows %llu sent %d (%u, %u)", names[i],
+				      (unsigned long long)nums[j], sent, n, w);
+			}
+	fill_resp(&r, &db, "caf%");
+	CHECK(!rg_grpc_db_plain(&db, r.db_len), "%% needs encoding");
+	fill_resp(&r, &db, "caf\xc3\xa9");
+	CHECK(!rg_grpc_db_plain(&db, r.db_len), "non-ASCII needs encoding");
+}
+
 int main(void)
 {
 	test_control_frames();
@@ -250,5 +285,6 @@ int main(void)
 	test_hpack_int();
 	test_message();
 	test_trailers_only();
+	test_write_answer();
 	return check_report("test_h2_answer");
 }

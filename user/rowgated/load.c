@@ -128,7 +128,8 @@ static int check_pinned_abi(struct daemon *d)
 static int size_conn_table(struct daemon *d)
 {
 	struct bpf_map *maps[] = { d->skel->maps.RG_MAP_CONNS, d->skel->maps.RG_MAP_SOCKHASH,
-				   d->skel->maps.RG_MAP_ADOPT, d->skel->maps.RG_MAP_H2_CONNS };
+				   d->skel->maps.RG_MAP_ADOPT, d->skel->maps.RG_MAP_H2_CONNS,
+				   d->skel->maps.RG_MAP_H2_OUT };
 	char path[PATH_MAX];
 
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
@@ -175,6 +176,7 @@ int rgd_load(struct daemon *d)
 		return err;
 	d->skel->rodata->rg_conns_full_close = d->cfg->conns_full_close;
 	d->skel->rodata->rg_egress_on = !d->cfg->egress_off;
+	d->skel->rodata->rg_h2_keep = d->cfg->grpc_keep && !d->cfg->egress_off;
 	if (!err)
 		err = rowgate__load(d->skel);
 	if (err) {

@@ -53,6 +53,12 @@ static void usage(FILE *out)
 		"                          the kernel, a refused one closes its connection\n"
 		"                          with GOAWAY (docs/grpc.md); repeatable; default:\n"
 		"                          the preface is answered 400 and closed\n"
+		"      --grpc-reject close|keep\n"
+		"                          how a refused gRPC message is answered: close\n"
+		"                          its connection with GOAWAY, or keep it (the\n"
+		"                          stream is reset, the client gets\n"
+		"                          RESOURCE_EXHAUSTED; experimental, docs/grpc.md\n"
+		"                          section 7); default: close\n"
 		"      --server-timeout N=SECONDS[,IDLE]\n"
 		"                          the timers of the server on guarded port N: it\n"
 		"                          closes a connection SECONDS after accept while no\n"
@@ -247,7 +253,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_GRPC, OPT_MAX_CONNS,
 	       OPT_CONNS_FULL, OPT_ADMIN_GROUP, OPT_SERVER_TIMEOUT, OPT_EGRESS,
-	       OPT_COPY_MEMORY, OPT_COPY_EXPIRY };
+	       OPT_COPY_MEMORY, OPT_COPY_EXPIRY, OPT_GRPC_REJECT };
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -261,6 +267,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
 		{ "allow-unparsed", required_argument, NULL, OPT_ALLOW_UNPARSED },
 		{ "grpc", required_argument, NULL, OPT_GRPC },
+		{ "grpc-reject", required_argument, NULL, OPT_GRPC_REJECT },
 		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
 		{ "udp", required_argument, NULL, 'u' },
@@ -437,6 +444,16 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 				cfg->conns_full_close = true;
 			} else {
 				pr_err("--conns-full '%s': expected fail-open or fail-closed", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_GRPC_REJECT:
+			if (!strcmp(optarg, "close")) {
+				cfg->grpc_keep = false;
+			} else if (!strcmp(optarg, "keep")) {
+				cfg->grpc_keep = true;
+			} else {
+				pr_err("--grpc-reject '%s': expected close or keep", optarg);
 				return -EINVAL;
 			}
 			break;

@@ -53,6 +53,7 @@ struct config {
 	__u32 max_conns;       /* connection table entries, set before load */
 	bool conns_full_close; /* --conns-full=fail-closed */
 	bool egress_off;       /* --egress off */
+	bool grpc_keep;        /* --grpc-reject keep */
 	__u64 copy_memory_bytes; /* --copy-memory */
 	__u32 copy_expiry_s;     /* --copy-expiry */
 	bool cleanup;

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,7 +59,7 @@ type result struct {
 
 func main() {
 	target := flag.String("target", "", "server HOST:PORT (required)")
-	db := flag.String("db", "", "RequestHeader.dbname (required)")
+	db := flag.String("db", "", "RequestHeader.dbname (required); A,B,... takes them in turn, message by message")
 	mode := flag.String("mode", "unary", "unary (Handle) or stream (HandleRequests)")
 	calls := flag.Int("calls", 10, "calls to make")
 	perCall := flag.Int("per-call", 3, "messages per HandleRequests call")
@@ -90,8 +91,10 @@ func main() {
 
 	var seq int64
 	message := func() *GreptimeRequest {
-		table := fmt.Sprintf("%s_%d", *id, atomic.AddInt64(&seq, 1)-1)
-		hdr := &RequestHeader{Dbname: *db}
+		n := atomic.AddInt64(&seq, 1) - 1
+		table := fmt.Sprintf("%s_%d", *id, n)
+		dbs := strings.Split(*db, ",")
+		hdr := &RequestHeader{Dbname: dbs[n%int64(len(dbs))]}
 		if *columnar {
 			ts := make([]int64, *rows)
 			v := make([]float64, *rows)
