@@ -377,7 +377,11 @@ int rg_sockops(struct bpf_sock_ops *skops)
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE) {
 			cookie = bpf_get_socket_cookie(skops);
-			bpf_map_delete_elem(&RG_MAP_H2_CONNS, &cookie);
+			/* only the HTTP/2 verdict creates HTTP/2 state, and only
+			 * once h2 is set: a lookup is cheaper than a delete */
+			c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+			if (!c || c->h2)
+				bpf_map_delete_elem(&RG_MAP_H2_CONNS, &cookie);
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
 		}
 		break;

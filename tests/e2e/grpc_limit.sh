@@ -16,7 +16,7 @@
 RG_PROFILE=greptimedb # the gRPC port of a GreptimeDB-compatible server
 source "$(dirname "$0")/lib.sh"
 rg_require_root
-rg_require_cmd node curl ss "$RG_PY"
+rg_require_cmd node curl ss bpftool "$RG_PY"
 GRPC_PY=$RG_BUILD/grpc/py
 GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
 JS_CLIENT=$RG_ROOT/tests/grpc/client.js
@@ -212,4 +212,10 @@ rg_check "grpc-go server: 3,000 rows stored = admitted, 1 rejected" \
 	[ "$(rg_stat go_lim rejected_requests)" = 1 ]
 rg_check "egress leaves HTTP/2 connections alone (the grpc-go server writes first)" [ "$(rg_global egress_lost)" = 0 ]
 rg_check "no internal errors" [ "$(rg_global internal_errors)" = 0 ]
+# every client is gone: sockops deletes each HTTP/2 connection's state
+# when the server's socket closes (the servers close idle ones quickly)
+h2_states() { bpftool -j map dump pinned "$RG_BPFFS/$1" | "$RG_PY" -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+no_h2_state() { [ "$(h2_states h2_conns)" = 0 ]; }
+rg_wait_for 30 no_h2_state
+rg_check "closed HTTP/2 connections leave no HTTP/2 state ($(h2_states h2_conns) left)" no_h2_state
 rg_pass
