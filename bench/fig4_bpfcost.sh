@@ -120,12 +120,30 @@ eight tchars at a time; a kernel 429 is passed over whole (~0.1 µs).
 `include/rowgate/response.h`: `bpf_snprintf`, which cost 2–3 µs a
 rejection in perf, is gone.)
 
-**Per connection.** Sockops costs ~23 µs per connection here (8
-callbacks a connection, among them the one that creates the connection's
-state and inserts the socket into the sockhash and the one that deletes
-the state at close; not split further), as much as before the verdict
-slot and egress existed; on keep-alive it is noise, for a client that
-opens a connection per request it is most of the BPF cost.
+**Per connection.** Sockops costs ~22 µs per connection here (8
+callbacks a connection; on keep-alive it is noise, for a client that
+opens a connection per request it is most of the BPF cost).  Per
+callback (`bpf_ktime_get_ns` around each op in a scratch build, the
+tiny reject, ~63,000 connections): `PASSIVE_ESTABLISHED` ~12.6 µs (a
+run that timed its steps: ~12.8 µs of its 14.4 the insert of the
+~11.7 KB connection state, ~1.1 µs the sockhash insert); the state
+change to CLOSE ~6.1 µs, nearly all the state's delete; the six others
+(timeout, rwnd and ECN on the request socket; ESTABLISHED, CLOSE_WAIT,
+LAST_ACK) 40–90 ns each; bpf_stats adds ~0.1 µs a callback.
+Both are the BPF memory allocator of a map without preallocation, which
+caches only 1–3 elements this large per CPU: nearly every connection
+allocates from kmalloc and frees through irq_work and RCU (~2 IRQ-work
+interrupts a connection, host-wide count).  The same map with 240-byte values costs
+~0.9 µs to insert and ~0.8 µs to delete, with 4,000-byte values ~6 µs
+and ~5 µs; preallocating would cost ~11.7 KB × `--max-conns` (~770 MB
+at 65,536).  The cut this needs is a small per-connection element with
+the buffers elsewhere, a change of the pinned `conns` map that open
+connections live in across an upgrade (docs/design.md#bpf-cost).  At
+close, HTTP/2 state is deleted only for connections that have one: a lookup instead of a
+delete, ~0.2 µs by the split figures.  Interleaved against the commit
+before it (8 rounds each of the tiny reject, `FIG4_CASES=reject-tiny
+FIG4_RUNS=1`): sockops 21.4 µs a connection before (median; 19.6–26.9),
+20.3 µs after (18.3–22.7), a difference inside the noise.
 
 **Next improvement.** Word-at-a-time head parsing (see figure 1) for
 the bytes the parsers read: each is still a step of its own inside

@@ -377,8 +377,14 @@ int rg_sockops(struct bpf_sock_ops *skops)
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE) {
 			cookie = bpf_get_socket_cookie(skops);
-			bpf_map_delete_elem(&RG_MAP_H2_CONNS, &cookie);
-			bpf_map_delete_elem(&RG_MAP_H2_OUT, &cookie);
+			/* only the HTTP/2 verdict creates HTTP/2 state, once h2
+			 * is set, and egress on a --grpc port: a lookup is
+			 * cheaper than two deletes */
+			c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+			if (!c || c->h2 || (c->port_flags & RG_PORT_GRPC)) {
+				bpf_map_delete_elem(&RG_MAP_H2_CONNS, &cookie);
+				bpf_map_delete_elem(&RG_MAP_H2_OUT, &cookie);
+			}
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
 		}
 		break;

@@ -17,7 +17,7 @@
 RG_PROFILE=greptimedb # the gRPC port of a GreptimeDB-compatible server
 source "$(dirname "$0")/lib.sh"
 rg_require_root
-rg_require_cmd node curl ss "$RG_PY"
+rg_require_cmd node curl ss bpftool "$RG_PY"
 GRPC_PY=$RG_BUILD/grpc/py
 GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
 JS_CLIENT=$RG_ROOT/tests/grpc/client.js
@@ -218,4 +218,10 @@ rg_check "the HTTP/1 egress walk never took an HTTP/2 connection (the grpc-go se
 rg_check "egress followed every HTTP/2 server's frames ($(rg_global h2_out_frames)), each SETTINGS ACK matched to a SETTINGS the verdict passed" \
 	[ "$(rg_global h2_out_lost)" = 0 ] && [ "$(rg_global h2_out_frames)" -gt 2000 ]
 rg_check "no internal errors" [ "$(rg_global internal_errors)" = 0 ]
+# every client is gone: sockops deletes each HTTP/2 connection's state
+# when the server's socket closes (the servers close idle ones quickly)
+h2_states() { bpftool -j map dump pinned "$RG_BPFFS/$1" | "$RG_PY" -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+no_h2_state() { [ "$(h2_states h2_conns)" = 0 ] && [ "$(h2_states h2_out)" = 0 ]; }
+rg_wait_for 30 no_h2_state
+rg_check "closed HTTP/2 connections leave no HTTP/2 state ($(h2_states h2_conns) + $(h2_states h2_out) left)" no_h2_state
 rg_pass
