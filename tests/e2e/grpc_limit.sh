@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# gRPC ingestion limited in the kernel (rowgated --grpc PORT, docs/grpc.md
-# section 7): GreptimeDB-compatible gRPC C-core and grpc-go servers behind
+# gRPC ingestion limited in the kernel (rowgated --grpc PORT --grpc-reject
+# close, docs/grpc.md section 7; grpc_reject.sh tests keep, the default): GreptimeDB-compatible gRPC C-core and grpc-go servers behind
 # guarded ports, grpc-go and grpc-js clients.  Admitted insert messages reach the
 # server and are charged to their database exactly as stored (unary and
 # streaming, row and columnar, a database without a limit passes
@@ -63,7 +63,7 @@ rg_on_exit "kill -9 $GSRV; wait $GSRV"
 rg_wait_for 20 curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
 
 rg_mount_bpffs
-RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT"
+RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT" --grpc-reject close
 rg_ctl limit set g_lim 1000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set g_js 100000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set acme-g_col 100000 >/dev/null || rg_fail "limit set"

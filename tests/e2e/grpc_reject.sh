@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# A refused gRPC message that keeps its connection (rowgated --grpc-reject
-# keep, docs/grpc.md section 7): the verdict rewrites the DATA frame that
-# completes a refused message into RST_STREAM + a kernel SETTINGS + filler,
+# A refused gRPC message that keeps its connection (rowgated --grpc, with
+# --grpc-reject keep, the default; docs/grpc.md section 7): the verdict
+# rewrites the DATA frame that completes a refused message into
+# RST_STREAM + a kernel SETTINGS + filler,
 # egress replaces that SETTINGS' ACK with a trailers-only
 # RESOURCE_EXHAUSTED (the 429's sentence, x-greptime-err-code 6001) and a
 # WINDOW_UPDATE for the hidden DATA.  Against gRPC C-core and grpc-go
@@ -39,7 +40,7 @@ fi
 [ "$SERVERS" = go ] || [ -f "$GRPC_PY/greptime/v1/ingest_pb2.py" ] || rg_fail "build first: $GRPC_PY is missing"
 
 out=$("$RG_ROWGATED" --grpc-reject maybe 2>&1) && rg_fail "--grpc-reject maybe accepted"
-rg_check "--grpc-reject maybe: $out" grep -q "expected close or keep" <<<"$out"
+rg_check "--grpc-reject maybe: $out" grep -q "expected keep or close" <<<"$out"
 
 rg_make_cgroup
 PORT=$(rg_free_port) || rg_fail "no free port"
@@ -66,7 +67,7 @@ rg_on_exit "kill -9 $GSRV; wait $GSRV"
 rg_wait_for 20 curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
 
 rg_mount_bpffs
-RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT" --grpc-reject keep
+RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT"
 for db in k_lim kg_lim; do rg_ctl limit set $db 1000 >/dev/null || rg_fail "limit set"; done
 for db in k_retry kg_retry; do rg_ctl limit set $db 2000 >/dev/null || rg_fail "limit set"; done
 

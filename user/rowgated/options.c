@@ -50,15 +50,15 @@ static void usage(FILE *out)
 		"                          repeatable; default: answer 400 and close\n"
 		"      --grpc N            on guarded port N follow gRPC over h2c (the HTTP/2\n"
 		"                          preface): GreptimeDatabase inserts are charged in\n"
-		"                          the kernel, a refused one closes its connection\n"
-		"                          with GOAWAY (docs/grpc.md); repeatable; default:\n"
-		"                          the preface is answered 400 and closed\n"
-		"      --grpc-reject close|keep\n"
-		"                          how a refused gRPC message is answered: close\n"
-		"                          its connection with GOAWAY, or keep it (the\n"
-		"                          stream is reset, the client gets\n"
-		"                          RESOURCE_EXHAUSTED; experimental, docs/grpc.md\n"
-		"                          section 7); default: close\n"
+		"                          the kernel, a refused one never reaches the server\n"
+		"                          (docs/grpc.md); repeatable; default: the preface\n"
+		"                          is answered 400 and closed\n"
+		"      --grpc-reject keep|close\n"
+		"                          how a refused gRPC message is answered: keep its\n"
+		"                          connection (the stream is reset, the client gets\n"
+		"                          RESOURCE_EXHAUSTED; a refusal that cannot be kept\n"
+		"                          closes, counted; needs --egress on), or close it\n"
+		"                          with GOAWAY; docs/grpc.md section 7; default: keep\n"
 		"      --server-timeout N=SECONDS[,IDLE]\n"
 		"                          the timers of the server on guarded port N: it\n"
 		"                          closes a connection SECONDS after accept while no\n"
@@ -294,6 +294,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 	cfg->admin_socket = RG_ADMIN_DEFAULT_PATH;
 	cfg->admin_group = RG_ADMIN_ROOT_ONLY;
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
+	cfg->grpc_keep = true;
 	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:m:u:l:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
@@ -453,7 +454,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 			} else if (!strcmp(optarg, "keep")) {
 				cfg->grpc_keep = true;
 			} else {
-				pr_err("--grpc-reject '%s': expected close or keep", optarg);
+				pr_err("--grpc-reject '%s': expected keep or close", optarg);
 				return -EINVAL;
 			}
 			break;
