@@ -9,7 +9,7 @@
 #   BENCH_OUT=/tmp/r.md bench/run.sh
 #
 # Knobs (environment): BENCH_SECONDS (3, per measured run), BENCH_RUNS (5,
-# figure 1 rounds), FIG2_RUNS .. FIG6_RUNS (3), FIG7_RUNS (5), FIG8_RUNS (3), BENCH_CONNS (16),
+# figure 1 rounds), FIG2_RUNS .. FIG6_RUNS (3), FIG7_RUNS (5), FIG7_ROWGATE (1; 0: figure 7 baseline only), FIG8_RUNS (3), BENCH_CONNS (16),
 # FIG4_CASES (figure 4's cases by key, e.g. "pass-get admit"; all),
 # BENCH_THREADS (1), FIG3_MIB (64), BENCH_RAW=DIR keeps every run's raw line.
 set -u
