@@ -150,15 +150,26 @@ if [ -x "$KERN" ] && [ -f "$KOBJ" ]; then
 fi
 [ -n "${BENCH_RAW:-}" ] && cp "$raw".* "$BENCH_RAW/"
 
+# sums FILE EXPR...: totals over every round (bl_agg gives medians)
+sums() {
+	local f=$1; shift
+	"$BL_PY" - "$f" "$@" <<'PY'
+import sys
+runs = [dict((k, float(v)) for k, _, v in (kv.partition("=") for kv in l.split()))
+        for l in open(sys.argv[1])]
+print(" ".join("%d" % sum(eval(e, {}, r) for r in runs) for e in sys.argv[2:]))
+PY
+}
+
 for size in $SIZES; do
 	read -r ok _ < <(bl_agg "$raw.reject.$size" "ok")
 	[ "$ok" = 0 ] || bl_log "WARNING: the rejecting server admitted $ok calls ($size rows)"
 	read -r failed _ < <(bl_agg "$raw.admit.$size" "failed")
 	[ "$failed" = 0 ] || bl_log "WARNING: $failed admitted calls failed ($size rows)"
 	[ "$ROWGATE" = 1 ] || continue
-	read -r ok ex fb _ < <(bl_agg "$raw.krej.$size" "ok" "calls-exhausted" "fallbacks")
+	read -r ok ex fb _ < <(sums "$raw.krej.$size" ok calls-exhausted fallbacks)
 	[ "$ok" = 0 ] && [ "$ex" = 0 ] ||
-		bl_log "WARNING: kernel rejects ($size rows), median of a run: $ok calls admitted," \
+		bl_log "WARNING: kernel rejects ($size rows), all rounds: $ok calls admitted," \
 			"$ex not RESOURCE_EXHAUSTED, $fb refusals fell back to GOAWAY"
 	read -r failed _ < <(bl_agg "$raw.rgadm.$size" "failed")
 	[ "$failed" = 0 ] || bl_log "WARNING: $failed calls admitted through rowgate failed ($size rows)"
@@ -228,8 +239,8 @@ for size in $SIZES; do
 		"bpf_ns/calls/1000" "client_s/calls*1e6")
 	read -r ba bc _ < <(bl_agg "$raw.admit.$size" "calls/seconds" "rows/seconds")
 	read -r ga gc _ < <(bl_agg "$raw.rgadm.$size" "calls/seconds" "rows/seconds")
-	read -r kc kx kf _ < <(bl_agg "$raw.krej.$size" "calls" "exhausted" "fallbacks")
-	notes+="| $size | $(bl_fmt "$kc" .0f) | $(bl_fmt "$kx" .0f) | $(bl_fmt "$kf" .0f) |
+	read -r kc kx ku kf _ < <(sums "$raw.krej.$size" calls exhausted calls-exhausted-ok fallbacks)
+	notes+="| $size | $kc | $kx | $ku | $kf |
 "
 	ratios+="| $size | $(bl_fmt "$krej" .1f) | $(bl_fmt "$srej" .0f) | **$(bl_ratio "$krej" "$srej")** | $(bl_ratio "$kbpf" "$srej") | $(bl_ratio "$kcli" "$scli") | **$(bl_ratio "$ga" "$ba")** | $(bl_ratio "$gc" "$bc") |
 "
@@ -247,12 +258,14 @@ of both and compared on its own.
 ${ratios%
 }
 
-Kernel rejects, per run (medians): a refusal that falls back to closing
-the connection (GOAWAY, \`h2_reject_fallback\`, docs/grpc.md#7-step-2)
-fails the calls then in flight with UNAVAILABLE, the client reconnects.
+Kernel rejects, totals over the $RUNS rounds: a refusal that falls back
+to closing the connection (GOAWAY, \`h2_reject_fallback\`,
+docs/grpc.md#7-step-2) fails the calls then in flight, the refused one
+included, with UNAVAILABLE (the client does not retry) and the client
+reconnects.
 
-| rows a call | calls a run | RESOURCE_EXHAUSTED | refusals fallen back to GOAWAY |
-|---|---|---|---|
+| rows a call | calls | RESOURCE_EXHAUSTED | other failures (UNAVAILABLE) | refusals fallen back to GOAWAY |
+|---|---|---|---|---|
 ${notes%
 }
 EOF
