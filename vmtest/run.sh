@@ -10,7 +10,7 @@
 #   vmtest/run.sh --deps-only   only install host packages and fetch kernels
 #
 # Knobs (environment): VMTEST_KERNELS=name[,name]  VMTEST_TIMEOUT=secs per VM
-# (1200)  TEST_TIMEOUT=secs per test (600)  TESTS=glob on test names
+# (2400)  TEST_TIMEOUT=secs per test (600)  TESTS=glob on test names
 # VMTEST_SHELL=1  VMTEST_MEM=2G  VMTEST_SMP=2  VMTEST_ACCEL=auto|kvm|tcg
 # VMTEST_PYTHON=auto|0|1  VMTEST_LIST=file  VMTEST_CMDLINE=extra kernel args
 # VMTEST_COMPRESS=none|gzip|zstd  V=1 (guest test output on the console, live)
@@ -24,7 +24,7 @@ WORK=$OUT/work
 LOGS=$OUT/logs
 LIST=${VMTEST_LIST:-vmtest/tests.list}
 KERNELS_FILE=${VMTEST_KERNELS_FILE:-vmtest/kernels}
-VM_TIMEOUT=${VMTEST_TIMEOUT:-1200}
+VM_TIMEOUT=${VMTEST_TIMEOUT:-2400}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 MEM=${VMTEST_MEM:-2G}
 SMP=${VMTEST_SMP:-2}
