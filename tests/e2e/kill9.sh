@@ -46,18 +46,23 @@ r2=$(pinned_stat rejected_requests)
 [ "$r2" -gt "$r1" ] || rg_fail "a 429 without the rejection counted ($r1 -> $r2)"
 rg_log "enforcement continues without the daemon (rejected_requests $r1 -> $r2)"
 
-# a large batch makes a debt that outlives the restart
-PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" <<'PY' || true
+# a large batch makes a debt that outlives the restart; prints the rows
+# admitted (3,000, or 0 if no token came)
+big=$(PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" <<'PY'
 import sys, time
 from rgclient import Conn, lines
 deadline = time.time() + 5
+admitted = 0
 while time.time() < deadline:  # wait for a token, then write 3,000 rows
     c = Conn(int(sys.argv[1]))
     r = c.request("/write?db=crash", lines(3000, series="rg_crash", tag="req=bigdebt"))
     c.close()
     if r.status == 204:
+        admitted = 3000
         break
+print(admitted)
 PY
+) || rg_fail "the large batch's client failed"
 debt_before=$(pinned_debt)
 rg_start_rowgated
 debt_after=$(pinned_debt)
@@ -69,7 +74,8 @@ rg_check "admin socket answers again" rg_ctl stats crash
 wait "$load_pid" || rg_fail "load client failed"
 read -r adm errors < <("$RG_PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); print(s["admitted_rows"], len(s["errors"]))' "$RG_TMP/load.json")
 rg_check "no client saw an error or a broken response ($errors)" [ "$errors" -eq 0 ]
-big=$(rg_vm_rows '{__name__="rg_crash_v",req="bigdebt"}')
+stored_big=$(rg_vm_rows_wait '{__name__="rg_crash_v",req="bigdebt"}' "$big")
+rg_check "the large batch stored as admitted ($stored_big == $big)" [ "$stored_big" -eq "$big" ]
 want=$((adm + big))
 stored=$(rg_vm_rows_wait '{__name__="rg_crash_v"}' "$want")
 rg_check "every admitted row stored, nothing else ($stored == $adm + $big)" [ "$stored" -eq "$want" ]
