@@ -8,7 +8,8 @@
 #
 #   source "$(dirname "$0")/lib.sh"
 #   bl_setup                 # bpffs + victoria-metrics; sets BL_PORT, VM_PID
-#   bl_rowgated_start        # enforcement on (bl_rowgated_stop: off)
+#   bl_rowgated_start        # enforcement on (bl_rowgated_stop: off);
+#                            # BL_PROFILE=victoriametrics reads as that server
 #   bl_wrk OUT -c 16 -d 3 -- path=/write?db=x lines=20 ...
 #
 # A figure prints its markdown section on stdout; logs go to stderr.
@@ -182,7 +183,7 @@ bl_mount_bpffs() {
 # Enforcement on: rowgated guards BL_PORT (it adopts earlier pins, so
 # limits and counters survive a stop/start).
 bl_rowgated_start() {
-	"$BL_ROWGATED" --foreground --port "$BL_PORT" --cgroup "$BL_CGROUP" \
+	"$BL_ROWGATED" --foreground --port "$BL_PORT${BL_PROFILE:+=$BL_PROFILE}" --cgroup "$BL_CGROUP" \
 		--bpffs "$BL_BPFFS" --admin-socket "$BL_SOCK" --state-file "$BL_STATE" \
 		--log-level warn "$@" >>"$BL_TMP/rowgated.log" 2>&1 &
 	BL_RG_PID=$!

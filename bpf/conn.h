@@ -10,6 +10,7 @@
 
 #include "rowgate/http.h"
 #include "rowgate/rows.h"
+#include "rowgate/lp_dbtag.h"
 #include "admit.h"
 #include "rowgate/response.h"
 #include "rowgate/http_resp.h"
@@ -155,7 +156,9 @@ struct rg_conn {
 			     * taken from padding, so older builds leave it 0 */
 	__u8 h2;	    /* opened with the HTTP/2 preface on a --grpc port: the
 			     * HTTP/2 verdict follows it (bpf/h2.h); from padding */
-	__u8 pad1[2];
+	__u8 scan_db;	    /* the body's lines may name databases of their own
+			     * (victoria-metrics' db tag): read as they pass */
+	__u8 pad1;
 	__u64 timer_from_ns; /* when server_timer started, as the verdict sees it */
 	__u64 body_remaining;
 	__u64 write_seq_mark; /* server's write_seq when a request was passed */
@@ -169,6 +172,7 @@ struct rg_conn {
 	struct rg_route_key route_key; /* scratch: the stack is small */
 	struct rg_proto_key proto_key;
 	struct rg_lp_state lp;
+	struct rg_lp_dbtag dbt; /* while scan_db */
 	struct rg_chunked chunk;
 	struct rg_http_head head;
 	__u8 win[RG_WINDOW_BYTES + 8] __attribute__((aligned(8)));

@@ -56,6 +56,7 @@ static __always_inline void rg_request_reset(struct rg_conn *c)
 	c->count_rows = 0;
 	c->copy_body = 0;
 	c->copy_lost = 0;
+	c->scan_db = 0;
 	c->body_bytes = 0;
 	c->req_rows = 0;
 	c->charged_rows = 0;
@@ -315,6 +316,14 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 			rg_emit_start(skb, c);
 		}
 	}
+	/* victoria-metrics files a line under its db tag, not the query's:
+	 * each line's is read as it passes (rg_body_db_check) */
+	if (route && route->protocol == RG_PROTO_LINE && c->profile == RG_PROFILE_VICTORIAMETRICS &&
+	    rg_http_identity_encoding(h) &&
+	    (c->verdict == RG_REQ_ADMIT || c->verdict == RG_REQ_PASS)) {
+		c->scan_db = 1;
+		rg_lp_dbtag_init(&c->dbt);
+	}
 	c->force_unenforced = 0;
 	if (c->verdict == RG_REQ_REJECT) {
 		c->awaiting = 0;
@@ -382,6 +391,70 @@ __noinline int rg_charge_arrived(struct __sk_buff *skb, struct rg_conn *arg)
 	return 0;
 }
 
+/*
+ * A line of the body named database dbt.key in its db tag, and
+ * victoria-metrics will file it there (docs/threat-model.md#which-database).
+ * Unless that database may take rows now, the line never reaches the
+ * server: this skb becomes a closing 429 for that database (body bytes
+ * that passed before it stay with the server, which inserts while
+ * reading), or, when the request's head is in this skb behind a request
+ * still unanswered, its method is voided as at the head.  Returns 1 when
+ * the walk stops.
+ */
+__noinline int rg_body_db_check(struct __sk_buff *skb, struct rg_conn *arg)
+{
+	struct rg_conn *c = rg_conn_again(skb, arg);
+	struct rg_walk *w;
+	const __u64 *a, *b;
+	bool pipelined;
+	__u32 i, same = 1;
+
+	if (!c || !rg_lp_dbtag_key(&c->dbt))
+		return 0;
+	w = &c->w;
+	/* the request's own database was admitted with its head */
+	a = (const __u64 *)c->dbt.key.name;
+	b = (const __u64 *)c->db.name;
+	RG_UNROLL
+	for (i = 0; i < RG_DB_NAME_MAX / 8; i++)
+		if (a[i] != b[i])
+			same = 0;
+	if (same && c->verdict == RG_REQ_ADMIT)
+		return 0;
+	if (rg_admit(&c->dbt.key, &c->reject) != RG_ADMIT_NO)
+		return 0;
+	pipelined = w->pass_end > 0 ||
+		    (c->awaiting && rg_server_write_seq(skb) == c->write_seq_mark);
+	if (w->must_pass || (pipelined && !w->req_in_skb)) {
+		rg_global_inc(body_db_unenforced);
+		return 0;
+	}
+	/* the answer names the database that refused, its rows a guess */
+	__builtin_memcpy(&c->db, &c->dbt.key, sizeof(c->db));
+	c->db_len = c->dbt.len;
+	rg_global_inc(body_db_refused);
+	/* the copy stops here: its bytes so far keep their estimate */
+	c->copy_body = 0;
+	w->body_open = 0;
+	if (pipelined) {
+		if (rg_void_method(skb, c)) {
+			rg_global_inc(body_db_unenforced);
+			return 0;
+		}
+		rg_void_request(skb, c, w, c->protocol);
+		return 1;
+	}
+	if (c->head.content_length > c->body_bytes)
+		c->body_bytes = c->head.content_length;
+	c->reject_rows = rg_estimate_rows(c) ?: 1;
+	c->reject_estimated = 1;
+	rg_account_reject(&c->db, c->reject_rows, &c->reject);
+	c->verdict = RG_REQ_REJECT;
+	w->respond = RG_RESPOND_429_CLOSE;
+	w->stop = 1;
+	return 1;
+}
+
 /* One byte of the request stream (all phases); returns 1 to stop. */
 __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off, __u32 ch)
 {
@@ -407,6 +480,8 @@ __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off,
 		c->body_bytes++;
 		if (c->count_rows)
 			c->req_rows += rg_lp_step(&c->lp, (__u8)ch);
+		if (c->scan_db && rg_lp_dbtag_step(&c->dbt, (__u8)ch) && rg_body_db_check(skb, c))
+			break;
 		if (--c->body_remaining == 0)
 			rg_request_end(skb, c, off + 1);
 		break;
@@ -415,7 +490,10 @@ __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off,
 		r = rg_chunked_step(&c->chunk, (__u8)ch);
 		if (r == RG_CHUNK_DATA && c->count_rows)
 			c->req_rows += rg_lp_step(&c->lp, (__u8)ch);
-		else if (r == RG_CHUNK_DONE)
+		if (r == RG_CHUNK_DATA && c->scan_db && rg_lp_dbtag_step(&c->dbt, (__u8)ch) &&
+		    rg_body_db_check(skb, c))
+			break;
+		if (r == RG_CHUNK_DONE)
 			rg_request_end(skb, c, off + 1);
 		else if (r == RG_CHUNK_ERR)
 			rg_fail(c, w, RG_HEAD_ERR_FRAMING);

@@ -47,7 +47,10 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 		p = w->pos;
 		if (w->stop || p >= w->win_len || p >= RG_WINDOW_BYTES)
 			return 1;
-		if (w->yield_to_bulk && rg_data_ahead(c) > 8)
+		/* the db tag reader yields past a tag section, not at its '\n' */
+		if (w->yield_to_bulk && rg_data_ahead(c) > 8 &&
+		    (!c->scan_db || (c->dbt.state == RG_DBT_REST &&
+				     c->win[p & (RG_WINDOW_BYTES - 1)] != '\n')))
 			return 1;
 		if (c->phase == RG_PHASE_HEAD && p + 8 <= w->win_len &&
 		    p <= RG_WINDOW_BYTES - 8 &&
@@ -60,6 +63,33 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 			return 1;
 	}
 	return 0;
+}
+
+/* The offset of the first '\n' of the window in [from, to), or to. */
+static __always_inline __u32 rg_scan_newline(struct rg_conn *c, __u32 from, __u32 to)
+{
+	const __u64 *words = (const __u64 *)c->win;
+	__u32 n, i, at, first = from / 8, last = (to - 1) / 8;
+
+	RG_UNROLL
+	for (n = 0; n < RG_WINDOW_BYTES / 8; n++) {
+		__u64 x, m;
+
+		i = first + n;
+		if (i > last || i >= RG_WINDOW_BYTES / 8)
+			break;
+		x = words[i] ^ (RG_SWAR_ONES * '\n');
+		/* the lowest flagged byte is the first '\n' exactly */
+		m = (x - RG_SWAR_ONES) & ~x & RG_SWAR_HIGH;
+		if (n == 0)
+			m &= ~0ULL << ((from & 7) * 8);
+		if (!m)
+			continue;
+		/* the flag's byte index: bit 8j+7 alone, times bytes 7..0 */
+		at = i * 8 + (__u32)((((m & -m) >> 7) * 0x0001020304050607ULL) >> 56);
+		return at < to ? at : to;
+	}
+	return to;
 }
 
 /*
@@ -85,6 +115,14 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 	if (ahead - 1 < k)
 		k = (__u32)(ahead - 1);
 	to = from + k;
+	if (c->scan_db) {
+		/* the db tag reader takes every byte of a line's tag section;
+		 * the rest of the line, up to its '\n', is skipped here */
+		if (c->dbt.state != RG_DBT_REST || !k)
+			return 0;
+		to = rg_scan_newline(c, from, to);
+		k = to - from;
+	}
 	if (c->count_rows && k) {
 		/* indexed as words: clang 14 loads a byte array at a variable
 		 * index byte by byte, even where it is aligned */

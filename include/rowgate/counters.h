@@ -125,6 +125,10 @@
 	  COUNTER, "Voided requests whose server 400 egress replaced with rowgate's 429.") \
 	X(pipelined_answered_400, "pipelined_answered_400", "pipelined_answered_400_total", \
 	  COUNTER, "Voided requests left with the server's 400: egress could not answer.") \
+	X(body_db_refused, "body_db_refused", "body_db_refused_total", COUNTER,           \
+	  "Writes refused at a line whose db tag names an indebted database.")           \
+	X(body_db_unenforced, "body_db_unenforced", "body_db_unenforced_total", COUNTER,  \
+	  "Lines naming an indebted database passed: no answer could go out in order.")  \
 	X(h2_conns, "h2_conns", "h2_conns_total", COUNTER,                           \
 	  "Connections on --grpc ports opened with the HTTP/2 preface: followed.")       \
 	X(h2_failclosed, "h2_failclosed", "h2_failclosed_total", COUNTER,                 \

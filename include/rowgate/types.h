@@ -23,4 +23,12 @@
 
 #define RG_U64_MAX ((__u64)~0ULL)
 
+/* A loop with a constant trip count, unrolled in BPF code: Linux 6.1 refuses
+ * some loops clang 14 makes ("back-edge from insn"). */
+#ifdef __clang__
+#define RG_UNROLL _Pragma("unroll")
+#else
+#define RG_UNROLL
+#endif
+
 #endif /* ROWGATE_TYPES_H */

@@ -2,12 +2,14 @@
 /* Line-protocol row counting: the SWAR word counter against the byte
  * reference, with the chunk boundary at every offset, under both comment
  * rules, and the rules on hand-written bodies; victoria-metrics' sample
- * counter against a transliteration of its parser. */
+ * counter against a transliteration of its parser; the streaming `db` tag
+ * reader against the whole-line one. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include "rowgate/rows.h"
 #include "rowgate/estimate.h"
+#include "rowgate/lp_dbtag.h"
 #include "check.h"
 #include "vm_influx_ref.h"
 #include "rows_ref.h"
@@ -225,6 +227,133 @@ static void test_estimate(void)
 			}
 }
 
+/* The database the streaming reader names for a body's lines, one entry
+ * per line whose tag section ended: name, or "" for none. */
+static int dbtag_stream(const char *body, size_t len, char names[][RG_DB_NAME_MAX + 1], int max)
+{
+	struct rg_lp_dbtag s;
+	size_t i;
+	int n = 0, line = 0;
+
+	memset(&s, 0x5a, sizeof(s)); /* only init's fields may matter */
+	rg_lp_dbtag_init(&s);
+	for (i = 0; i < len; i++) {
+		if (body[i] == '\n')
+			line++;
+		if (!rg_lp_dbtag_step(&s, (uint8_t)body[i]) || line >= max)
+			continue;
+		if (s.len >= RG_DB_NAME_MAX) {
+			strcpy(names[line], "<long>");
+		} else {
+			CHECK(rg_lp_dbtag_key(&s), "a named database has a key");
+			memcpy(names[line], s.key.name, RG_DB_NAME_MAX);
+			names[line][RG_DB_NAME_MAX] = 0;
+			CHECK(strlen(names[line]) <= s.len, "key cleared past the name");
+		}
+		n++;
+	}
+	return n;
+}
+
+/* What victoria-metrics files a stored line under, from the whole line. */
+static void dbtag_whole(const char *line, size_t n, char *out)
+{
+	__u64 from, to, len;
+	char db[RG_DB_NAME_MAX];
+
+	out[0] = 0;
+	if (!rg_lp_vm_db_tag((const uint8_t *)line, n, &from, &to))
+		return;
+	len = rg_lp_vm_unescape((const uint8_t *)line + from, to - from, db);
+	if (len >= RG_DB_NAME_MAX) {
+		strcpy(out, "<long>");
+		return;
+	}
+	memcpy(out, db, len);
+	out[len] = 0;
+}
+
+/* Every stored line: the streaming reader names what the whole-line reader
+ * does (lines the server drops may name anything: refusing them is safe). */
+static void expect_dbtags(const char *body, size_t len)
+{
+	char names[16][RG_DB_NAME_MAX + 1], want[RG_DB_NAME_MAX + 1];
+	size_t i = 0;
+	int line = 0;
+
+	memset(names, 0, sizeof(names));
+	dbtag_stream(body, len, names, 16);
+	while (i <= len && line < 16) {
+		const char *nl = memchr(body + i, '\n', len - i);
+		size_t end = nl ? (size_t)(nl - body) : len;
+
+		if (rg_lp_vm_samples((const uint8_t *)body + i, end - i)) {
+			dbtag_whole(body + i, end - i, want);
+			if (strcmp(names[line], want)) {
+				fprintf(stderr, "line %d of [%.*s]: stream '%s', whole '%s'\n", line,
+					(int)len, body, names[line], want);
+				CHECK(0, "streamed db tag = whole-line db tag");
+			}
+		}
+		if (!nl)
+			break;
+		i = end + 1;
+		line++;
+	}
+}
+
+static void expect_dbtag(const char *line, const char *want)
+{
+	char names[16][RG_DB_NAME_MAX + 1];
+
+	memset(names, 0, sizeof(names));
+	dbtag_stream(line, strlen(line), names, 16);
+	CHECK(!strcmp(names[0], want), line);
+	expect_dbtags(line, strlen(line));
+}
+
+static void test_vm_dbtag(void)
+{
+	static const char alphabet[] = "db=, \\\\#\n1x=,d b";
+	char buf[96], longname[200];
+	int iter;
+
+	expect_dbtag("m,db=a f=1", "a");
+	expect_dbtag("m,host=h,db=a f=1 5", "a");
+	expect_dbtag("m f=1,db=a", "");                /* a field, not a tag */
+	expect_dbtag("m,db=a,db=b f=1", "b");          /* the last one wins */
+	expect_dbtag("m,db=a,db= f=1", "a");           /* an empty one does not */
+	expect_dbtag("m,db=a\\ b\\,c\\=d\\\\e\\x f=1", "a b,c=d\\e\\x");
+	expect_dbtag("m\\,db=a f=1", "");              /* an escaped comma */
+	expect_dbtag("m,d\\b=a f=1", "");              /* a key is "db" as sent */
+	expect_dbtag("m,dbx=a,xdb=b f=1", "");
+	expect_dbtag("#m,db=a f=1", "");               /* a comment */
+	expect_dbtag(" m,db=a f=1", "");               /* no tags: the space comes first */
+	expect_dbtag("m,db=a=b f=1", "a=b");
+	expect_dbtag("m,t=1\nm,db=a f=1", "");         /* line 0 has no fields */
+	/* 63 bytes fit a key; 64 do not */
+	memset(longname, 'x', sizeof(longname));
+	memcpy(longname, "m,db=", 5);
+	strcpy(longname + 5 + 63, " f=1");
+	expect_dbtags(longname, strlen(longname));
+	memset(longname + 5, 'x', 100);
+	strcpy(longname + 5 + 64, " f=1");
+	expect_dbtag(longname, "<long>");
+	srandom(13);
+	for (iter = 0; iter < 200000; iter++) {
+		size_t len = (size_t)random() % sizeof(buf), i;
+
+		for (i = 0; i < len; i++)
+			buf[i] = alphabet[random() % (sizeof(alphabet) - 1)];
+		/* most random lines have no fields: give half of them one */
+		if ((iter & 1) && len + 4 < sizeof(buf)) {
+			memcpy(buf + len, " f=1", 4);
+			len += 4;
+		}
+		expect_dbtags(buf, len);
+	}
+}
+
 int main(void)
 {
 	test_estimate();
@@ -236,5 +365,6 @@ int main(void)
 	rows_ref_rule = RG_LP_COMMENT_AFTER_BLANKS;
 	test_mask();
 	test_vm_samples();
+	test_vm_dbtag();
 	return check_report("rows");
 }

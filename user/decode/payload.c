@@ -9,31 +9,12 @@
 #include <strings.h>
 #include "rowgate/abi.h"
 #include "rowgate/rows.h"
+#include "rowgate/lp_dbtag.h"
 #include "decompress.h"
 #include "internal.h"
 
 /* Codings undone per request at most ("gzip, br" is two). */
 #define RG_COUNT_MAX_CODINGS 4
-
-/* A tag value as victoria-metrics unescapes it (lib/protoparser/influx
- * unescapeTagValue: '\\' drops before ' ', ',', '=' and '\\' only) into
- * dst[RG_DB_NAME_MAX]; its whole length, which may not fit. */
-static size_t vm_unescape(const uint8_t *s, size_t n, char *dst)
-{
-	size_t i, len = 0;
-
-	for (i = 0; i < n; i++) {
-		uint8_t c = s[i];
-
-		if (c == '\\' && i + 1 < n &&
-		    (s[i + 1] == ' ' || s[i + 1] == ',' || s[i + 1] == '=' || s[i + 1] == '\\'))
-			c = s[++i];
-		if (len < RG_DB_NAME_MAX)
-			dst[len] = (char)c;
-		len++;
-	}
-	return len;
-}
 
 /* Line protocol rows of a whole decoded body under lim's rules, each line
  * to the database it names where the server files it so. */
@@ -56,7 +37,7 @@ static void lp_rows(const uint8_t *p, size_t n, const struct rg_count_limits *li
 		char db[RG_DB_NAME_MAX];
 
 		if (samples && lim->db_label_vm && rg_lp_vm_db_tag(p + i, end - i, &from, &to))
-			rg_counts_add_db(out, db, vm_unescape(p + i + from, to - from, db), samples);
+			rg_counts_add_db(out, db, rg_lp_vm_unescape(p + i + from, to - from, db), samples);
 		else
 			rg_counts_add_db(out, NULL, 0, samples);
 		i = end + 1;
