@@ -3,9 +3,11 @@
  * preface are followed frame by frame (rowgate/h2.h), each completed
  * GreptimeDatabase insert message is charged to its database's bucket, and
  * a message the bucket refuses, or HTTP/2 the parser cannot follow, ends
- * the connection with a kernel GOAWAY (docs/grpc.md#7-what-is-built).  A
- * program of its own, reached by a tail call from the HTTP/1 verdict, so it
- * has its own stack and verifier budget. */
+ * the connection with a kernel GOAWAY (docs/grpc.md#7-what-is-built).
+ * Streams whose `:path` no gRPC route names pass unread and uncharged
+ * (docs/grpc.md#7-path-routing).  A program of its own, reached by a tail
+ * call from the HTTP/1 verdict, so it has its own stack and verifier
+ * budget. */
 #ifndef ROWGATE_BPF_H2_H
 #define ROWGATE_BPF_H2_H
 
@@ -67,6 +69,8 @@ struct rg_h2_sock {
 	__u32 resets;	/* of them, RST_STREAMs */
 	__u32 adm_next;
 	__u32 frame_rej; /* the current frame was rewritten: its stream was refused */
+	__u32 unrouted_seen; /* h->unrouted_streams already counted */
+	__u32 pad3;
 	struct rg_h2_op ops[RG_H2_OPS];
 	__u32 rej[RG_H2_REJECTED]; /* refused streams, 0 = free */
 	__u32 adm[RG_H2_ADMITTED]; /* streams with an admitted message (a ring) */
@@ -101,6 +105,69 @@ struct {
 	__type(value, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_H2_SLOT SEC(".maps");
+
+/* h2_routes: a gRPC method path's wire bytes (raw or Huffman, whole or a
+ * prefix) -> route; key {0, 0} lists the prefix lengths, written last:
+ * until it is there every stream is followed.  Written by rowgated at
+ * each start (rgd_populate_h2_routes); not pinned */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_H2_MAX_ROUTES);
+	__type(key, struct rg_h2_route_key);
+	__type(value, struct rg_h2_route);
+} RG_MAP_H2_ROUTES SEC(".maps");
+
+/* h2_route_key: [0] -> scratch for an h2_routes key (the stack of the
+ * byte loop's call chain is nearly full); not pinned */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rg_h2_route_key);
+} h2_route_key SEC(".maps");
+
+/* The class of the `:path` the HPACK shadow just read: the whole value,
+ * then each prefix length, looked up in h2_routes.  A global function:
+ * verified once. */
+__attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t)
+{
+	struct rg_h2_route_key *k;
+	struct rg_h2_route *lens;
+	__u32 i, j, zero = 0;
+	__u8 huff, l;
+
+	if (!t)
+		return RG_HPACK_PATH_ROUTED;
+	k = bpf_map_lookup_elem(&h2_route_key, &zero);
+	if (!k)
+		return RG_HPACK_PATH_ROUTED; /* cannot happen: followed, the safe side */
+	huff = t->huff ? RG_H2_ROUTE_HUFFMAN : 0;
+	__builtin_memset(k, 0, sizeof(*k));
+	if (t->slen <= RG_HPACK_PATH_BYTES) {
+		k->len = (__u8)t->slen;
+		k->coding = huff;
+		__builtin_memcpy(k->b, t->path, RG_HPACK_PATH_BYTES);
+		if (bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k))
+			return RG_HPACK_PATH_ROUTED;
+	}
+	__builtin_memset(k, 0, sizeof(*k));
+	lens = bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k);
+	if (!lens)
+		return RG_HPACK_PATH_ROUTED; /* routes not written yet: follow all */
+	for (j = 0; j < RG_H2_ROUTE_LENS; j++) {
+		l = lens->prefix_lens[j];
+		if (l == 0 || l > t->slen || l > RG_HPACK_PATH_BYTES)
+			continue;
+		k->len = l;
+		k->coding = huff | RG_H2_ROUTE_PREFIX;
+		/* the first l bytes, zero after: no branch per byte */
+		for (i = 0; i < RG_HPACK_PATH_BYTES; i++)
+			k->b[i] = t->path[i] & (__u8)(0 - rg_hpack_ge(l, i + 1));
+		if (bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k))
+			return RG_HPACK_PATH_ROUTED;
+	}
+	return RG_HPACK_PATH_OTHER;
+}
 
 struct rg_h2_loop {
 	struct __sk_buff *skb;
@@ -496,6 +563,7 @@ static __always_inline struct rg_h2_sock *rg_h2_sock_get(__u64 cookie)
 	st->h.max_frame = RG_H2_DEFAULT_MAX_FRAME_BYTES;
 	st->h.slot = -1;
 	st->h.done_slot = -1;
+	st->h.hp.max = RG_HPACK_TABLE_MAX_BYTES;
 	if (bpf_map_update_elem(&RG_MAP_H2_CONNS, &cookie, st, BPF_NOEXIST))
 		return NULL;
 	rg_global_inc(h2_conns);
@@ -536,6 +604,15 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	l.st = st;
 	/* at most one iteration per byte (skips take fewer) */
 	bpf_loop(skb->len, rg_h2_byte_cb, &l, 0);
+	if (st->h.unrouted_streams != st->unrouted_seen) {
+		__u32 zero = 0;
+		struct rg_global_stats *g = bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero);
+
+		if (g)
+			__sync_fetch_and_add(&g->h2_streams_unrouted,
+					     st->h.unrouted_streams - st->unrouted_seen);
+		st->unrouted_seen = st->h.unrouted_streams;
+	}
 	if (!st->err && !st->reject) {
 		if (st->nops && rg_h2_apply_ops(skb, st)) {
 			rg_global_inc(internal_errors);

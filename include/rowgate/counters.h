@@ -150,7 +150,9 @@
 	X(h2_out_answers, "h2_out_answers", "h2_out_answers_total", COUNTER,              \
 	  "RESOURCE_EXHAUSTED answers egress wrote in place of a kernel SETTINGS ACK.")  \
 	X(h2_out_answer_failed, "h2_out_answer_failed", "h2_out_answer_failed_total",     \
-	  COUNTER, "Kernel SETTINGS ACKs egress could not replace (the client sees them).")
+	  COUNTER, "Kernel SETTINGS ACKs egress could not replace (the client sees them).") \
+	X(h2_streams_unrouted, "h2_streams_unrouted", "h2_streams_unrouted_total",        \
+	  COUNTER, "HTTP/2 streams whose :path no gRPC route names: DATA passed uncharged.")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

@@ -6,6 +6,8 @@
  * parses and counts; it always passes the skb. */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
+/* every stream is followed as a GreptimeDatabase call */
+#define RG_HPACK_ROUTE(t) RG_HPACK_PATH_ROUTED
 #include "h2_load.h"
 
 /* sockets whose received bytes the verdict parses (tests/bpf/h2_kern.c) */
@@ -106,6 +108,7 @@ int h2_verdict(struct __sk_buff *skb)
 		z->h.max_frame = RG_H2_DEFAULT_MAX_FRAME_BYTES;
 		z->h.slot = -1;
 		z->h.done_slot = -1;
+		z->h.hp.max = RG_HPACK_TABLE_MAX_BYTES;
 		if (bpf_map_update_elem(&h2_conns, &cookie, z, BPF_NOEXIST))
 			return SK_PASS;
 		st = bpf_map_lookup_elem(&h2_conns, &cookie);

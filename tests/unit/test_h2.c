@@ -5,8 +5,77 @@
  * input that must be refused with the right error. */
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
+
+struct rg_hpack;
+static int test_route(const struct rg_hpack *t);
+#define RG_HPACK_ROUTE(t) test_route(t)
+
 #include "rowgate/h2.h"
+#include "rowgate/hpack_huffman.h"
 #include "check.h"
+
+/* ---- routes, as rowgated writes them into h2_routes ------------------------ */
+
+#define ROUTE_HANDLE "/greptime.v1.GreptimeDatabase/Handle"
+#define ROUTE_HANDLE_REQUESTS "/greptime.v1.GreptimeDatabase/HandleRequests"
+#define OTHER_PATH "/grpc.health.v1.Health/Check"
+
+static struct rg_h2_route_key route_keys[2 * RG_H2_ROUTE_KEYS_PER_PATH];
+static int nroute_keys;
+
+static void routes_init(void)
+{
+	static const char *const paths[] = { ROUTE_HANDLE, ROUTE_HANDLE_REQUESTS };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		int n = rg_h2_route_keys(paths[i], route_keys + nroute_keys);
+
+		if (n > 0)
+			nroute_keys += n;
+	}
+}
+
+static bool route_found(const struct rg_h2_route_key *k)
+{
+	int i;
+
+	for (i = 0; i < nroute_keys; i++)
+		if (!memcmp(&route_keys[i], k, sizeof(*k)))
+			return true;
+	return false;
+}
+
+/* The lookups bpf/h2.h makes in h2_routes: the whole value, then each
+ * prefix length a key has. */
+static int test_route(const struct rg_hpack *t)
+{
+	struct rg_h2_route_key k;
+	int i;
+
+	memset(&k, 0, sizeof(k));
+	if (t->slen <= RG_HPACK_PATH_BYTES) {
+		k.len = (uint8_t)t->slen;
+		k.coding = t->huff ? RG_H2_ROUTE_HUFFMAN : 0;
+		memcpy(k.b, t->path, t->slen);
+		if (route_found(&k))
+			return RG_HPACK_PATH_ROUTED;
+	}
+	for (i = 0; i < nroute_keys; i++) {
+		uint8_t l = route_keys[i].len;
+
+		if (!(route_keys[i].coding & RG_H2_ROUTE_PREFIX) || l > t->slen)
+			continue;
+		memset(&k, 0, sizeof(k));
+		k.len = l;
+		k.coding = (t->huff ? RG_H2_ROUTE_HUFFMAN : 0) | RG_H2_ROUTE_PREFIX;
+		memcpy(k.b, t->path, l);
+		if (route_found(&k))
+			return RG_HPACK_PATH_ROUTED;
+	}
+	return RG_HPACK_PATH_OTHER;
+}
 
 /* ---- builders ------------------------------------------------------------ */
 
@@ -172,11 +241,10 @@ static void frame(struct buf *b, uint8_t type, uint8_t flags, uint32_t sid,
 }
 
 static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-/* an HPACK block as grpc-go sends it; the parser never decodes it */
-static const uint8_t hpack[] = { 0x83, 0x86, 0x44, 0x0f, '/', 'g', 'r', 'e', 'p',
-				 't', 'i', 'm', 'e', '.', 'v', '1', '/', 'H', 0x5f,
-				 0x8b, 0x1d, 0x75, 0xd0, 0x62, 0x0d, 0x26, 0x3d,
-				 0x4c, 0x4d, 0x65, 0x64 };
+/* an HPACK block: :method POST, :scheme http, :path (literal with
+ * incremental indexing, raw), content-type application/grpc (Huffman) */
+static const uint8_t hpack[] = "\x83\x86\x44\x24" ROUTE_HANDLE
+			       "\x5f\x8b\x1d\x75\xd0\x62\x0d\x26\x3d\x4c\x4d\x65\x64";
 
 static void start(struct buf *b)
 {
@@ -189,7 +257,7 @@ static void start(struct buf *b)
 
 static void headers(struct buf *b, uint32_t sid, uint8_t flags)
 {
-	frame(b, RG_H2_HEADERS, flags | RG_H2_FLAG_END_HEADERS, sid, hpack, sizeof(hpack));
+	frame(b, RG_H2_HEADERS, flags | RG_H2_FLAG_END_HEADERS, sid, hpack, sizeof(hpack) - 1);
 }
 
 /* DATA frames of at most chunk payload bytes carrying data[0..n) */
@@ -224,6 +292,7 @@ struct outcome {
 	int nev;
 	struct event ev[MAX_EVENTS];
 	int frames;
+	uint32_t unrouted; /* streams found unrouted */
 };
 
 static struct rg_h2_conn conn;
@@ -280,13 +349,15 @@ static void feed(const struct buf *b, const size_t *cuts, int ncuts, bool skip,
 			pos++;
 		}
 	}
+	o->unrouted = conn.unrouted_streams;
 }
 
 static bool same(const struct outcome *a, const struct outcome *b)
 {
 	int i;
 
-	if (a->err != b->err || a->nev != b->nev || a->frames != b->frames)
+	if (a->err != b->err || a->nev != b->nev || a->frames != b->frames ||
+	    a->unrouted != b->unrouted)
 		return false;
 	for (i = 0; i < a->nev; i++)
 		if (a->ev[i].sid != b->ev[i].sid || a->ev[i].rows != b->ev[i].rows ||
@@ -496,15 +567,15 @@ static void test_connection(void)
 	freebuf(&req);
 	/* HEADERS(1) without END_HEADERS + CONTINUATION */
 	frame(&c, RG_H2_HEADERS, RG_H2_FLAG_PRIORITY, 1, "\0\0\0\0\x0f" "\x83\x86\x44", 8);
-	frame(&c, RG_H2_CONTINUATION, 0, 1, hpack, 10);
-	frame(&c, RG_H2_CONTINUATION, RG_H2_FLAG_END_HEADERS, 1, hpack + 10, sizeof(hpack) - 10);
+	frame(&c, RG_H2_CONTINUATION, 0, 1, hpack + 3, 7);
+	frame(&c, RG_H2_CONTINUATION, RG_H2_FLAG_END_HEADERS, 1, hpack + 10, sizeof(hpack) - 1 - 10);
 	/* HEADERS(3), padded and with priority */
 	{
 		struct buf h = { 0 };
 
 		put8(&h, 4);
 		put(&h, "\x80\0\0\x01\x10", 5);
-		put(&h, hpack, sizeof(hpack));
+		put(&h, hpack, sizeof(hpack) - 1);
 		put(&h, pad, 4);
 		frame(&c, RG_H2_HEADERS, RG_H2_FLAG_PADDED | RG_H2_FLAG_PRIORITY |
 			  RG_H2_FLAG_END_HEADERS, 3, h.p, h.len);
@@ -835,8 +906,513 @@ static void test_real_clients(void)
 	}
 }
 
+/* ---- HPACK ---------------------------------------------------------------- */
+
+static size_t unhex(const char *h, uint8_t *out)
+{
+	size_t n = 0;
+	unsigned int v;
+
+	while (h[0] && h[1] && sscanf(h, "%2x", &v) == 1) {
+		out[n++] = (uint8_t)v;
+		h += 2;
+	}
+	return n;
+}
+
+/* RFC 7541 Appendix C.4 and C.6: the Huffman coding of their strings. */
+static void test_huffman(void)
+{
+	static const struct {
+		const char *s, *hex;
+	} v[] = {
+		{ "www.example.com", "f1e3c2e5f23a6ba0ab90f4ff" },
+		{ "no-cache", "a8eb10649cbf" },
+		{ "custom-key", "25a849e95ba97d7f" },
+		{ "custom-value", "25a849e95bb8e8b4bf" },
+		{ "302", "6402" },
+		{ "307", "640eff" },
+		{ "private", "aec3771a4b" },
+		{ "Mon, 21 Oct 2013 20:13:21 GMT", "d07abe941054d444a8200595040b8166e082a62d1bff" },
+		{ "https://www.example.com", "9d29ad171863c78f0b97c8e9ae82ae43d3" },
+		{ "gzip", "9bd9ab" },
+		{ "foo=ASDJKHQKBZXOQWEOPIUAXQWEOIU; max-age=3600; version=1",
+		  "94e7821dd7f2e6c7b335dfdfcd5b3960d5af27087f3672c1ab270fb5291f9587316065c003ed4ee5b1063d5007" },
+		{ ":path", "b958d33f" },
+	};
+	uint8_t want[128], got[128];
+	size_t i, n;
+	int len;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		n = unhex(v[i].hex, want);
+		len = rg_huff_encode(v[i].s, strlen(v[i].s), got, sizeof(got), NULL);
+		CHECK(len == (int)n && !memcmp(got, want, n), "huffman of '%s'", v[i].s);
+	}
+	CHECK(rg_huff_encode("www.example.com", 15, got, 11, NULL) == -1, "too small");
+}
+
+/* Feed one header block into t; the block's class, or the error. */
+static int hpack_block(struct rg_hpack *t, const uint8_t *b, size_t n)
+{
+	size_t i;
+	int r;
+
+	rg_hpack_block_start(t);
+	for (i = 0; i < n; i++) {
+		r = rg_hpack_step(t, b[i]);
+		if (r < 0)
+			return r;
+	}
+	return rg_hpack_block_end(t);
+}
+
+/* RFC 7541 Appendix C.3-C.6: the shadow table's entries and size after
+ * each block, raw and Huffman (whose decoded lengths are counted), with
+ * eviction at a table size of 256 in C.5/C.6. */
+static void test_hpack_rfc(void)
+{
+	static const struct {
+		const char *what;
+		uint32_t max;
+		const char *hex[3];
+		uint32_t count[3], used[3];
+		int cls[3];
+	} v[] = {
+		{ "C.3", 4096,
+		  { "828684410f7777772e6578616d706c652e636f6d", "828684be58086e6f2d6361636865",
+		    "828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565" },
+		  { 1, 2, 3 }, { 57, 110, 164 },
+		  { RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER } },
+		{ "C.4", 4096,
+		  { "828684418cf1e3c2e5f23a6ba0ab90f4ff", "828684be5886a8eb10649cbf",
+		    "828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf" },
+		  { 1, 2, 3 }, { 57, 110, 164 },
+		  { RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER } },
+		{ "C.5", 256,
+		  { "4803333032580770726976617465611d4d6f6e2c203231204f637420323031332032303a31333a323120474d546e1768747470733a2f2f7777772e6578616d706c652e636f6d",
+		    "4803333037c1c0bf",
+		    "88c1611d4d6f6e2c203231204f637420323031332032303a31333a323220474d54c05a04677a69707738666f6f3d4153444a4b48514b425a584f5157454f50495541585157454f49553b206d61782d6167653d333630303b2076657273696f6e3d31" },
+		  { 4, 4, 3 }, { 222, 222, 215 },
+		  { RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED } },
+		{ "C.6", 256,
+		  { "488264025885aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad171863c78f0b97c8e9ae82ae43d3",
+		    "4883640effc1c0bf",
+		    "88c16196d07abe941054d444a8200595040b8166e084a62d1bffc05a839bd9ab77ad94e7821dd7f2e6c7b335dfdfcd5b3960d5af27087f3672c1ab270fb5291f9587316065c003ed4ee5b1063d5007" },
+		  { 4, 4, 3 }, { 222, 222, 215 },
+		  { RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED } },
+	};
+	struct rg_hpack t;
+	uint8_t b[256];
+	size_t i, j, n;
+	int r;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		rg_hpack_init(&t);
+		t.max = v[i].max;
+		for (j = 0; j < 3; j++) {
+			n = unhex(v[i].hex[j], b);
+			r = hpack_block(&t, b, n);
+			CHECK(r == v[i].cls[j], "%s block %zu: class %d", v[i].what, j + 1, r);
+			CHECK_EQ_U64(t.count, v[i].count[j], v[i].what);
+			CHECK_EQ_U64(t.used, v[i].used[j], v[i].what);
+		}
+	}
+	/* C.5.3's entries, newest first: set-cookie 98, content-encoding 52, date 65 */
+	{
+		static const uint16_t want[] = { 98, 52, 65 };
+
+		for (j = 0; j < 3; j++) {
+			int pos = rg_hpack_dyn(&t, (uint32_t)j + 1);
+
+			CHECK(pos >= 0 && t.ent_size[pos] == want[j], "C.6.3 entry %zu", j + 1);
+		}
+		CHECK(rg_hpack_dyn(&t, 4) < 0, "entry 4 evicted");
+	}
+}
+
+/* A reference model of the dynamic table the test's blocks build (RFC 7541
+ * §4), to refer to entries by index. */
+#define MODEL_MAX 256
+static struct {
+	const char *name[MODEL_MAX], *value[MODEL_MAX]; /* newest first */
+	int n;
+	size_t used, max;
+} model;
+
+static void m_reset(void)
+{
+	memset(&model, 0, sizeof(model));
+	model.max = RG_HPACK_TABLE_MAX_BYTES;
+}
+
+static void m_evict(size_t extra)
+{
+	while (model.n && model.used + extra > model.max) {
+		model.n--;
+		model.used -= strlen(model.name[model.n]) + strlen(model.value[model.n]) + 32;
+	}
+}
+
+static void m_add(const char *name, const char *value)
+{
+	size_t sz = strlen(name) + strlen(value) + 32;
+
+	if (sz > model.max) {
+		model.n = 0;
+		model.used = 0;
+		return;
+	}
+	m_evict(sz);
+	memmove(model.name + 1, model.name, sizeof(model.name[0]) * (size_t)model.n);
+	memmove(model.value + 1, model.value, sizeof(model.value[0]) * (size_t)model.n);
+	model.name[0] = name;
+	model.value[0] = value;
+	model.n++;
+	model.used += sz;
+}
+
+/* The index of the newest entry (name, value); 0 if none. */
+static uint32_t m_idx(const char *name, const char *value)
+{
+	int i;
+
+	for (i = 0; i < model.n; i++)
+		if (!strcmp(model.name[i], name) && (!value || !strcmp(model.value[i], value)))
+			return RG_HPACK_STATIC_ENTRIES + 1 + (uint32_t)i;
+	return 0;
+}
+
+/* HPACK string: H bit + 7-bit prefixed length + bytes. */
+static void hp_str(struct buf *b, const char *s, bool huff)
+{
+	uint8_t enc[4096];
+	size_t n = strlen(s);
+	int len = huff ? rg_huff_encode(s, n, enc, sizeof(enc), NULL) : (int)n;
+	const void *p = huff ? (const void *)enc : (const void *)s;
+	uint32_t v = (uint32_t)len;
+
+	if (v < 0x7f) {
+		put8(b, (uint8_t)((huff ? 0x80 : 0) | v));
+	} else {
+		put8(b, (uint8_t)((huff ? 0x80 : 0) | 0x7f));
+		v -= 0x7f;
+		while (v >= 0x80) {
+			put8(b, (uint8_t)(v | 0x80));
+			v >>= 7;
+		}
+		put8(b, (uint8_t)v);
+	}
+	put(b, p, (size_t)len);
+}
+
+/* An integer with an n-bit prefix after the flag bits `first`. */
+static void hp_int(struct buf *b, uint8_t first, int nbits, uint32_t v)
+{
+	uint32_t mask = (1U << nbits) - 1;
+
+	if (v < mask) {
+		put8(b, (uint8_t)(first | v));
+		return;
+	}
+	put8(b, (uint8_t)(first | mask));
+	v -= mask;
+	while (v >= 0x80) {
+		put8(b, (uint8_t)(v | 0x80));
+		v >>= 7;
+	}
+	put8(b, (uint8_t)v);
+}
+
+/* Literal :path: rep 0x40 (incremental), 0x00 (without), 0x10 (never);
+ * name by static index 4, or a literal name (raw or Huffman). */
+enum { NAME_IDX, NAME_RAW, NAME_HUFF };
+static void hp_path(struct buf *b, uint8_t rep, int name, const char *path, bool huff)
+{
+	int nbits = rep == 0x40 ? 6 : 4;
+
+	if (name == NAME_IDX) {
+		hp_int(b, rep, nbits, 4);
+	} else {
+		put8(b, rep);
+		hp_str(b, ":path", name == NAME_HUFF);
+	}
+	hp_str(b, path, huff);
+	if (rep == 0x40)
+		m_add(":path", path);
+}
+
+/* A block's common fields: :method POST, :scheme http, content-type
+ * application/grpc indexed with incremental indexing, te trailers. */
+static void hp_common(struct buf *b)
+{
+	put8(b, 0x83);
+	put8(b, 0x86);
+	put8(b, 0x40);
+	hp_str(b, "content-type", true);
+	hp_str(b, "application/grpc", true);
+	put8(b, 0x40);
+	hp_str(b, "te", false);
+	hp_str(b, "trailers", true);
+	m_add("content-type", "application/grpc");
+	m_add("te", "trailers");
+}
+
+/* A gRPC message no GreptimeRequest decoder accepts (field 0): parsed as
+ * one, it fails closed; passed unread, it does not. */
+static const uint8_t other_msg[] = { 0, 0, 0, 0, 4, 0x02, 0x00, 0xff, 0xff };
+
+struct hp_call {
+	struct buf block;
+	bool routed;
+};
+
+/* One call per block: HEADERS, then a message (routed: a write of 7 rows
+ * to "hp"), END_STREAM. */
+static void hp_calls(struct buf *c, struct hp_call *calls, int n, uint32_t *sid, int *routed)
+{
+	struct buf req = { 0 }, msg = { 0 };
+	int i;
+
+	build_req(&req, NULL, NULL, "hp", 7);
+	grpc_msg(&msg, &req, 0);
+	for (i = 0; i < n; i++) {
+		frame(c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, *sid, calls[i].block.p,
+		      calls[i].block.len);
+		if (calls[i].routed) {
+			frame(c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, *sid, msg.p, msg.len);
+			(*routed)++;
+		} else {
+			frame(c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, *sid, other_msg,
+			      sizeof(other_msg));
+		}
+		*sid += 2;
+	}
+	freebuf(&req);
+	freebuf(&msg);
+}
+
+static void hp_free(struct hp_call *calls, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		freebuf(&calls[i].block);
+}
+
+/* Routed and other paths in every representation, referred to again from
+ * the dynamic table, with eviction and size updates: a routed stream's
+ * message is charged, another's DATA is passed unread. */
+static void test_hpack_paths(void)
+{
+	struct hp_call k[24];
+	struct buf c = { 0 };
+	struct outcome o;
+	uint32_t sid = 1;
+	int n = 0, routed = 0, unrouted = 0, i;
+	char big[4000];
+
+	memset(k, 0, sizeof(k));
+	m_reset();
+#define ADD(routed_, stmt)                                    \
+	do {                                                  \
+		struct buf *b = &k[n].block;                  \
+		hp_common(b);                                 \
+		stmt;                                         \
+		k[n].routed = routed_;                        \
+		unrouted += !(routed_);                       \
+		n++;                                          \
+	} while (0)
+	/* grpc-go: :path with incremental indexing, Huffman, name indexed */
+	ADD(true, hp_path(b, 0x40, NAME_IDX, ROUTE_HANDLE, true));
+	ADD(false, hp_path(b, 0x40, NAME_IDX, OTHER_PATH, true));
+	/* later calls: the :path from the dynamic table */
+	ADD(true, hp_int(b, 0x80, 7, m_idx(":path", ROUTE_HANDLE)));
+	ADD(false, hp_int(b, 0x80, 7, m_idx(":path", OTHER_PATH)));
+	ADD(true, hp_path(b, 0x00, NAME_RAW, ROUTE_HANDLE_REQUESTS, false));
+	ADD(false, hp_path(b, 0x10, NAME_HUFF, "/other.v1.Svc/Handle", false));
+	ADD(true, hp_path(b, 0x40, NAME_HUFF, ROUTE_HANDLE "?x=1", true));
+	ADD(true, hp_path(b, 0x00, NAME_IDX, ROUTE_HANDLE "#f", false));
+	ADD(true, hp_path(b, 0x10, NAME_IDX, ROUTE_HANDLE_REQUESTS "?", true));
+	ADD(false, hp_path(b, 0x40, NAME_RAW, "/", false));
+	ADD(false, put8(b, 0x84)); /* static :path / */
+	ADD(false, hp_path(b, 0x00, NAME_IDX, "/greptime.v1.GreptimeDatabase/HandleX", false));
+	ADD(false, hp_path(b, 0x00, NAME_IDX, "/greptime.v1.GreptimeDatabase/Handl", true));
+	/* a literal whose name is a dynamic :path entry's */
+	ADD(true, hp_int(b, 0x00, 4, m_idx(":path", NULL)); hp_str(b, ROUTE_HANDLE, false));
+	ADD(false, hp_int(b, 0x40, 6, m_idx(":path", NULL)); hp_str(b, OTHER_PATH, false);
+	    m_add(":path", OTHER_PATH));
+	ADD(true, hp_int(b, 0x80, 7, m_idx(":path", ROUTE_HANDLE)));
+	/* eviction: a 3,958-byte value (an entry of 4,000 bytes) leaves room
+	 * for 96 bytes: the routed :path indexed before it is evicted by the
+	 * next block's fields, the other one stays */
+	memset(big, 'v', sizeof(big) - 1);
+	big[3958] = 0;
+	ADD(true, hp_path(b, 0x00, NAME_IDX, ROUTE_HANDLE, false); put8(b, 0x40 | 58);
+	    hp_str(b, big, false); m_add("user-agent", big));
+	ADD(false, hp_path(b, 0x40, NAME_IDX, OTHER_PATH, true));
+	CHECK(m_idx(":path", ROUTE_HANDLE) == 0 && m_idx(":path", OTHER_PATH) != 0,
+	      "model: the routed :path evicted, the other kept (n %d)", model.n);
+	ADD(false, hp_int(b, 0x80, 7, m_idx(":path", OTHER_PATH)));
+	/* a size update to 0 and back empties the table */
+	{
+		struct buf *b = &k[n].block;
+
+		put8(b, 0x20);
+		put8(b, 0x3f);
+		put8(b, 0xe1);
+		put8(b, 0x1f);
+		model.max = 0;
+		m_evict(0);
+		model.max = RG_HPACK_TABLE_MAX_BYTES;
+		hp_common(b);
+		hp_path(b, 0x40, NAME_IDX, ROUTE_HANDLE, true);
+		k[n++].routed = true;
+	}
+	ADD(true, hp_int(b, 0x80, 7, m_idx(":path", ROUTE_HANDLE)));
+	ADD(false, hp_path(b, 0x40, NAME_IDX, OTHER_PATH, false));
+	ADD(false, hp_int(b, 0x80, 7, m_idx(":path", OTHER_PATH)));
+	ADD(true, hp_int(b, 0x80, 7, m_idx(":path", ROUTE_HANDLE)));
+#undef ADD
+	start(&c);
+	hp_calls(&c, k, n, &sid, &routed);
+	feed(&c, NULL, 0, true, &o);
+	CHECK(o.err == 0, "err %d at %zu", o.err, o.err_at);
+	CHECK_EQ_U64(o.nev, routed, "routed messages");
+	for (i = 0; i < o.nev; i++)
+		EXPECT_EV(&o, i, o.ev[i].sid, RG_GRPC_ROW_INSERTS, 7, "hp");
+	CHECK_EQ_U64(o.unrouted, unrouted, "unrouted streams");
+	{ /* which streams were routed */
+		int e = 0;
+
+		for (i = 0; i < n; i++) {
+			if (!k[i].routed)
+				continue;
+			CHECK(e < o.nev && o.ev[e].sid == 1 + 2 * (uint32_t)i,
+			      "call %d routed (event sid %u)", i, e < o.nev ? o.ev[e].sid : 0);
+			e++;
+		}
+	}
+	check_splits("hpack paths", &c, &o);
+	freebuf(&c);
+
+	/* every block cut into HEADERS + CONTINUATION at every offset, and
+	 * into three fragments */
+	{
+		struct outcome want = o, got;
+		size_t a, m;
+		int bad = 0;
+
+		for (i = 0; i < n && bad < 3; i++) {
+			struct buf *blk = &k[i].block;
+
+			for (a = 1; a < blk->len && bad < 3; a++) {
+				struct buf d = { 0 };
+				uint32_t s = 1;
+				int r = 0;
+
+				start(&d);
+				hp_calls(&d, k, i, &s, &r);
+				frame(&d, RG_H2_HEADERS, 0, s, blk->p, a);
+				m = a + (blk->len - a) / 2;
+				if (m > a && blk->len > 64) {
+					frame(&d, RG_H2_CONTINUATION, 0, s, blk->p + a, m - a);
+					frame(&d, RG_H2_CONTINUATION, RG_H2_FLAG_END_HEADERS, s,
+					      blk->p + m, blk->len - m);
+				} else {
+					frame(&d, RG_H2_CONTINUATION, RG_H2_FLAG_END_HEADERS, s,
+					      blk->p + a, blk->len - a);
+				}
+				frame(&d, RG_H2_DATA, RG_H2_FLAG_END_STREAM, s,
+				      k[i].routed ? (const void *)"" : (const void *)other_msg,
+				      k[i].routed ? 0 : sizeof(other_msg));
+				s += 2;
+				hp_calls(&d, k + i + 1, n - i - 1, &s, &r);
+				feed(&d, NULL, 0, true, &got);
+				if (got.err || got.unrouted != want.unrouted ||
+				    got.nev != want.nev - (k[i].routed ? 1 : 0)) {
+					bad++;
+					CHECK(0, "block %d cut at %zu: err %d events %d unrouted %u", i,
+					      a, got.err, got.nev, got.unrouted);
+				}
+				freebuf(&d);
+			}
+		}
+		check_count++;
+	}
+	hp_free(k, n);
+}
+
+/* Header blocks the server's decoder refuses, or the shadow cannot follow:
+ * fail closed. */
+static void test_hpack_errors(void)
+{
+	static const struct {
+		const char *what;
+		const char *hex;
+		int err;
+	} v[] = {
+		{ "index 0", "80", RG_H2_ERR_HPACK },
+		{ "dynamic index past the table", "be", RG_H2_ERR_HPACK },
+		{ "name index past the table", "7e0161", RG_H2_ERR_HPACK },
+		{ "size update over 4096", "3fe21f", RG_H2_ERR_HPACK },
+		{ "block ends inside a string", "4405", RG_H2_ERR_HPACK },
+		{ "block ends inside an integer", "ff", RG_H2_ERR_HPACK },
+		{ "huffman padding of 8 bits", "418308ff", RG_H2_ERR_HPACK },
+		{ "huffman padding not ones", "418200fe", RG_H2_ERR_HPACK },
+		{ "EOS in a huffman string", "4184ffffffff", RG_H2_ERR_HPACK },
+		{ "integer too large", "3fffffffff0f", RG_H2_ERR_HPACK },
+	};
+	uint8_t blk[32];
+	size_t i, n;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct buf c = { 0 };
+		struct outcome o;
+
+		n = unhex(v[i].hex, blk);
+		start(&c);
+		frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS | RG_H2_FLAG_END_STREAM, 1, blk, n);
+		feed(&c, NULL, 0, true, &o);
+		CHECK(o.err == v[i].err, "%s: err %d", v[i].what, o.err);
+		freebuf(&c);
+	}
+	/* more open unrouted streams than the set holds */
+	{
+		struct buf c = { 0 }, b = { 0 };
+		struct outcome o;
+		uint32_t s;
+
+		hp_common(&b);
+		hp_path(&b, 0x00, NAME_IDX, OTHER_PATH, false);
+		start(&c);
+		for (s = 1; s <= 2 * RG_H2_UNROUTED_SLOTS + 1; s += 2)
+			frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, s, b.p, b.len);
+		feed(&c, NULL, 0, true, &o);
+		CHECK(o.err == RG_H2_ERR_UNROUTED, "17 unrouted streams: err %d", o.err);
+		CHECK_EQ_U64(o.unrouted, RG_H2_UNROUTED_SLOTS + 1, "counted");
+		freebuf(&c);
+		/* RST_STREAM frees an entry */
+		start(&c);
+		for (s = 1; s <= 2 * RG_H2_UNROUTED_SLOTS + 1; s += 2) {
+			frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, s, b.p, b.len);
+			if (s == 5)
+				frame(&c, RG_H2_RST_STREAM, 0, s, "\0\0\0\x08", 4);
+		}
+		feed(&c, NULL, 0, true, &o);
+		CHECK(o.err == 0, "16 open after a reset: err %d", o.err);
+		freebuf(&c);
+		freebuf(&b);
+	}
+}
+
 int main(void)
 {
+	routes_init();
+	test_huffman();
+	test_hpack_rfc();
+	test_hpack_paths();
+	test_hpack_errors();
 	test_preface_prefix();
 	test_unary_and_db_resolution();
 	test_merge_rules();

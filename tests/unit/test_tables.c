@@ -77,10 +77,13 @@ static void test_json(void)
 {
 	for (size_t i = 0; i < NTABLES; i++) {
 		const struct rg_counter_table *t = tables[i].t;
-		__u64 st[32];
-		json_t *o = json_object();
+		__u64 st[64];
+		json_t *o;
 
-		CHECK(t->n <= 32, "%s fits the test buffer", tables[i].name);
+		CHECK(t->n <= sizeof(st) / sizeof(st[0]), "%s fits the test buffer", tables[i].name);
+		if (t->n > sizeof(st) / sizeof(st[0]))
+			continue;
+		o = json_object();
 		for (size_t k = 0; k < t->n; k++)
 			st[k] = 1000 * (i + 1) + k;
 		st[t->n - 1] = RG_U64_MAX; /* above 2^63: a decimal string */

@@ -202,6 +202,14 @@ int main(int argc, char **argv)
 		pr_err("cannot write the ports and routes maps: %s", strerror(errno));
 		goto out;
 	}
+	{
+		int err = rgd_populate_h2_routes(&d);
+
+		if (err) {
+			pr_err("cannot write the gRPC routes map: %s", strerror(-err));
+			goto out;
+		}
+	}
 	if (rgd_sync_limits_to_maps(&d))
 		goto out;
 	d.admin_fd = rg_admin_listen(cfg.admin_socket, cfg.admin_group);

@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "rowgate.skel.h"
+#include "rowgate/hpack_huffman.h"
 #include "rowgate/protocols.h"
 #include "../lib/log.h"
 #include "rowgated.h"
@@ -196,5 +197,46 @@ int rgd_populate_ports_routes(struct daemon *d)
 		if (!wanted_route(d->cfg, key.path) && !bpf_map_delete_elem(routes_fd, &key))
 			first = true;
 	}
+	return 0;
+}
+
+/* gRPC methods the HTTP/2 verdict follows as GreptimeDatabase writes
+ * (docs/grpc.md#7-path-routing); a stream of any other method passes. */
+static const char *const h2_route_paths[] = {
+	"/greptime.v1.GreptimeDatabase/Handle",
+	"/greptime.v1.GreptimeDatabase/HandleRequests",
+};
+
+/* Write h2_routes: each path's raw and Huffman keys and prefix keys, and
+ * the entry listing the prefix lengths (key {0, 0}). */
+int rgd_populate_h2_routes(struct daemon *d)
+{
+	int fd = bpf_map__fd(d->skel->maps.RG_MAP_H2_ROUTES);
+	struct rg_h2_route_key keys[RG_H2_ROUTE_KEYS_PER_PATH], lens_key;
+	struct rg_h2_route route = {}, lens = {};
+	size_t i;
+	int n, k, j, nlens = 0;
+
+	for (i = 0; i < sizeof(h2_route_paths) / sizeof(h2_route_paths[0]); i++) {
+		n = rg_h2_route_keys(h2_route_paths[i], keys);
+		if (n < 0)
+			return -EINVAL;
+		for (k = 0; k < n; k++) {
+			if (bpf_map_update_elem(fd, &keys[k], &route, BPF_ANY))
+				return -errno;
+			if (!(keys[k].coding & RG_H2_ROUTE_PREFIX))
+				continue;
+			for (j = 0; j < nlens && lens.prefix_lens[j] != keys[k].len; j++)
+				;
+			if (j < nlens)
+				continue;
+			if (nlens == RG_H2_ROUTE_LENS)
+				return -E2BIG;
+			lens.prefix_lens[nlens++] = keys[k].len;
+		}
+	}
+	memset(&lens_key, 0, sizeof(lens_key));
+	if (bpf_map_update_elem(fd, &lens_key, &lens, BPF_ANY))
+		return -errno;
 	return 0;
 }

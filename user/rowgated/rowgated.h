@@ -94,6 +94,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg);
 int rgd_parse_route(const char *s, struct route_opt *r);
 int rgd_load_routes_file(const char *path, struct config *cfg);
 int rgd_populate_ports_routes(struct daemon *d);
+int rgd_populate_h2_routes(struct daemon *d);
 
 /* load.c: open, check the pins and load the BPF object; --cleanup. */
 int rgd_load(struct daemon *d);

@@ -1,0 +1,645 @@
+/* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
+/* HPACK (RFC 7541) of a client's header blocks, read one byte per step as
+ * the server's decoder reads them, for one thing: each block's `:path`
+ * class (not a path, a routed gRPC method, another path).  It keeps a
+ * shadow of the client->server dynamic table: per entry its size (name +
+ * value + 32, decoded lengths), its name's length and whether it is a
+ * `:path` and of which class, evicted exactly as RFC 7541 §4.  Huffman
+ * strings are not decoded: their decoded length is counted (the code is
+ * canonical: a symbol's length follows from its first 30 bits), and a
+ * `:path` is compared by its wire bytes with the route paths' raw and
+ * Huffman encodings (docs/grpc.md#7-path-routing).  Errors are negative:
+ * what the server's decoder refuses, and what this shadow cannot follow. */
+#ifndef ROWGATE_HPACK_H
+#define ROWGATE_HPACK_H
+
+#include "types.h"
+
+#define RG_HPACK_STATIC_ENTRIES 61
+/* SETTINGS_HEADER_TABLE_SIZE's initial value (RFC 9113 §6.5.2): a size
+ * update above it is not followed (fail closed) */
+#define RG_HPACK_TABLE_MAX_BYTES 4096
+#define RG_HPACK_ENTRY_OVERHEAD	 32 /* RFC 7541 §4.1 */
+/* entries a table of RG_HPACK_TABLE_MAX_BYTES can hold; a power of two */
+#define RG_HPACK_ENTRIES 128
+#define RG_HPACK_INT_MAX (1U << 24) /* integers above: fail closed */
+/* wire bytes of a `:path` kept to compare with routes; a longer value
+ * matches only prefix routes */
+#define RG_HPACK_PATH_BYTES	  64
+#define RG_HPACK_HUFF_WINDOW_BITS 30 /* the longest code (EOS) */
+
+#define RG_HPACK_ERR -7 /* same value as RG_H2_ERR_HPACK */
+
+/* What a field's value is. */
+enum rg_hpack_cls {
+	RG_HPACK_NOT_PATH = 0,
+	RG_HPACK_PATH_OTHER = 1,  /* a `:path` no route names */
+	RG_HPACK_PATH_ROUTED = 2, /* a routed gRPC method */
+};
+
+/* ent_flags: bit 0 the name is `:path`, bits 1-2 enum rg_hpack_cls */
+#define RG_HPACK_F_PATH_NAME 1
+
+enum rg_hpack_state {
+	RG_HPS_REP = 0, /* first byte of a representation */
+	RG_HPS_INT,	/* continuation bytes of an integer */
+	RG_HPS_STRLEN,	/* first byte of a string: H bit and length prefix */
+	RG_HPS_STR,	/* string bytes */
+};
+
+/* What the integer being read is. */
+enum rg_hpack_int {
+	RG_HPI_INDEX = 0,  /* indexed field */
+	RG_HPI_NAME_INDEX, /* literal field: its name's index, 0 = literal */
+	RG_HPI_SIZE,	   /* dynamic table size update */
+	RG_HPI_STRLEN,	   /* a string's length */
+};
+
+enum rg_hpack_rep {
+	RG_HPR_INDEXED = 0,
+	RG_HPR_INC,   /* literal with incremental indexing */
+	RG_HPR_NOIDX, /* literal without indexing, or never indexed */
+};
+
+/* gRPC routes (map h2_routes, written by rowgated): a `:path`'s wire
+ * bytes, zero padded, and how they are coded.  A prefix key matches the
+ * first len bytes of a longer value: a route path followed by '?' or '#'
+ * is that route to a server that routes by the URI's path (tonic). */
+#define RG_MAP_H2_ROUTES    h2_routes
+#define RG_H2_ROUTE_HUFFMAN 1 /* key.coding: Huffman coded */
+#define RG_H2_ROUTE_PREFIX  2 /* key.coding: matches a longer value */
+#define RG_H2_ROUTE_LENS    8 /* distinct prefix lengths */
+#define RG_H2_MAX_ROUTES    64
+struct rg_h2_route_key {
+	__u8 len;    /* 0 with coding 0: the entry listing prefix lengths */
+	__u8 coding; /* RG_H2_ROUTE_* */
+	__u8 pad[2];
+	__u8 b[RG_HPACK_PATH_BYTES];
+};
+
+struct rg_h2_route {
+	__u32 flags;			    /* reserved */
+	__u8 prefix_lens[RG_H2_ROUTE_LENS]; /* lengths of prefix keys, 0: none */
+};
+
+struct rg_hpack {
+	__u32 max;   /* dynamic table size (RFC 7541 §4.2) */
+	__u32 used;  /* sum of entry sizes */
+	__u32 count; /* entries */
+	__u32 head;  /* ring position after the newest entry */
+	__u32 ival;  /* integer being read */
+	__u32 left;  /* string bytes to go */
+	__u32 slen;  /* the string's wire length */
+	__u32 dlen;  /* decoded length so far (Huffman: symbols counted) */
+	__u32 name_len;
+	__u64 acc; /* Huffman bits not counted yet */
+	__u8 nbits;
+	__u8 st;   /* enum rg_hpack_state */
+	__u8 what; /* enum rg_hpack_int */
+	__u8 rep;  /* enum rg_hpack_rep */
+	__u8 ishift;
+	__u8 huff;     /* the string is Huffman coded */
+	__u8 in_value; /* the string is the value (else the name) */
+	__u8 is_path;  /* the field's name is `:path` */
+	__u8 name_pos; /* literal name bytes equal to `:path` so far; 0xff: differs */
+	__u8 cls;      /* enum rg_hpack_cls of the field */
+	__u8 blk;      /* bit per enum rg_hpack_cls of the block's fields */
+	__u8 pad;
+	__u16 ent_size[RG_HPACK_ENTRIES];
+	__u16 ent_name[RG_HPACK_ENTRIES];
+	__u8 ent_flags[RG_HPACK_ENTRIES];
+	__u8 path[RG_HPACK_PATH_BYTES]; /* the `:path` being read, zero padded */
+};
+
+/* The class of the `:path` in t->path (t->slen wire bytes, t->huff): the
+ * includer may define RG_HPACK_ROUTE(t) before including; without it
+ * every path is routed (followed as a GreptimeDatabase call) in userspace,
+ * and looked up by rg_h2_route_class() in BPF. */
+#ifndef RG_HPACK_ROUTE
+#ifdef __bpf__
+/* the verdict's lookup in h2_routes (bpf/h2.h) */
+__attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t);
+#define RG_HPACK_ROUTE(t) rg_h2_route_class(t)
+#else
+#define RG_HPACK_ROUTE(t) RG_HPACK_PATH_ROUTED
+#endif
+#endif
+
+/* In BPF the step and the eviction are global functions: verified once,
+ * not once per path of the byte loop that calls them. */
+#ifdef __bpf__
+#define RG_HPACK_FN __attribute__((noinline))
+#else
+#define RG_HPACK_FN static inline
+#endif
+
+RG_INLINE void rg_hpack_init(struct rg_hpack *t)
+{
+	__builtin_memset(t, 0, sizeof(*t));
+	t->max = RG_HPACK_TABLE_MAX_BYTES;
+}
+
+/* Name lengths of the static table (RFC 7541 Appendix A), 1-based. */
+RG_INLINE __u32 rg_hpack_static_name_len(__u32 i)
+{
+	switch (i) {
+	case 1:
+	case 55:
+	case 58:
+		return 10;
+	case 2:
+	case 3:
+	case 6:
+	case 7:
+	case 8:
+	case 9:
+	case 10:
+	case 11:
+	case 12:
+	case 13:
+	case 14:
+	case 36:
+	case 51:
+	case 52:
+		return 7;
+	case 4:
+	case 5:
+	case 22:
+	case 50:
+		return 5;
+	case 15:
+	case 28:
+		return 14;
+	case 16:
+	case 17:
+		return 15;
+	case 18:
+	case 23:
+	case 24:
+	case 30:
+	case 41:
+	case 44:
+		return 13;
+	case 19:
+	case 32:
+	case 35:
+	case 54:
+		return 6;
+	case 20:
+		return 27;
+	case 21:
+	case 60:
+		return 3;
+	case 25:
+	case 43:
+	case 49:
+		return 19;
+	case 26:
+	case 27:
+	case 29:
+	case 61:
+		return 16;
+	case 31:
+	case 47:
+		return 12;
+	case 33:
+	case 34:
+	case 37:
+	case 38:
+	case 45:
+	case 59:
+		return 4;
+	case 39:
+	case 42:
+	case 46:
+		return 8;
+	case 40:
+	case 57:
+		return 17;
+	case 48:
+		return 18;
+	case 53:
+		return 11;
+	case 56:
+		return 25;
+	}
+	return 0;
+}
+
+/* Byte i of `:path`, raw or Huffman coded (b9 58 d3 3f). */
+RG_INLINE int rg_hpack_path_name_byte(bool huff, __u32 i)
+{
+	if (huff) {
+		switch (i) {
+		case 0:
+			return 0xb9;
+		case 1:
+			return 0x58;
+		case 2:
+			return 0xd3;
+		case 3:
+			return 0x3f;
+		}
+		return -1;
+	}
+	switch (i) {
+	case 0:
+		return ':';
+	case 1:
+		return 'p';
+	case 2:
+		return 'a';
+	case 3:
+		return 't';
+	case 4:
+		return 'h';
+	}
+	return -1;
+}
+
+#define RG_HPACK_PATH_NAME_RAW	5
+#define RG_HPACK_PATH_NAME_HUFF 4
+
+/* Length of the Huffman code starting the 30-bit window v (RFC 7541
+ * Appendix B is canonical: codes of one length are consecutive and
+ * ordered by length, so each length ends at a fixed window value). */
+/* 1 when v >= lim, without a branch: the verifier follows one path, not
+ * one per code length.  Verifier workaround: the asm keeps clang from
+ * turning the arithmetic back into a compare and jump. */
+RG_INLINE __u32 rg_hpack_ge(__u32 v, __u32 lim)
+{
+	__u64 d = (__u64)v - lim;
+
+#ifdef __bpf__
+	asm volatile("" : "+r"(d));
+#endif
+	return (__u32)((d >> 63) ^ 1);
+}
+
+RG_HPACK_FN __u32 rg_hpack_code_bits(__u32 v)
+{
+	__u32 bits = 5;
+
+	bits += 1 * rg_hpack_ge(v, 0x14000000U);
+	bits += 1 * rg_hpack_ge(v, 0x2e000000U);
+	bits += 1 * rg_hpack_ge(v, 0x3e000000U);
+	bits += 2 * rg_hpack_ge(v, 0x3f800000U);
+	bits += 1 * rg_hpack_ge(v, 0x3fd00000U);
+	bits += 1 * rg_hpack_ge(v, 0x3fe80000U);
+	bits += 1 * rg_hpack_ge(v, 0x3ff00000U);
+	bits += 1 * rg_hpack_ge(v, 0x3ffc0000U);
+	bits += 1 * rg_hpack_ge(v, 0x3ffe0000U);
+	bits += 4 * rg_hpack_ge(v, 0x3fff8000U);
+	bits += 1 * rg_hpack_ge(v, 0x3fff9800U);
+	bits += 1 * rg_hpack_ge(v, 0x3fffb800U);
+	bits += 1 * rg_hpack_ge(v, 0x3fffd200U);
+	bits += 1 * rg_hpack_ge(v, 0x3fffec00U);
+	bits += 1 * rg_hpack_ge(v, 0x3ffffa80U);
+	bits += 1 * rg_hpack_ge(v, 0x3ffffd80U);
+	bits += 1 * rg_hpack_ge(v, 0x3ffffe00U);
+	bits += 1 * rg_hpack_ge(v, 0x3ffffef0U);
+	bits += 1 * rg_hpack_ge(v, 0x3fffff88U);
+	bits += 2 * rg_hpack_ge(v, 0x3ffffffcU);
+	return bits;
+}
+
+/* Count the symbol at the top of the bits held, if there are 30 of them
+ * (or at the string's end, pad with ones).  Returns 1 counted, 0 not
+ * enough bits, negative: EOS inside the string. */
+RG_INLINE int rg_hpack_huff_one(struct rg_hpack *t, bool end)
+{
+	__u32 n = t->nbits, v, bits;
+
+	if (n == 0 || (!end && n < RG_HPACK_HUFF_WINDOW_BITS))
+		return 0;
+	if (n >= RG_HPACK_HUFF_WINDOW_BITS)
+		v = (__u32)(t->acc >> (n - RG_HPACK_HUFF_WINDOW_BITS)) & 0x3fffffffU;
+	else
+		v = (__u32)((t->acc << (RG_HPACK_HUFF_WINDOW_BITS - n)) |
+			    ((1ULL << (RG_HPACK_HUFF_WINDOW_BITS - n)) - 1)) &
+		    0x3fffffffU;
+	bits = rg_hpack_code_bits(v);
+	if (bits == RG_HPACK_HUFF_WINDOW_BITS && n >= RG_HPACK_HUFF_WINDOW_BITS)
+		return RG_HPACK_ERR; /* EOS in a string (RFC 7541 §5.2) */
+	if (bits > n)
+		return 0; /* the rest is padding */
+	t->nbits = (__u8)(n - bits);
+	t->acc &= (1ULL << t->nbits) - 1;
+	t->dlen++;
+	return 1;
+}
+
+/* One byte of a Huffman string whose decoded length is needed. */
+RG_INLINE int rg_hpack_huff_byte(struct rg_hpack *t, __u8 c)
+{
+	int r;
+
+	t->acc = (t->acc << 8) | c;
+	t->nbits += 8;
+	/* 8 bits in, at least 5 out per symbol: two rounds keep nbits < 30 */
+	r = rg_hpack_huff_one(t, false);
+	if (r > 0)
+		r = rg_hpack_huff_one(t, false);
+	return r < 0 ? r : 0;
+}
+
+/* The string's end: count what is left; the padding must be under 8
+ * bits, all ones (RFC 7541 §5.2). */
+RG_INLINE int rg_hpack_huff_end(struct rg_hpack *t)
+{
+	int i, r;
+
+	/* under 30 bits held, codes of 5 bits or more: at most 5 symbols */
+	for (i = 0; i < 6; i++) {
+		r = rg_hpack_huff_one(t, true);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			break;
+	}
+	if (t->nbits > 7 || t->acc != (1ULL << t->nbits) - 1)
+		return RG_HPACK_ERR;
+	return 0;
+}
+
+/* Evict the oldest entries until extra more bytes fit (RFC 7541 §4.4). */
+RG_HPACK_FN int rg_hpack_evict(struct rg_hpack *t, __u32 extra)
+{
+	__u32 i, pos;
+
+	if (!t)
+		return RG_HPACK_ERR;
+	for (i = 0; i < RG_HPACK_ENTRIES; i++) {
+		if (!t->count || t->used + extra <= t->max)
+			break;
+		pos = (t->head - t->count) & (RG_HPACK_ENTRIES - 1);
+		t->used -= t->ent_size[pos];
+		t->count--;
+	}
+	return 0;
+}
+
+RG_INLINE void rg_hpack_insert(struct rg_hpack *t, __u32 size, __u32 name_len, __u8 flags)
+{
+	__u32 pos;
+
+	if (size > t->max) {
+		/* a too large entry empties the table and is not added */
+		t->count = 0;
+		t->used = 0;
+		return;
+	}
+	rg_hpack_evict(t, size);
+	if (t->count >= RG_HPACK_ENTRIES) {
+		/* cannot happen at 32 bytes an entry within 4096 */
+		pos = (t->head - t->count) & (RG_HPACK_ENTRIES - 1);
+		t->used -= t->ent_size[pos];
+		t->count--;
+	}
+	pos = t->head & (RG_HPACK_ENTRIES - 1);
+	t->ent_size[pos] = (__u16)size;
+	t->ent_name[pos] = (__u16)name_len;
+	t->ent_flags[pos] = flags;
+	t->head++;
+	t->count++;
+	t->used += size;
+}
+
+/* Ring position of dynamic index i (1 = newest), -1 if none. */
+RG_INLINE int rg_hpack_dyn(const struct rg_hpack *t, __u32 i)
+{
+	if (i == 0 || i > t->count)
+		return -1;
+	return (int)((t->head - i) & (RG_HPACK_ENTRIES - 1));
+}
+
+/* A field is complete. */
+RG_INLINE void rg_hpack_field_done(struct rg_hpack *t, __u32 value_len)
+{
+	if (t->rep == RG_HPR_INC)
+		rg_hpack_insert(t, t->name_len + value_len + RG_HPACK_ENTRY_OVERHEAD, t->name_len,
+				(__u8)((t->is_path ? RG_HPACK_F_PATH_NAME : 0) | (t->cls << 1)));
+	if (t->is_path)
+		t->blk |= (__u8)(1U << (t->cls & 3));
+	t->st = RG_HPS_REP;
+}
+
+/* A string's length is known. */
+RG_INLINE int rg_hpack_str_start(struct rg_hpack *t, __u32 len);
+
+/* An integer is complete. */
+RG_INLINE int rg_hpack_int_done(struct rg_hpack *t, __u32 v)
+{
+	int pos;
+
+	switch (t->what) {
+	case RG_HPI_INDEX:
+		if (v == 0)
+			return RG_HPACK_ERR;
+		if (v <= RG_HPACK_STATIC_ENTRIES) {
+			/* static 4 and 5: `:path /` and `:path /index.html` */
+			t->is_path = v == 4 || v == 5;
+			t->cls = t->is_path ? RG_HPACK_PATH_OTHER : RG_HPACK_NOT_PATH;
+		} else {
+			pos = rg_hpack_dyn(t, v - RG_HPACK_STATIC_ENTRIES);
+			if (pos < 0)
+				return RG_HPACK_ERR;
+			t->is_path = t->ent_flags[pos & (RG_HPACK_ENTRIES - 1)] &
+				     RG_HPACK_F_PATH_NAME;
+			t->cls = (t->ent_flags[pos & (RG_HPACK_ENTRIES - 1)] >> 1) & 3;
+		}
+		t->rep = RG_HPR_NOIDX; /* nothing added */
+		rg_hpack_field_done(t, 0);
+		return 0;
+	case RG_HPI_NAME_INDEX:
+		t->cls = RG_HPACK_NOT_PATH;
+		t->st = RG_HPS_STRLEN;
+		if (v == 0) {
+			t->in_value = 0;
+			t->is_path = 0;
+			return 0;
+		}
+		t->in_value = 1;
+		if (v <= RG_HPACK_STATIC_ENTRIES) {
+			t->is_path = v == 4 || v == 5;
+			t->name_len = rg_hpack_static_name_len(v);
+		} else {
+			pos = rg_hpack_dyn(t, v - RG_HPACK_STATIC_ENTRIES);
+			if (pos < 0)
+				return RG_HPACK_ERR;
+			t->is_path = t->ent_flags[pos & (RG_HPACK_ENTRIES - 1)] &
+				     RG_HPACK_F_PATH_NAME;
+			t->name_len = t->ent_name[pos & (RG_HPACK_ENTRIES - 1)];
+		}
+		return 0;
+	case RG_HPI_SIZE:
+		if (v > RG_HPACK_TABLE_MAX_BYTES)
+			return RG_HPACK_ERR;
+		t->max = v;
+		rg_hpack_evict(t, 0);
+		t->st = RG_HPS_REP;
+		return 0;
+	case RG_HPI_STRLEN:
+		return rg_hpack_str_start(t, v);
+	}
+	return RG_HPACK_ERR;
+}
+
+/* A string is complete. */
+RG_INLINE int rg_hpack_str_done(struct rg_hpack *t)
+{
+	int r;
+
+	if (t->huff && t->rep == RG_HPR_INC) {
+		r = rg_hpack_huff_end(t);
+		if (r < 0)
+			return r;
+	}
+	if (!t->in_value) {
+		t->name_len = t->dlen;
+		t->is_path = t->name_pos ==
+			     (t->huff ? RG_HPACK_PATH_NAME_HUFF : RG_HPACK_PATH_NAME_RAW);
+		t->in_value = 1;
+		t->st = RG_HPS_STRLEN;
+		return 0;
+	}
+	if (t->is_path)
+		t->cls = (__u8)RG_HPACK_ROUTE(t);
+	rg_hpack_field_done(t, t->dlen);
+	return 0;
+}
+
+RG_INLINE int rg_hpack_str_start(struct rg_hpack *t, __u32 len)
+{
+	t->left = len;
+	t->slen = len;
+	t->dlen = t->huff ? 0 : len;
+	t->acc = 0;
+	t->nbits = 0;
+	if (!t->in_value)
+		t->name_pos = len == (t->huff ? RG_HPACK_PATH_NAME_HUFF : RG_HPACK_PATH_NAME_RAW) ?
+				      0 :
+				      0xff;
+	else if (t->is_path)
+		__builtin_memset(t->path, 0, sizeof(t->path));
+	if (len == 0)
+		return rg_hpack_str_done(t);
+	t->st = RG_HPS_STR;
+	return 0;
+}
+
+/* An integer with an n-bit prefix starts with v (RFC 7541 §5.1). */
+RG_INLINE int rg_hpack_int_start(struct rg_hpack *t, __u8 what, __u32 v, __u32 mask)
+{
+	t->what = what;
+	if (v < mask)
+		return rg_hpack_int_done(t, v);
+	t->ival = v;
+	t->ishift = 0;
+	t->st = RG_HPS_INT;
+	return 0;
+}
+
+/* Whether the current string's bytes must be looked at. */
+RG_INLINE bool rg_hpack_str_needed(const struct rg_hpack *t)
+{
+	if (t->huff && t->rep == RG_HPR_INC)
+		return true; /* its decoded length sizes the entry */
+	if (t->in_value)
+		return t->is_path;
+	return t->name_pos != 0xff;
+}
+
+/* One byte of a header block.  Returns 0 or RG_HPACK_ERR. */
+RG_HPACK_FN int rg_hpack_step(struct rg_hpack *t, __u8 c)
+{
+	__u32 i;
+	int e;
+
+	if (!t)
+		return RG_HPACK_ERR;
+	switch (t->st) {
+	case RG_HPS_REP:
+		if (c & 0x80) {
+			t->rep = RG_HPR_INDEXED;
+			return rg_hpack_int_start(t, RG_HPI_INDEX, c & 0x7f, 0x7f);
+		}
+		if (c & 0x40) {
+			t->rep = RG_HPR_INC;
+			return rg_hpack_int_start(t, RG_HPI_NAME_INDEX, c & 0x3f, 0x3f);
+		}
+		if (c & 0x20)
+			return rg_hpack_int_start(t, RG_HPI_SIZE, c & 0x1f, 0x1f);
+		t->rep = RG_HPR_NOIDX;
+		return rg_hpack_int_start(t, RG_HPI_NAME_INDEX, c & 0x0f, 0x0f);
+	case RG_HPS_INT:
+		if (t->ishift > 21)
+			return RG_HPACK_ERR;
+		t->ival += (__u32)(c & 0x7f) << t->ishift;
+		t->ishift += 7;
+		if (t->ival > RG_HPACK_INT_MAX)
+			return RG_HPACK_ERR;
+		if (c & 0x80)
+			return 0;
+		return rg_hpack_int_done(t, t->ival);
+	case RG_HPS_STRLEN:
+		t->huff = c >> 7;
+		return rg_hpack_int_start(t, RG_HPI_STRLEN, c & 0x7f, 0x7f);
+	case RG_HPS_STR:
+		if (t->left == 0)
+			return RG_HPACK_ERR;
+		i = t->slen - t->left;
+		if (!t->in_value) {
+			if (t->name_pos != 0xff)
+				t->name_pos = rg_hpack_path_name_byte(t->huff, i) == c ?
+						      (__u8)(i + 1) :
+						      0xff;
+		} else if (t->is_path && i < RG_HPACK_PATH_BYTES) {
+			t->path[i & (RG_HPACK_PATH_BYTES - 1)] = c;
+		}
+		if (t->huff && t->rep == RG_HPR_INC) {
+			e = rg_hpack_huff_byte(t, c);
+			if (e < 0)
+				return e;
+		}
+		if (--t->left)
+			return 0;
+		return rg_hpack_str_done(t);
+	}
+	return RG_HPACK_ERR;
+}
+
+/* Bytes that can be passed over without rg_hpack_step: a string nobody
+ * reads, but its last byte, which makes the transition. */
+RG_INLINE __u32 rg_hpack_skippable(const struct rg_hpack *t)
+{
+	if (t->st != RG_HPS_STR || t->left < 2 || rg_hpack_str_needed(t))
+		return 0;
+	return t->left - 1;
+}
+
+RG_INLINE void rg_hpack_skip(struct rg_hpack *t, __u32 n)
+{
+	t->left -= n;
+}
+
+/* A header block starts. */
+RG_INLINE void rg_hpack_block_start(struct rg_hpack *t)
+{
+	t->blk = 0;
+}
+
+/* The block ended: -1 if it ended inside a representation, else its
+ * `:path` class: a routed path, or no `:path` (the server refuses the
+ * request), is RG_HPACK_PATH_ROUTED (followed); only `:path`s no route
+ * names make RG_HPACK_PATH_OTHER. */
+RG_INLINE int rg_hpack_block_end(const struct rg_hpack *t)
+{
+	if (t->st != RG_HPS_REP)
+		return RG_HPACK_ERR;
+	if (t->blk == (1U << RG_HPACK_PATH_OTHER))
+		return RG_HPACK_PATH_OTHER;
+	return RG_HPACK_PATH_ROUTED;
+}
+
+#endif /* ROWGATE_HPACK_H */
