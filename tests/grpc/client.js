@@ -3,7 +3,11 @@
 // A GreptimeDB gRPC ingest client on @grpc/grpc-js: sends row inserts (or
 // columnar inserts) with unary Handle or client-streaming HandleRequests,
 // with the standard gRPC retry policy (RESOURCE_EXHAUSTED retryable) in its
-// service config.  Prints one JSON line: what it sent and how the calls ended.
+// service config.  With --other N, each call is followed, on the same
+// connection, by N calls of grpc.health.v1.Health/Check (service
+// "rowgate.test") and N of rowgate.test.Other/Handle (a GreptimeRequest to
+// a method rowgate does not route).  Prints one JSON line: what it sent and
+// how the calls ended.
 'use strict';
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
@@ -20,12 +24,13 @@ function usage(msg) {
   --columnar            send InsertRequests (row_count) instead of row inserts
   --id NAME             prefix of the unique table names (default js)
   --concurrency N       calls in flight at once (default 1)
-  --no-retry            no retry policy in the service config`);
+  --no-retry            no retry policy in the service config
+  --other N             Health/Check and Other/Handle calls after each call (default 0)`);
 	process.exit(2);
 }
 
 const opt = { mode: 'unary', calls: 10, perCall: 3, rows: 10, id: 'js',
-	      concurrency: 1, retry: true, columnar: false };
+	      concurrency: 1, retry: true, columnar: false, other: 0 };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
 	const a = argv[i], v = () => { if (i + 1 >= argv.length) usage(`${a} wants a value`); return argv[++i]; };
@@ -41,6 +46,7 @@ for (let i = 0; i < argv.length; i++) {
 	case '--concurrency': opt.concurrency = n(); break;
 	case '--columnar': opt.columnar = true; break;
 	case '--no-retry': opt.retry = false; break;
+	case '--other': opt.other = n(); break;
 	case '-h': case '--help': usage(); break;
 	default: usage(`unknown option '${a}'`);
 	}
@@ -89,7 +95,38 @@ function message() {
 
 const res = { impl: 'grpc-js', version: require('@grpc/grpc-js/package.json').version,
 	      mode: opt.mode, db: opt.db, calls: 0, ok: 0, failed: 0,
-	      rows_sent: 0, rows_acked: 0, codes: {} };
+	      rows_sent: 0, rows_acked: 0, codes: {},
+	      health_ok: 0, other_ok: 0, other_failed: 0, other_rows_acked: 0 };
+
+// HealthCheckRequest{service: "rowgate.test"}; SERVING is 08 01
+const healthReq = Buffer.concat([Buffer.from([0x0a, 12]), Buffer.from('rowgate.test')]);
+const handleDef = GreptimeDatabase.service.Handle;
+
+function unary(path, ser, de, arg) {
+	return new Promise((resolve) => client.makeUnaryRequest(path, ser, de, arg,
+		(err, resp) => resolve({ err, resp })));
+}
+
+async function otherCalls() {
+	for (let i = 0; i < opt.other; i++) {
+		const h = await unary('/grpc.health.v1.Health/Check', (b) => b, (b) => b, healthReq);
+		if (!h.err && h.resp.equals(Buffer.from([0x08, 0x01]))) {
+			res.health_ok++;
+		} else {
+			res.other_failed++;
+			res.other_error = `health: ${h.err ? h.err.details : h.resp.toString('hex')}`;
+		}
+		const o = await unary('/rowgate.test.Other/Handle', handleDef.requestSerialize,
+			handleDef.responseDeserialize, message());
+		if (!o.err) {
+			res.other_ok++;
+			res.other_rows_acked += o.resp.affected_rows ? o.resp.affected_rows.value : 0;
+		} else {
+			res.other_failed++;
+			res.other_error = `other: ${o.err.details}`;
+		}
+	}
+}
 
 function oneCall() {
 	return new Promise((resolve) => {
@@ -123,10 +160,10 @@ function oneCall() {
 (async () => {
 	let next = 0;
 	const t0 = process.hrtime.bigint();
-	const worker = async () => { while (next < opt.calls) { next++; await oneCall(); } };
+	const worker = async () => { while (next < opt.calls) { next++; await oneCall(); await otherCalls(); } };
 	await Promise.all(Array.from({ length: Math.max(1, opt.concurrency) }, worker));
 	res.seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 	console.log(JSON.stringify(res));
 	client.close();
-	process.exit(res.failed ? 1 : 0);
+	process.exit(res.failed || res.other_failed ? 1 : 0);
 })();

@@ -2,8 +2,11 @@
 // Command rg-grpc-go is a GreptimeDB gRPC ingest client on grpc-go: row
 // inserts (or columnar inserts) through unary Handle or client-streaming
 // HandleRequests, with the standard retry policy (RESOURCE_EXHAUSTED
-// retryable) in its service config.  It prints one JSON line: what it sent
-// and how the calls ended.
+// retryable) in its service config.  With -other N, each call is followed,
+// on the same connection, by N calls of grpc.health.v1.Health/Check
+// (service "rowgate.test") and N of rowgate.test.Other/Handle (a
+// GreptimeRequest to a method rowgate does not route).  It prints one JSON
+// line: what it sent and how the calls ended.
 package main
 
 import (
@@ -17,7 +20,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	protov1 "github.com/golang/protobuf/proto"
 	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -28,9 +33,18 @@ import (
 // github.com/golang/protobuf, which cannot encode these messages.
 type protoCodec struct{}
 
-func (protoCodec) Marshal(v interface{}) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
+// grpc-go's own messages (grpc.health.v1) are of the older API.
+func (protoCodec) Marshal(v interface{}) ([]byte, error) {
+	if m, ok := v.(proto.Message); ok {
+		return proto.Marshal(m)
+	}
+	return protov1.Marshal(v.(protov1.Message))
+}
 func (protoCodec) Unmarshal(b []byte, v interface{}) error {
-	return proto.Unmarshal(b, v.(proto.Message))
+	if m, ok := v.(proto.Message); ok {
+		return proto.Unmarshal(b, m)
+	}
+	return protov1.Unmarshal(b, v.(protov1.Message))
 }
 func (protoCodec) Name() string { return "proto" }
 
@@ -55,6 +69,12 @@ type result struct {
 	LastError string         `json:"last_error,omitempty"`
 	ErrCode   string         `json:"err_code,omitempty"`
 	Seconds   float64        `json:"seconds"`
+	// -other: calls of the services rowgate does not route
+	HealthOK    int64  `json:"health_ok"`
+	OtherOK     int64  `json:"other_ok"`
+	OtherFailed int64  `json:"other_failed"`
+	OtherRows   int64  `json:"other_rows_acked"`
+	OtherError  string `json:"other_error,omitempty"`
 }
 
 func main() {
@@ -68,6 +88,7 @@ func main() {
 	id := flag.String("id", "go", "prefix of the unique table names")
 	conc := flag.Int("concurrency", 1, "calls in flight at once")
 	noRetry := flag.Bool("no-retry", false, "no retry policy in the service config")
+	others := flag.Int("other", 0, "Health/Check and rowgate.test.Other/Handle calls after each call")
 	flag.Parse()
 	if *target == "" || *db == "" {
 		fmt.Fprintln(os.Stderr, "rg-grpc-go: -target and -db are required")
@@ -128,7 +149,34 @@ func main() {
 
 	res := result{Impl: "grpc-go", Version: grpc.Version, Mode: *mode, DB: *db, Codes: map[string]int{}}
 	var mu sync.Mutex
+	otherCalls := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		for i := 0; i < *others; i++ {
+			hr := &healthpb.HealthCheckResponse{}
+			herr := conn.Invoke(ctx, "/grpc.health.v1.Health/Check",
+				&healthpb.HealthCheckRequest{Service: "rowgate.test"}, hr)
+			resp := &GreptimeResponse{}
+			oerr := conn.Invoke(ctx, "/rowgate.test.Other/Handle", message(), resp)
+			mu.Lock()
+			if herr == nil && hr.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+				res.HealthOK++
+			} else {
+				res.OtherFailed++
+				res.OtherError = fmt.Sprint("health: ", herr)
+			}
+			if oerr == nil {
+				res.OtherOK++
+				res.OtherRows += int64(resp.GetAffectedRows().GetValue())
+			} else {
+				res.OtherFailed++
+				res.OtherError = fmt.Sprint("other: ", oerr)
+			}
+			mu.Unlock()
+		}
+	}
 	oneCall := func() {
+		defer otherCalls()
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		var trailer metadata.MD
@@ -185,7 +233,7 @@ func main() {
 	res.Seconds = time.Since(start).Seconds()
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
-	if res.Failed > 0 {
+	if res.Failed > 0 || res.OtherFailed > 0 {
 		os.Exit(1)
 	}
 }

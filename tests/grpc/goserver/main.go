@@ -2,7 +2,11 @@
 // Command rg-grpc-go-server is a minimal GreptimeDB-compatible gRPC ingest
 // server on grpc-go: Handle and HandleRequests store rows per database
 // (dbname, else catalog/schema lower-cased, as greptimedb) and GET /stats on
-// the admin port answers {"rows": {...}, "calls": N, "messages": N}.  It is
+// the admin port answers {"rows": {...}, "calls": N, "messages": N,
+// "other_rows": N, "other_calls": N}.  On the same port it serves two other
+// services, which rowgate must pass untouched: grpc.health.v1.Health
+// (service "rowgate.test" SERVING) and rowgate.test.Other/Handle, which
+// takes a GreptimeRequest too and counts its rows apart.  It is
 // the second server implementation the HTTP/2 design probes run against
 // (tests/grpc/h2_probe.py); the main test server is greptime_server.py.
 package main
@@ -18,7 +22,10 @@ import (
 	"strings"
 	"sync"
 
+	protov1 "github.com/golang/protobuf/proto"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -26,18 +33,29 @@ import (
 // protobuf API.
 type protoCodec struct{}
 
-func (protoCodec) Marshal(v interface{}) ([]byte, error) { return proto.Marshal(v.(proto.Message)) }
+// grpc-go's own messages (grpc.health.v1) are of the older API.
+func (protoCodec) Marshal(v interface{}) ([]byte, error) {
+	if m, ok := v.(proto.Message); ok {
+		return proto.Marshal(m)
+	}
+	return protov1.Marshal(v.(protov1.Message))
+}
 func (protoCodec) Unmarshal(b []byte, v interface{}) error {
-	return proto.Unmarshal(b, v.(proto.Message))
+	if m, ok := v.(proto.Message); ok {
+		return proto.Unmarshal(b, m)
+	}
+	return protov1.Unmarshal(b, v.(protov1.Message))
 }
 func (protoCodec) String() string { return "proto" }
 func (protoCodec) Name() string   { return "proto" }
 
 type store struct {
-	mu       sync.Mutex
-	Rows     map[string]uint64 `json:"rows"`
-	Calls    uint64            `json:"calls"`
-	Messages uint64            `json:"messages"`
+	mu         sync.Mutex
+	Rows       map[string]uint64 `json:"rows"`
+	Calls      uint64            `json:"calls"`
+	Messages   uint64            `json:"messages"`
+	OtherRows  uint64            `json:"other_rows"`
+	OtherCalls uint64            `json:"other_calls"`
 }
 
 func dbOf(h *RequestHeader) string {
@@ -143,6 +161,29 @@ func main() {
 	}
 	srv := grpc.NewServer(grpc.CustomCodec(protoCodec{}), grpc.MaxConcurrentStreams(uint32(*maxStreams)))
 	srv.RegisterService(&desc, struct{}{})
+	other := grpc.ServiceDesc{
+		ServiceName: "rowgate.test.Other",
+		HandlerType: (*interface{})(nil),
+		Methods: []grpc.MethodDesc{{
+			MethodName: "Handle",
+			Handler: func(_ interface{}, ctx context.Context, dec func(interface{}) error, _ grpc.UnaryServerInterceptor) (interface{}, error) {
+				r := &GreptimeRequest{}
+				if err := dec(r); err != nil {
+					return nil, err
+				}
+				n := rowsOf(r)
+				st.mu.Lock()
+				st.OtherRows += n
+				st.OtherCalls++
+				st.mu.Unlock()
+				return response(n), nil
+			},
+		}},
+	}
+	srv.RegisterService(&other, struct{}{})
+	hs := health.NewServer()
+	hs.SetServingStatus("rowgate.test", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(srv, hs)
 	lis, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "rg-grpc-go-server: %v\n", err)
