@@ -2,7 +2,10 @@
 // Command rg-grpc-go-server is a minimal GreptimeDB-compatible gRPC ingest
 // server on grpc-go: Handle and HandleRequests store rows per database
 // (dbname, else catalog/schema lower-cased, as greptimedb) and GET /stats on
-// the admin port answers {"rows": {...}, "calls": N, "messages": N}.  It is
+// the admin port answers {"rows": {...}, "calls": N, "messages": N,
+// "conns": N, "streams": N, "streams_open": N, "streams_open_max": N}
+// (connections accepted; streams begun, open now, most open at once: what
+// a refused stream the kernel resets costs the server's stream limit).  It is
 // the second server implementation the HTTP/2 design probes run against
 // (tests/grpc/h2_probe.py); the main test server is greptime_server.py.
 package main
@@ -19,6 +22,7 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -38,6 +42,41 @@ type store struct {
 	Rows     map[string]uint64 `json:"rows"`
 	Calls    uint64            `json:"calls"`
 	Messages uint64            `json:"messages"`
+	Conns    uint64            `json:"conns"`
+	Streams  uint64            `json:"streams"`
+	Open     uint64            `json:"streams_open"`
+	OpenMax  uint64            `json:"streams_open_max"`
+}
+
+// streamStats counts connections and streams from grpc-go's stats events:
+// Begin is emitted when a stream's handler goroutine starts (before its
+// message is read), End when the stream finishes, reset or not.
+type streamStats struct{ st *store }
+
+func (h streamStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (h streamStats) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (h streamStats) HandleRPC(_ context.Context, s stats.RPCStats) {
+	h.st.mu.Lock()
+	defer h.st.mu.Unlock()
+	switch s.(type) {
+	case *stats.Begin:
+		h.st.Streams++
+		h.st.Open++
+		if h.st.Open > h.st.OpenMax {
+			h.st.OpenMax = h.st.Open
+		}
+	case *stats.End:
+		h.st.Open--
+	}
+}
+func (h streamStats) HandleConn(_ context.Context, s stats.ConnStats) {
+	if _, ok := s.(*stats.ConnBegin); ok {
+		h.st.mu.Lock()
+		h.st.Conns++
+		h.st.mu.Unlock()
+	}
 }
 
 func dbOf(h *RequestHeader) string {
@@ -141,7 +180,8 @@ func main() {
 			},
 		}},
 	}
-	srv := grpc.NewServer(grpc.CustomCodec(protoCodec{}), grpc.MaxConcurrentStreams(uint32(*maxStreams)))
+	srv := grpc.NewServer(grpc.CustomCodec(protoCodec{}), grpc.MaxConcurrentStreams(uint32(*maxStreams)),
+		grpc.StatsHandler(streamStats{st}))
 	srv.RegisterService(&desc, struct{}{})
 	lis, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
 	if err != nil {
