@@ -303,14 +303,16 @@ static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_
 	return 0;
 }
 
-/* One lookup for h2_reject_fallback and its reason's counter. */
-static __always_inline void rg_h2_count_fallback(int why)
+/* One lookup for h2_reject_fallback and its reason's counter.  A global
+ * function: inlined, it grew rg_h2_byte_cb's frame past what 6.1 allows on
+ * the verdict -> byte callback -> rg_h2_message chain (512 bytes). */
+__noinline int rg_h2_count_fallback(int why)
 {
 	__u32 zero = 0;
 	struct rg_global_stats *g = bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero);
 
 	if (!g)
-		return;
+		return 0;
 	__sync_fetch_and_add(&g->h2_reject_fallback, 1);
 	switch (why) {
 	case RG_H2_FB_HEAD_SPLIT:
@@ -335,6 +337,7 @@ static __always_inline void rg_h2_count_fallback(int why)
 		__sync_fetch_and_add(&g->h2_fallback_egress, 1);
 		break;
 	}
+	return 0;
 }
 
 static long rg_h2_byte_cb(__u64 idx, void *ctx)
