@@ -415,6 +415,16 @@ pub async fn handle(state: &State, req: Request<Body>) -> Response<Body> {
         _ => {
             let p = req.uri().path().to_string();
             state.stats.lock().unwrap().grpc_errors += 1;
+            // read the request to its end: answering first makes h2 reset
+            // a stream the client is still sending on
+            let mut body = req.into_body();
+            let mut n = 0;
+            while let Some(Ok(c)) = body.data().await {
+                n += c.len();
+                if n > MAX_MESSAGE {
+                    break;
+                }
+            }
             return trailers_only(UNIMPLEMENTED, &format!("unknown method {}", p));
         }
     };

@@ -56,6 +56,9 @@ struct Stats {
     /// kernel's RST_STREAM), and the last such error as hyper words it
     grpc_resets: u64,
     grpc_last_reset: String,
+    /// connections that ended in an error, by hyper's error (an h2
+    /// GOAWAY it sent shows as GoAway(.., reason, Library))
+    grpc_conn_errors: BTreeMap<String, u64>,
 }
 
 struct State {
@@ -210,7 +213,8 @@ fn stats_json(st: &Stats) -> String {
     let mut s = format!(
         "{{\"requests\":{},\"writes\":{},\"refused\":{},\"calls\":{},\"messages\":{},\
          \"conns\":{},\"streams\":{},\"streams_open\":{},\"streams_open_max\":{},\
-         \"grpc_errors\":{},\"resets\":{},\"last_reset\":{:?},\"rows\":{{",
+         \"grpc_errors\":{},\"resets\":{},\"last_reset\":{:?},\
+         \"conn_errors\":{{{}}},\"rows\":{{",
         st.requests,
         st.writes,
         st.refused,
@@ -222,7 +226,12 @@ fn stats_json(st: &Stats) -> String {
         st.grpc_streams_open_max,
         st.grpc_errors,
         st.grpc_resets,
-        st.grpc_last_reset
+        st.grpc_last_reset,
+        st.grpc_conn_errors
+            .iter()
+            .map(|(e, n)| format!("{:?}:{}", e, n))
+            .collect::<Vec<_>>()
+            .join(",")
     );
     for (i, (db, per)) in st.rows.iter().enumerate() {
         s += &format!("{}{:?}:{{", if i > 0 { "," } else { "" }, db);
@@ -363,28 +372,50 @@ fn main() {
             }
         };
         let gaddr = SocketAddr::from(([127, 0, 0, 1], gport));
-        let make = make_service_fn(move |_| {
-            let state = gstate.clone();
-            state.stats.lock().unwrap().grpc_conns += 1;
-            async move {
-                Ok::<_, Infallible>(service_fn(move |req| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(grpc::handle(&state, req).await) }
-                }))
-            }
-        });
-        let gserver = match Server::try_bind(&gaddr) {
-            Ok(b) => b
-                .http2_only(true)
-                .http2_max_concurrent_streams(max_streams)
-                .serve(make),
+        let listener = match std::net::TcpListener::bind(gaddr)
+            .and_then(|l| l.set_nonblocking(true).map(|_| l))
+            .and_then(tokio::net::TcpListener::from_std)
+        {
+            Ok(l) => l,
             Err(e) => die(&format!("cannot listen on {}: {}", gaddr, e)),
         };
         tokio::select! {
             r = server => if let Err(e) = r { die(&format!("server: {}", e)) },
-            r = gserver => if let Err(e) = r { die(&format!("gRPC server: {}", e)) },
+            e = grpc_serve(listener, gstate, max_streams) => die(&format!("gRPC server: {}", e)),
         }
     });
+}
+
+/// The gRPC port: one hyper HTTP/2 connection per accepted socket, each
+/// one's end recorded in /stats (how h2 ended it, if not cleanly).
+async fn grpc_serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<State>,
+    max_streams: u32,
+) -> std::io::Error {
+    let mut http = hyper::server::conn::Http::new();
+    http.http2_only(true)
+        .http2_max_concurrent_streams(max_streams);
+    loop {
+        let (sock, _) = match listener.accept().await {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        state.stats.lock().unwrap().grpc_conns += 1;
+        let st = state.clone();
+        let svc = service_fn(move |req| {
+            let st = st.clone();
+            async move { Ok::<_, Infallible>(grpc::handle(&st, req).await) }
+        });
+        let conn = http.serve_connection(sock, svc);
+        let st = state.clone();
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                let mut s = st.stats.lock().unwrap();
+                *s.grpc_conn_errors.entry(format!("{:?}", e)).or_insert(0) += 1;
+            }
+        });
+    }
 }
 
 fn die(msg: &str) -> ! {
