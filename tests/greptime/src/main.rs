@@ -282,7 +282,8 @@ GreptimeDB's database and row rules, storing only counts: GET /stats.
                       /HandleRequests on 127.0.0.1:PORT: h2c with prior
                       knowledge, hyper's HTTP/2 on the h2 crate (default:
                       off); rows go to the same /stats counters, plus
-                      calls, messages, conns, streams, streams_open(_max)
+                      calls, messages, conns, streams, streams_open(_max),
+                      resets and conn_errors (by hyper's error)
   --grpc-max-streams N
                       SETTINGS_MAX_CONCURRENT_STREAMS on the gRPC port
                       (default: 100)
