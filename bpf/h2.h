@@ -33,6 +33,19 @@
 #define RG_H2_OP_REWRITE      1 /* RST_STREAM + kernel SETTINGS + filler */
 #define RG_H2_OP_FILL	      2 /* the frame becomes unknown filler */
 
+/* Why --grpc-reject keep could not keep a refusal: it closes with GOAWAY
+ * instead, counted in h2_reject_fallback and in one h2_fallback_* counter
+ * (include/rowgate/counters.h; docs/grpc.md#7-step-2) */
+enum rg_h2_fallback {
+	RG_H2_FB_HEAD_SPLIT = 1, /* the completing frame's header: an earlier skb */
+	RG_H2_FB_SHORT,		 /* its payload cannot hold the rewrite */
+	RG_H2_FB_LATER_SPLIT,	 /* a refused stream's later frame header: an earlier skb */
+	RG_H2_FB_FULL,		 /* refused-stream set, answer or SETTINGS queue */
+	RG_H2_FB_PER_SKB,	 /* RG_H2_RESETS_PER_SKB or RG_H2_OPS reached */
+	RG_H2_FB_NAME,		 /* the database name needs percent-encoding */
+	RG_H2_FB_EGRESS,	 /* egress lost the connection's framing */
+};
+
 struct rg_h2_op {
 	__u32 off; /* skb offset of the frame header */
 	__u32 sid;
@@ -255,13 +268,16 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	return 1;
 }
 
-/* Queue a rewrite of the current frame; 0, or -1 when none fits. */
-static __always_inline int rg_h2_op(struct rg_h2_sock *st, __u32 kind)
+/* Queue a rewrite of the current frame; 0, or why none fits: split (the
+ * frame's header is not in this skb) or RG_H2_FB_PER_SKB. */
+static __always_inline int rg_h2_op(struct rg_h2_sock *st, __u32 kind, int split)
 {
 	struct rg_h2_op *op;
 
-	if (st->fh_off == ~0U || st->nops >= RG_H2_OPS)
-		return -1;
+	if (st->fh_off == ~0U)
+		return split;
+	if (st->nops >= RG_H2_OPS)
+		return RG_H2_FB_PER_SKB;
 	op = &st->ops[st->nops & (RG_H2_OPS - 1)];
 	op->off = st->fh_off;
 	op->sid = st->h.fsid;
@@ -275,26 +291,38 @@ static __always_inline int rg_h2_op(struct rg_h2_sock *st, __u32 kind)
  * --grpc-reject keep: the refused message completes in the current DATA
  * frame; rewrite that frame into RST_STREAM + a kernel SETTINGS + filler
  * and queue the stream's answer for egress (docs/grpc.md §6.3).  Returns
- * 0 when kept, -1 when the connection must close instead (its header
- * went by in an earlier skb, too short a frame, a set is full...).
+ * 0 when kept, else the enum rg_h2_fallback why the connection must close
+ * instead.
  */
 static __always_inline int rg_h2_keep_reject(struct rg_h2_sock *st, struct rg_h2_out *o)
 {
 	struct rg_h2_answer *a;
 	__u32 sid = st->h.fsid, t;
-	int free;
+	int free, r;
 
-	if (!o || o->lost || o->closing || o->ack_untracked || st->h.ftype != RG_H2_DATA ||
-	    sid != st->reject_sid || st->h.flen < RG_H2_REWRITE_MIN_PAYLOAD ||
-	    st->resets >= RG_H2_RESETS_PER_SKB || !rg_grpc_db_plain(&st->db, st->db_len))
-		return -1;
+	if (!o || o->lost || o->closing)
+		return RG_H2_FB_EGRESS;
+	if (o->ack_untracked)
+		return RG_H2_FB_FULL; /* the SETTINGS queue overflowed once */
+	/* messages complete in DATA frames of their stream: defensive */
+	if (st->h.ftype != RG_H2_DATA || sid != st->reject_sid)
+		return RG_H2_FB_HEAD_SPLIT;
+	if (st->h.flen < RG_H2_REWRITE_MIN_PAYLOAD)
+		return RG_H2_FB_SHORT;
+	if (st->resets >= RG_H2_RESETS_PER_SKB)
+		return RG_H2_FB_PER_SKB;
+	if (!rg_grpc_db_plain(&st->db, st->db_len))
+		return RG_H2_FB_NAME;
 	t = o->ans_tail;
 	if (t - RG_READ_ONCE(o->ans_head) >= RG_H2_ANSWERS ||
 	    o->settings_tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE)
-		return -1;
+		return RG_H2_FB_FULL;
 	free = rg_h2_find(st->rej, RG_H2_REJECTED, 0);
-	if (free < 0 || rg_h2_op(st, RG_H2_OP_REWRITE))
-		return -1;
+	if (free < 0)
+		return RG_H2_FB_FULL;
+	r = rg_h2_op(st, RG_H2_OP_REWRITE, RG_H2_FB_HEAD_SPLIT);
+	if (r)
+		return r;
 	st->resets++;
 	/* later messages in this frame are gone with it */
 	st->frame_rej = sid;
@@ -319,11 +347,12 @@ static __always_inline int rg_h2_keep_reject(struct rg_h2_sock *st, struct rg_h2
 
 /* --grpc-reject keep: a client frame on a reset stream (DATA,
  * WINDOW_UPDATE, RST_STREAM) never reaches the server: the server would
- * answer it with a stream error (docs/grpc.md §6.2.4).  -1: cannot. */
+ * answer it with a stream error (docs/grpc.md §6.2.4).  0, or the enum
+ * rg_h2_fallback why it cannot. */
 static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_out *o)
 {
 	__u8 type = st->h.ftype;
-	int i;
+	int i, r;
 
 	if (st->h.fsid == 0 ||
 	    (type != RG_H2_DATA && type != RG_H2_WINDOW_UPDATE && type != RG_H2_RST_STREAM))
@@ -331,12 +360,50 @@ static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_
 	i = rg_h2_find(st->rej, RG_H2_REJECTED, st->h.fsid);
 	if (i < 0)
 		return 0;
-	if (rg_h2_op(st, RG_H2_OP_FILL))
-		return -1;
+	r = rg_h2_op(st, RG_H2_OP_FILL, RG_H2_FB_LATER_SPLIT);
+	if (r)
+		return r;
 	if (type == RG_H2_DATA && o)
 		__sync_fetch_and_add(&o->owed_in, st->h.flen);
 	if (type == RG_H2_RST_STREAM || (type == RG_H2_DATA && (st->h.fflags & RG_H2_FLAG_END_STREAM)))
 		st->rej[i & (RG_H2_REJECTED - 1)] = 0;
+	return 0;
+}
+
+/* One lookup for h2_reject_fallback and its reason's counter.  A global
+ * function: inlined, it grew rg_h2_byte_cb's frame past what 6.1 allows on
+ * the verdict -> byte callback -> rg_h2_message chain (512 bytes). */
+__noinline int rg_h2_count_fallback(int why)
+{
+	__u32 zero = 0;
+	struct rg_global_stats *g = bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero);
+
+	if (!g)
+		return 0;
+	__sync_fetch_and_add(&g->h2_reject_fallback, 1);
+	switch (why) {
+	case RG_H2_FB_HEAD_SPLIT:
+		__sync_fetch_and_add(&g->h2_fallback_head_split, 1);
+		break;
+	case RG_H2_FB_SHORT:
+		__sync_fetch_and_add(&g->h2_fallback_short, 1);
+		break;
+	case RG_H2_FB_LATER_SPLIT:
+		__sync_fetch_and_add(&g->h2_fallback_later_split, 1);
+		break;
+	case RG_H2_FB_FULL:
+		__sync_fetch_and_add(&g->h2_fallback_full, 1);
+		break;
+	case RG_H2_FB_PER_SKB:
+		__sync_fetch_and_add(&g->h2_fallback_per_skb, 1);
+		break;
+	case RG_H2_FB_NAME:
+		__sync_fetch_and_add(&g->h2_fallback_name, 1);
+		break;
+	default:
+		__sync_fetch_and_add(&g->h2_fallback_egress, 1);
+		break;
+	}
 	return 0;
 }
 
@@ -345,7 +412,7 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 	struct rg_h2_loop *l = ctx;
 	struct rg_h2_sock *st = l->st;
 	__u32 p = st->pos, n;
-	int r;
+	int r, fb;
 
 	if (p >= st->win_len) {
 		__u32 off = st->win_off + st->win_len, left;
@@ -383,11 +450,12 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		return 1;
 	}
 	if (r == RG_H2_EV_MESSAGE && rg_h2_message(st)) {
-		if (rg_h2_keep && !rg_h2_keep_reject(st, l->out))
-			return 0;
-		if (rg_h2_keep)
-			rg_global_inc(h2_reject_fallback);
-		return 1;
+		if (!rg_h2_keep)
+			return 1;
+		fb = rg_h2_keep_reject(st, l->out);
+		if (fb)
+			goto fallback;
+		return 0;
 	}
 	if (r == RG_H2_EV_FRAME) {
 		/* the header's last byte is at win_off + p: all of it is in
@@ -398,14 +466,18 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 				     ~0U;
 		if (st->h.ftype == RG_H2_SETTINGS && !(st->h.fflags & RG_H2_FLAG_ACK) && l->out)
 			rg_h2_out_settings(l->out, false);
-		if (rg_h2_keep && !st->must_pass && rg_h2_keep_frame(st, l->out)) {
-			/* close instead, as for a refusal that cannot be kept */
-			rg_global_inc(h2_reject_fallback);
-			st->reject = 1;
-			return 1;
+		if (rg_h2_keep && !st->must_pass) {
+			fb = rg_h2_keep_frame(st, l->out);
+			if (fb)
+				goto fallback;
 		}
 	}
 	return 0;
+fallback:
+	/* close instead, as for a refused message */
+	rg_h2_count_fallback(fb);
+	st->reject = 1;
+	return 1;
 internal:
 	rg_global_inc(internal_errors);
 	st->err = RG_H2_ERR_PROTOCOL;

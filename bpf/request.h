@@ -383,6 +383,9 @@ __noinline int rg_charge_arrived(struct __sk_buff *skb, struct rg_conn *arg)
 
 	if (!c)
 		return 0;
+	/* chunk-size lines alone store nothing */
+	if (c->phase == RG_PHASE_BODY_CHUNKED && !c->chunk.data_seen)
+		return 0;
 	so_far = c->count_rows ? c->req_rows : c->copy_body ? rg_estimate_rows(c) : 0;
 	if (so_far > c->charged_rows) {
 		rg_charge(&c->db, so_far - c->charged_rows, 0, c->verdict == RG_REQ_ADMIT);

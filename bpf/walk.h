@@ -20,6 +20,8 @@ struct rg_loop {
 
 /* One byte of the request stream (all phases); returns 1 to stop. */
 __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off, __u32 ch);
+/* A line named a database in its db tag (request.h); returns 1 to stop. */
+__noinline int rg_body_db_check(struct __sk_buff *skb, struct rg_conn *arg);
 
 /* Body bytes ahead that are plain data: the rest of a Content-Length body
  * or of the current chunk's data (0 elsewhere). */
@@ -59,6 +61,17 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 			continue;
 		}
 		w->pos = p + 1;
+		if (c->scan_db && c->phase == RG_PHASE_BODY_LENGTH && c->body_remaining > 1 &&
+		    !c->count_rows) {
+			/* a tag section's byte, and not the body's last: the db
+			 * tag reader's alone, without a call per byte */
+			c->body_bytes++;
+			c->body_remaining--;
+			if (rg_lp_dbtag_step(&c->dbt, c->win[p & (RG_WINDOW_BYTES - 1)]) &&
+			    rg_body_db_check(l->skb, c))
+				return 1;
+			continue;
+		}
 		if (rg_feed_byte(l->skb, c, w->win_off + p, c->win[p & (RG_WINDOW_BYTES - 1)]))
 			return 1;
 	}

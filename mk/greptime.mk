@@ -3,7 +3,8 @@
 # of the differential e2e suite (docs/server-profiles.md#greptimedb-server),
 # built with Debian's Rust toolchain from Debian's crates, offline: a
 # CARGO_HOME in build/ replaces crates.io with /usr/share/cargo/registry.
-# Debian: cargo rustc librust-hyper-dev librust-tokio-dev
+# Debian: cargo rustc librust-hyper-dev (with its http2 feature, on
+# librust-h2-dev: the gRPC port) librust-tokio-dev
 # librust-serde-urlencoded-dev librust-flate2-dev.
 
 GREPTIME_BIN      := $(BUILD)/greptime/rg-greptime
@@ -14,7 +15,7 @@ GREPTIME_SRCS     := tests/greptime/Cargo.toml $(wildcard tests/greptime/src/*.r
 
 # Without cargo or the crates it is not built and the test that needs it
 # skips, saying so.
-ifneq ($(and $(GREPTIME_CARGO),$(wildcard $(GREPTIME_REGISTRY)/hyper-0.14*)),)
+ifneq ($(and $(GREPTIME_CARGO),$(wildcard $(GREPTIME_REGISTRY)/hyper-0.14*),$(wildcard $(GREPTIME_REGISTRY)/h2-0.3*)),)
 EXTRA_ALL += $(GREPTIME_BIN)
 endif
 
@@ -35,7 +36,7 @@ $(GREPTIME_BIN): $(GREPTIME_SRCS) $(BUILD)/greptime/cargo/config.toml
 		--target-dir $(abspath $(BUILD))/greptime/target
 	$(Q)cp $(BUILD)/greptime/target/release/rg-greptime $@
 
-# The line-protocol rules' own tests (make greptime-test).
+# The line-protocol and protobuf rules' own tests (make greptime-test).
 .PHONY: greptime-test
 greptime-test: $(GREPTIME_BIN)
 	$(Q)CARGO_HOME=$(abspath $(BUILD))/greptime/cargo $(GREPTIME_CARGO) test --quiet --release \

@@ -20,7 +20,7 @@ pkgs=(
 	python3-grpcio python3-protobuf python3-hpack golang-go golang-google-grpc-dev
 	golang-google-protobuf-dev protoc-gen-go nodejs
 	# the GreptimeDB-compatible test server (tests/greptime): Rust, offline
-	cargo rustc librust-hyper-dev librust-tokio-dev librust-serde-urlencoded-dev
+	cargo rustc librust-hyper-dev librust-h2-dev librust-tokio-dev librust-serde-urlencoded-dev
 	librust-flate2-dev
 	# benchmarks: userspace rate-limit baselines and load generators
 	wrk nginx-light haproxy linux-perf

@@ -147,6 +147,20 @@
 	  "gRPC writes rejected by resetting their stream, the connection kept.")        \
 	X(h2_reject_fallback, "h2_reject_fallback", "h2_reject_fallback_total", COUNTER,  \
 	  "Of h2_reject_closed, those --grpc-reject keep could not keep (counted once).") \
+	X(h2_fallback_head_split, "h2_fallback_head_split", "h2_fallback_head_split_total", \
+	  COUNTER, "Of h2_reject_fallback: the completing DATA frame's header was in an earlier skb.") \
+	X(h2_fallback_short, "h2_fallback_short", "h2_fallback_short_total",          \
+	  COUNTER, "Of h2_reject_fallback: the completing DATA frame's payload is under 22 bytes.") \
+	X(h2_fallback_later_split, "h2_fallback_later_split", "h2_fallback_later_split_total", \
+	  COUNTER, "Of h2_reject_fallback: a refused stream's later frame began in an earlier skb.") \
+	X(h2_fallback_full, "h2_fallback_full", "h2_fallback_full_total",             \
+	  COUNTER, "Of h2_reject_fallback: refused-stream set, answer or SETTINGS queue full.") \
+	X(h2_fallback_per_skb, "h2_fallback_per_skb", "h2_fallback_per_skb_total",    \
+	  COUNTER, "Of h2_reject_fallback: over 16 resets or 32 rewrites in one skb.") \
+	X(h2_fallback_name, "h2_fallback_name", "h2_fallback_name_total",             \
+	  COUNTER, "Of h2_reject_fallback: a database name that needs percent-encoding.") \
+	X(h2_fallback_egress, "h2_fallback_egress", "h2_fallback_egress_total",       \
+	  COUNTER, "Of h2_reject_fallback: egress lost the connection's framing.")    \
 	X(h2_out_answers, "h2_out_answers", "h2_out_answers_total", COUNTER,              \
 	  "RESOURCE_EXHAUSTED answers egress wrote in place of a kernel SETTINGS ACK.")  \
 	X(h2_out_answer_failed, "h2_out_answer_failed", "h2_out_answer_failed_total",     \

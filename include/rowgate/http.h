@@ -1145,7 +1145,8 @@ struct rg_chunked {
 	__u8 state;
 	__u8 digits;
 	__u8 last_chunk; /* size 0 seen: trailers follow */
-	__u8 pad[5];
+	__u8 data_seen;	 /* a chunk of data began: bytes that store rows follow */
+	__u8 pad[4];
 };
 
 RG_INLINE void rg_chunked_init(struct rg_chunked *s)
@@ -1207,6 +1208,7 @@ RG_INLINE int rg_chunked_step(struct rg_chunked *s, __u8 c)
 			s->state = RG_CS_TRAILER_START;
 		} else {
 			s->state = RG_CS_DATA;
+			s->data_seen = 1;
 		}
 		return RG_CHUNK_FRAMING;
 	case RG_CS_DATA:

@@ -18,8 +18,8 @@ server answered its own error and stored nothing.  Prints one line per case
 and exits 1 when any case differs.
 
 greptimedb is rg-greptime (tests/greptime: hyper with GreptimeDB's rules);
---splits also sends its framing cases split in two at every byte offset
-(victoria-metrics: the cases with a `db` tag in the body).
+--splits also sends the framing cases split in two at every byte offset
+(victoria-metrics: also the cases with a `db` tag in the body).
 """
 import argparse
 import json
@@ -327,9 +327,9 @@ def greptime_cases():
     return c
 
 
-def greptime_framing_cases():
-    """Framing as hyper reads it: also sent split at every byte offset."""
-    w = GT_W
+def framing_cases(w=GT_W):
+    """Framing cases on write path `w` (hyper's or Go's reading of them):
+    also sent split at every byte offset (--splits)."""
     c = []
 
     def add(name, fn):
@@ -551,14 +551,14 @@ def main():
     ap.add_argument("--generated", type=int, default=60)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--splits", action="store_true",
-                    help="greptimedb: also send each framing case split at every offset; "
-                         "vm: each body-db-tag case")
+                    help="also send each framing case split at every offset "
+                         "(vm: and each body-db-tag case)")
     ap.add_argument("--split-stride", type=int, default=1,
                     help="with --splits: every Nth offset only (default 1: all)")
     a = ap.parse_args()
     dbs = LIMITED[a.server]
     if a.server == "greptimedb":
-        cases = greptime_cases() + greptime_framing_cases() + \
+        cases = greptime_cases() + framing_cases() + \
             greptime_generated(a.generated, a.seed)
     else:
         # InfluxDB answers 400 to a line with a duplicate or empty tag and
@@ -567,9 +567,11 @@ def main():
             if a.server == "influxdb" else ()
         cases = [c + (c[0] in over,)
                  for c in hand_cases() + generated_cases(a.generated, a.seed)]
+        cases += framing_cases(b"/write")
     cases = [c + (None,) for c in cases]
-    if a.splits and a.server == "greptimedb":
-        for name, fn, prefix, over in greptime_framing_cases():
+    if a.splits:
+        w = GT_W if a.server == "greptimedb" else b"/write"
+        for name, fn, prefix, over in framing_cases(w):
             size = len(fn("c%d" % len(cases)))
             cases += [("%s@%d" % (name, k), fn, prefix, over, k)
                       for k in range(1, size, max(1, a.split_stride))]

@@ -18,7 +18,11 @@ scenarios: mix (rejected and admitted calls interleaved on one connection),
            split (two unary calls of two databases on one connection, the
            whole connection's bytes split in two sends at every offset
            from --from on, one connection per offset: what a guarded port
-           must follow whatever the segments).
+           must follow whatever the segments),
+           fallback (a refused message --db the kernel cannot answer in
+           place, so it closes the connection with GOAWAY: on one
+           connection its last DATA frame holds 10 bytes, on another the
+           DATA frame's header and payload come in two sends).
 """
 import argparse
 import json
@@ -361,10 +365,55 @@ def scenario_split(a):
             "bytes": len(allb)}
 
 
+def goaway_of(s):
+    """Read frames until a GOAWAY (its error code) or the end (None)."""
+    got = b""
+    while True:
+        while len(got) >= 9:
+            n = got[0] << 16 | got[1] << 8 | got[2]
+            if len(got) < 9 + n:
+                break
+            if got[3] == GOAWAY:
+                return struct.unpack(">I", got[13:17])[0]
+            got = got[9 + n:]
+        try:
+            b = s.recv(65536)
+        except OSError:
+            return None
+        if not b:
+            return None
+        got += b
+
+
+def scenario_fallback(a):
+    block = hpack.Encoder().encode([
+        (":method", "POST"), (":scheme", "http"),
+        (":path", "/greptime.v1.GreptimeDatabase/Handle"),
+        (":authority", "127.0.0.1:%d" % a.port),
+        ("content-type", "application/grpc"), ("te", "trailers"),
+    ])
+    head = PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, END_HEADERS, 1, block)
+    out = {}
+    for case in ("short", "head_split"):
+        m = message(a.db, a.rows, "fb_" + case)
+        s = socket.create_connection(("127.0.0.1", a.port), timeout=10)
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if case == "short":
+            s.sendall(head + frame(DATA, 0, 1, m[:-10]) + frame(DATA, END_STREAM, 1, m[-10:]))
+        else:
+            d = frame(DATA, END_STREAM, 1, m)
+            s.sendall(head + d[:9])
+            time.sleep(a.gap_ms / 1000.0)  # a segment of its own
+            s.sendall(d[9:])
+        out[case] = goaway_of(s)
+        s.close()
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, required=True, help="server's gRPC port")
-    ap.add_argument("--scenario", choices=("mix", "window", "split"), required=True)
+    ap.add_argument("--scenario", choices=("mix", "window", "split", "fallback"), required=True)
     ap.add_argument("--rejects", type=int, default=100, help="rejected streams (default 100)")
     ap.add_argument("--admit-every", type=int, default=10,
                     help="an admitted call before every K-th rejection (default 10, 0: none)")
@@ -373,16 +422,20 @@ def main():
                     help="frame that makes the server answer (default settings)")
     ap.add_argument("--client-rst", action="store_true",
                     help="send the client's RST_STREAM after each trigger answer")
-    ap.add_argument("--db", default="split_a", help="split: dbname of stream 1")
+    ap.add_argument("--db", default="split_a",
+                    help="split: dbname of stream 1; fallback: a database refused now")
     ap.add_argument("--catalog", default="Acme", help="split: catalog of stream 3")
     ap.add_argument("--schema", default="Split_B", help="split: schema of stream 3")
     ap.add_argument("--from", dest="split_from", type=int, default=1,
                     help="split: first offset (default 1)")
     ap.add_argument("--gap-ms", type=float, default=5,
-                    help="split: pause between the two sends (default 5)")
+                    help="split, fallback: pause between the two sends (default 5)")
     a = ap.parse_args()
     if a.scenario == "split":
         print(json.dumps(scenario_split(a)))
+        return
+    if a.scenario == "fallback":
+        print(json.dumps(scenario_fallback(a)))
         return
     c = Conn(a.port)
     if not c.wait(lambda: c.settings_acks >= 1, 10):

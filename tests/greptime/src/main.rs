@@ -13,6 +13,9 @@
 //! influxdb_line_protocol parser yields, and a request with one line it
 //! refuses stores nothing.  It stores no data: GET /stats returns the rows
 //! per schema and measurement, and the requests it answered.
+//!
+//! With `--grpc-port` it also serves GreptimeDB's gRPC ingest service on
+//! hyper's HTTP/2 (the `h2` crate, as tonic does): grpc.rs.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::convert::Infallible;
@@ -23,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use hyper::service::{make_service_fn, service_fn};
 use hyper::{Body, Method, Request, Response, Server, StatusCode};
 
+mod grpc;
 mod lp;
 
 /// GreptimeDB's `[http] body_limit` default (http.rs DEFAULT_BODY_LIMIT).
@@ -38,6 +42,23 @@ struct Stats {
     requests: u64,
     writes: u64,
     refused: u64,
+    /// gRPC: calls that reached the handler (a first complete message),
+    /// messages stored, connections accepted, streams begun / open now /
+    /// most open at once, calls answered with an error status
+    calls: u64,
+    grpc_messages: u64,
+    grpc_conns: u64,
+    grpc_streams: u64,
+    grpc_streams_open: u64,
+    grpc_streams_open_max: u64,
+    grpc_errors: u64,
+    /// streams whose request body ended in an error (a client's or the
+    /// kernel's RST_STREAM), and the last such error as hyper words it
+    grpc_resets: u64,
+    grpc_last_reset: String,
+    /// connections that ended in an error, by hyper's error (an h2
+    /// GOAWAY it sent shows as GoAway(.., reason, Library))
+    grpc_conn_errors: BTreeMap<String, u64>,
 }
 
 struct State {
@@ -190,8 +211,27 @@ async fn write(state: &State, req: Request<Body>) -> Response<Body> {
 
 fn stats_json(st: &Stats) -> String {
     let mut s = format!(
-        "{{\"requests\":{},\"writes\":{},\"refused\":{},\"rows\":{{",
-        st.requests, st.writes, st.refused
+        "{{\"requests\":{},\"writes\":{},\"refused\":{},\"calls\":{},\"messages\":{},\
+         \"conns\":{},\"streams\":{},\"streams_open\":{},\"streams_open_max\":{},\
+         \"grpc_errors\":{},\"resets\":{},\"last_reset\":{:?},\
+         \"conn_errors\":{{{}}},\"rows\":{{",
+        st.requests,
+        st.writes,
+        st.refused,
+        st.calls,
+        st.grpc_messages,
+        st.grpc_conns,
+        st.grpc_streams,
+        st.grpc_streams_open,
+        st.grpc_streams_open_max,
+        st.grpc_errors,
+        st.grpc_resets,
+        st.grpc_last_reset,
+        st.grpc_conn_errors
+            .iter()
+            .map(|(e, n)| format!("{:?}:{}", e, n))
+            .collect::<Vec<_>>()
+            .join(",")
     );
     for (i, (db, per)) in st.rows.iter().enumerate() {
         s += &format!("{}{:?}:{{", if i > 0 { "," } else { "" }, db);
@@ -229,6 +269,7 @@ async fn handle(state: Arc<State>, req: Request<Body>) -> Result<Response<Body>,
 }
 
 const USAGE: &str = "usage: rg-greptime --port PORT [--databases LIST]
+                   [--grpc-port PORT [--grpc-max-streams N]]
 
 Serves GreptimeDB's InfluxDB write endpoints (/v1/influxdb/write,
 /v1/influxdb/api/v2/write) on 127.0.0.1:PORT with hyper's HTTP/1 and
@@ -237,14 +278,26 @@ GreptimeDB's database and row rules, storing only counts: GET /stats.
   --port PORT         TCP port on 127.0.0.1 (required)
   --databases LIST    comma-separated schemas of catalog greptime that
                       exist (default: public); writes to others fail
+  --grpc-port PORT    also serve greptime.v1.GreptimeDatabase/Handle and
+                      /HandleRequests on 127.0.0.1:PORT: h2c with prior
+                      knowledge, hyper's HTTP/2 on the h2 crate (default:
+                      off); rows go to the same /stats counters, plus
+                      calls, messages, conns, streams, streams_open(_max),
+                      resets and conn_errors (by hyper's error)
+  --grpc-max-streams N
+                      SETTINGS_MAX_CONCURRENT_STREAMS on the gRPC port
+                      (default: 100)
 
 EXAMPLES
   rg-greptime --port 4000 --databases public,t,free
   curl -XPOST --data-binary 'm v=1' 'http://127.0.0.1:4000/v1/influxdb/write?db=t'
+  rg-greptime --port 4000 --grpc-port 4001 --databases public,t
 ";
 
 fn main() {
     let mut port: Option<u16> = None;
+    let mut grpc_port: Option<u16> = None;
+    let mut max_streams: u32 = 100;
     let mut schemas: HashSet<String> = [DEFAULT_SCHEMA.to_string()].into_iter().collect();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -254,6 +307,23 @@ fn main() {
                 match v.parse::<u16>() {
                     Ok(p) if p > 0 => port = Some(p),
                     _ => die(&format!("--port: not a TCP port: {:?}", v)),
+                }
+            }
+            "--grpc-port" => {
+                let v = args.next().unwrap_or_default();
+                match v.parse::<u16>() {
+                    Ok(p) if p > 0 => grpc_port = Some(p),
+                    _ => die(&format!("--grpc-port: not a TCP port: {:?}", v)),
+                }
+            }
+            "--grpc-max-streams" => {
+                let v = args.next().unwrap_or_default();
+                match v.parse::<u32>() {
+                    Ok(n) if n > 0 => max_streams = n,
+                    _ => die(&format!(
+                        "--grpc-max-streams: not a positive number: {:?}",
+                        v
+                    )),
                 }
             }
             "--databases" => {
@@ -271,6 +341,9 @@ fn main() {
         }
     }
     let port = port.unwrap_or_else(|| die("--port is required"));
+    if grpc_port == Some(port) {
+        die("--grpc-port: the same port as --port");
+    }
     let state = Arc::new(State {
         schemas,
         stats: Mutex::new(Stats::default()),
@@ -279,6 +352,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap_or_else(|e| die(&format!("tokio: {}", e)));
+    let gstate = state.clone();
     rt.block_on(async move {
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let make = make_service_fn(move |_| {
@@ -289,10 +363,60 @@ fn main() {
             Ok(b) => b.serve(make),
             Err(e) => die(&format!("cannot listen on {}: {}", addr, e)),
         };
-        if let Err(e) = server.await {
-            die(&format!("server: {}", e));
+        let gport = match grpc_port {
+            Some(p) => p,
+            None => {
+                if let Err(e) = server.await {
+                    die(&format!("server: {}", e));
+                }
+                return;
+            }
+        };
+        let gaddr = SocketAddr::from(([127, 0, 0, 1], gport));
+        let listener = match std::net::TcpListener::bind(gaddr)
+            .and_then(|l| l.set_nonblocking(true).map(|_| l))
+            .and_then(tokio::net::TcpListener::from_std)
+        {
+            Ok(l) => l,
+            Err(e) => die(&format!("cannot listen on {}: {}", gaddr, e)),
+        };
+        tokio::select! {
+            r = server => if let Err(e) = r { die(&format!("server: {}", e)) },
+            e = grpc_serve(listener, gstate, max_streams) => die(&format!("gRPC server: {}", e)),
         }
     });
+}
+
+/// The gRPC port: one hyper HTTP/2 connection per accepted socket, each
+/// one's end recorded in /stats (how h2 ended it, if not cleanly).
+async fn grpc_serve(
+    listener: tokio::net::TcpListener,
+    state: Arc<State>,
+    max_streams: u32,
+) -> std::io::Error {
+    let mut http = hyper::server::conn::Http::new();
+    http.http2_only(true)
+        .http2_max_concurrent_streams(max_streams);
+    loop {
+        let (sock, _) = match listener.accept().await {
+            Ok(a) => a,
+            Err(e) => return e,
+        };
+        state.stats.lock().unwrap().grpc_conns += 1;
+        let st = state.clone();
+        let svc = service_fn(move |req| {
+            let st = st.clone();
+            async move { Ok::<_, Infallible>(grpc::handle(&st, req).await) }
+        });
+        let conn = http.serve_connection(sock, svc);
+        let st = state.clone();
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                let mut s = st.stats.lock().unwrap();
+                *s.grpc_conn_errors.entry(format!("{:?}", e)).or_insert(0) += 1;
+            }
+        });
+    }
 }
 
 fn die(msg: &str) -> ! {

@@ -3,8 +3,11 @@
 // server on grpc-go: Handle and HandleRequests store rows per database
 // (dbname, else catalog/schema lower-cased, as greptimedb) and GET /stats on
 // the admin port answers {"rows": {...}, "calls": N, "messages": N,
-// "other_rows": N, "other_calls": N}.  On the same port it serves two other
-// services, which rowgate must pass untouched: grpc.health.v1.Health
+// "other_rows": N, "other_calls": N, "conns": N, "streams": N,
+// "streams_open": N, "streams_open_max": N} (connections accepted; streams
+// begun, open now, most open at once: what a refused stream the kernel
+// resets costs the server's stream limit).  On the same port it serves two
+// other services, which rowgate must pass untouched: grpc.health.v1.Health
 // (service "rowgate.test" SERVING) and rowgate.test.Other/Handle, which
 // takes a GreptimeRequest too and counts its rows apart.  It is
 // the second server implementation the HTTP/2 design probes run against
@@ -26,6 +29,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -56,6 +60,41 @@ type store struct {
 	Messages   uint64            `json:"messages"`
 	OtherRows  uint64            `json:"other_rows"`
 	OtherCalls uint64            `json:"other_calls"`
+	Conns      uint64            `json:"conns"`
+	Streams    uint64            `json:"streams"`
+	Open       uint64            `json:"streams_open"`
+	OpenMax    uint64            `json:"streams_open_max"`
+}
+
+// streamStats counts connections and streams from grpc-go's stats events:
+// Begin is emitted when a stream's handler goroutine starts (before its
+// message is read), End when the stream finishes, reset or not.
+type streamStats struct{ st *store }
+
+func (h streamStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (h streamStats) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (h streamStats) HandleRPC(_ context.Context, s stats.RPCStats) {
+	h.st.mu.Lock()
+	defer h.st.mu.Unlock()
+	switch s.(type) {
+	case *stats.Begin:
+		h.st.Streams++
+		h.st.Open++
+		if h.st.Open > h.st.OpenMax {
+			h.st.OpenMax = h.st.Open
+		}
+	case *stats.End:
+		h.st.Open--
+	}
+}
+func (h streamStats) HandleConn(_ context.Context, s stats.ConnStats) {
+	if _, ok := s.(*stats.ConnBegin); ok {
+		h.st.mu.Lock()
+		h.st.Conns++
+		h.st.mu.Unlock()
+	}
 }
 
 func dbOf(h *RequestHeader) string {
@@ -159,7 +198,8 @@ func main() {
 			},
 		}},
 	}
-	srv := grpc.NewServer(grpc.CustomCodec(protoCodec{}), grpc.MaxConcurrentStreams(uint32(*maxStreams)))
+	srv := grpc.NewServer(grpc.CustomCodec(protoCodec{}), grpc.MaxConcurrentStreams(uint32(*maxStreams)),
+		grpc.StatsHandler(streamStats{st}))
 	srv.RegisterService(&desc, struct{}{})
 	other := grpc.ServiceDesc{
 		ServiceName: "rowgate.test.Other",
