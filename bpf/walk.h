@@ -135,6 +135,9 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 			return 0;
 		to = rg_scan_newline(c, from, to);
 		k = to - from;
+		/* never counted: the verifier need not walk the counter once
+		 * per place the scan can end (6.12 went past 1M steps) */
+		goto advance;
 	}
 	if (c->count_rows && k) {
 		/* indexed as words: clang 14 loads a byte array at a variable
@@ -159,6 +162,7 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 		c->lp = lp;
 		c->req_rows += rows;
 	}
+advance:
 	if (c->phase == RG_PHASE_BODY_LENGTH)
 		c->body_remaining -= k;
 	else
