@@ -7,9 +7,9 @@
 # the server's own RESOURCE_EXHAUSTED (x-greptime-err-code 6001) is retried by
 # both clients' standard retry policy until each batch is stored exactly once,
 # and that without a retry policy the client sees status 8 and code 6001.
-# Then today's gap: with rowgated guarding the server's port, the HTTP/2
-# preface is answered 400 and gRPC calls fail -- the behaviour the kernel
-# gRPC work will change (this part needs root and skips itself otherwise).
+# Then rowgated's defaults on that port (this part needs root and skips
+# itself otherwise): a greptimedb port follows h2c without --grpc, and
+# --no-grpc answers the preface 400.
 RG_PROFILE=greptimedb # the gRPC port of a GreptimeDB-compatible server
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd node curl ss "$RG_PY"
@@ -98,13 +98,28 @@ run_client nr_js js --db nr_js --calls 1 --no-retry && rg_fail "js: a rejected c
 rg_check "grpc-js sees RESOURCE_EXHAUSTED with x-greptime-err-code 6001" \
 	[ "$(jget "$RG_TMP/nr_js.json" "d['codes'] == {'8': 1} and d['err_code'] == '6001'")" = True ]
 
-# Today's gap: rowgated guarding this port answers the HTTP/2
-# preface 400 and closes.  When the kernel learns h2c this part changes.
+# With rowgated guarding this port: a greptimedb port follows h2c by
+# default (docs/grpc.md); --no-grpc PORT answers the preface 400 and closes,
+# as any request rowgate cannot read.
 if [ -z "$CG" ] || [ ! -x "$RG_ROWGATED" ]; then
 	rg_pass "baseline (rowgated part skipped: needs root, cgroup v2 and a build)"
 fi
+out=$("$RG_ROWGATED" --port "$PORT" --grpc "$PORT" --no-grpc "$PORT" 2>&1) &&
+	rg_fail "--grpc and --no-grpc of one port accepted"
+rg_check "--grpc P --no-grpc P: $out" grep -q "choose one" <<<"$out"
+out=$("$RG_ROWGATED" --port "$PORT" --no-grpc 4002 2>&1) && rg_fail "--no-grpc of an unguarded port accepted"
+rg_check "--no-grpc 4002 without --port 4002: $out" grep -q "not a guarded port (add --port 4002)" <<<"$out"
+out=$("$RG_ROWGATED" --no-grpc x 2>&1) && rg_fail "--no-grpc x accepted"
+rg_check "--no-grpc x: $out" grep -q "expected a guarded TCP port number" <<<"$out"
+"$RG_ROWGATED" --help | grep -q -- "--no-grpc N" || rg_fail "--help does not document --no-grpc"
+
 rg_mount_bpffs
-RG_PORT=$PORT RG_CGROUP=$CG rg_start_rowgated
+VPORT=$(rg_free_port) || rg_fail "no free port"
+RG_PORT=$PORT RG_CGROUP=$CG rg_start_rowgated --no-grpc "$PORT" --port "$VPORT=victoriametrics"
+rg_check "the log says which ports follow h2c: $(grep 'gRPC (h2c)' "$RG_TMP/rowgated.log" | tr '\n' ' ')" \
+	grep -q "port $PORT: greptimedb, gRPC (h2c) answered 400" "$RG_TMP/rowgated.log"
+rg_check "a victoriametrics port answers the preface 400 by default" \
+	grep -q "port $VPORT: victoriametrics, gRPC (h2c) answered 400" "$RG_TMP/rowgated.log"
 "$RG_PY" - "$PORT" >"$RG_TMP/preface.out" 2>&1 <<'PY' || rg_fail "preface: $(cat "$RG_TMP/preface.out")"
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
@@ -122,8 +137,32 @@ while b"HTTP/1.1 400" not in got:
 print(got[got.find(b"HTTP/1.1"):][:40], "after", got.find(b"HTTP/1.1"), "bytes")
 assert b"HTTP/1.1 400" in got, got[:200]
 PY
-rg_log "preface answered: $(cat "$RG_TMP/preface.out")"
-run_client gap go -db gap -calls 1 -no-retry && rg_fail "a gRPC call passed a guarded port (expected the 400 gap)"
-rg_check "grpc-go call on the guarded port fails UNAVAILABLE (today's gap)" \
+rg_log "--no-grpc: preface answered: $(cat "$RG_TMP/preface.out")"
+run_client gap go -db gap -calls 1 -no-retry && rg_fail "a gRPC call passed a --no-grpc port"
+rg_check "--no-grpc: a grpc-go call fails UNAVAILABLE" \
 	[ "$(jget "$RG_TMP/gap.json" "d['codes'] == {'14': 1}")" = True ]
+
+# The default: the same port without --no-grpc follows h2c, charges inserts
+# and refuses them in the kernel at the limit.
+rg_stop_rowgated
+RG_PORT=$PORT RG_CGROUP=$CG rg_start_rowgated
+rg_check "the log says port $PORT follows h2c" \
+	grep -q "port $PORT: greptimedb, gRPC (h2c) followed" "$RG_TMP/rowgated.log"
+rg_ctl limit set dflt 100000 >/dev/null || rg_fail "limit set"
+rg_ctl limit set dflt_spent 10 >/dev/null || rg_fail "limit set"
+calls0=$(jget <(stats) "d['calls']")
+run_client dflt go -db dflt -mode unary -calls 10 -rows 7 || rg_fail "go unary: $(cat "$RG_TMP/dflt."*)"
+run_client dflt_js js --db dflt --mode stream --calls 2 --per-call 3 --rows 5 ||
+	rg_fail "js stream: $(cat "$RG_TMP/dflt_js."*)"
+rg_check "default: 100 rows admitted and charged in the kernel" [ "$(rg_stat dflt admitted_rows)" = 100 ]
+rg_check "default: the server stored them" [ "$(jget <(stats) "d['rows'].get('dflt', 0)")" = 100 ]
+# a 50-row insert on a 10 rows/s database: the first is admitted (the bucket
+# may go into debt), the next is refused by the kernel, never handled
+run_client dflt_spent go -db dflt_spent -calls 2 -rows 50 -no-retry &&
+	rg_fail "two 50-row calls at 10 rows/s both passed"
+rg_check "default: the second call is refused RESOURCE_EXHAUSTED with code 6001" \
+	[ "$(jget "$RG_TMP/dflt_spent.json" "d['codes'].get('8') == 1 and d['err_code'] == '6001'")" = True ]
+rg_check "default: the kernel refused it" [ "$(rg_stat dflt_spent rejected_rows)" = 50 ]
+rg_check "default: the refused call never reached the handler (12 + 1 handled calls)" \
+	[ "$(jget <(stats) "d['calls']")" = $((calls0 + 13)) ]
 rg_pass

@@ -123,6 +123,13 @@ static int serve(struct daemon *d, int notify_fd)
 		return -errno;
 	pr_info("guarding %d port(s) in %s; admin socket %s", d->cfg->nports, d->cfg->cgroup,
 		d->cfg->admin_socket);
+	for (int i = 0; i < d->cfg->nports; i++)
+		pr_info("port %u: %s, gRPC (h2c) %s%s", d->cfg->ports[i],
+			rg_profile_name(d->cfg->port_cfg[i].profile),
+			d->cfg->port_cfg[i].flags & RG_PORT_GRPC ? "followed" : "answered 400",
+			d->cfg->port_cfg[i].flags & RG_PORT_ALLOW_UNPARSED ?
+				", unparsed bytes pass" :
+				"");
 	notify_ready(notify_fd);
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = d->admin_fd, .events = POLLIN };
@@ -139,7 +146,8 @@ static int serve(struct daemon *d, int notify_fd)
 				;
 		rgd_guard_check(d);
 		conns_full_alarm(d);
-		if (!d->detached && rg_monotonic_ns() - last_gc_ns >= RG_GC_INTERVAL_MS * 1000000ULL) {
+		if (!d->detached &&
+		    rg_monotonic_ns() - last_gc_ns >= RG_GC_INTERVAL_MS * 1000000ULL) {
 			struct rg_adopt_maps m = rgd_adopt_maps(d);
 
 			rg_adopt_gc(&m);

@@ -50,9 +50,14 @@ static void usage(FILE *out)
 		"                          repeatable; default: answer 400 and close\n"
 		"      --grpc N            on guarded port N follow gRPC over h2c (the HTTP/2\n"
 		"                          preface): GreptimeDatabase inserts are charged in\n"
-		"                          the kernel, a refused one never reaches the server\n"
-		"                          (docs/grpc.md); repeatable; default: the preface\n"
-		"                          is answered 400 and closed\n"
+		"                          the kernel, a refused one never reaches the server,\n"
+		"                          other gRPC services pass (docs/grpc.md);\n"
+		"                          repeatable; default: on for greptimedb ports\n"
+		"      --no-grpc N         on guarded port N answer the HTTP/2 preface 400\n"
+		"                          and close, as any request rowgate cannot read;\n"
+		"                          repeatable; default: so on every port whose\n"
+		"                          profile is not greptimedb (their servers do not\n"
+		"                          serve gRPC)\n"
 		"      --grpc-reject keep|close\n"
 		"                          how a refused gRPC message is answered: keep its\n"
 		"                          connection (the stream is reset, the client gets\n"
@@ -251,9 +256,21 @@ static int find_cgroup2_root(char *buf, size_t len)
 
 int rgd_parse_args(int argc, char **argv, struct config *cfg)
 {
-	enum { OPT_ROUTES_FILE = 300, OPT_XDP_IFACE, OPT_ALLOW_UNPARSED, OPT_GRPC, OPT_MAX_CONNS,
-	       OPT_CONNS_FULL, OPT_ADMIN_GROUP, OPT_SERVER_TIMEOUT, OPT_EGRESS,
-	       OPT_COPY_MEMORY, OPT_COPY_EXPIRY, OPT_GRPC_REJECT };
+	enum {
+		OPT_ROUTES_FILE = 300,
+		OPT_XDP_IFACE,
+		OPT_ALLOW_UNPARSED,
+		OPT_GRPC,
+		OPT_NO_GRPC,
+		OPT_MAX_CONNS,
+		OPT_CONNS_FULL,
+		OPT_ADMIN_GROUP,
+		OPT_SERVER_TIMEOUT,
+		OPT_EGRESS,
+		OPT_COPY_MEMORY,
+		OPT_COPY_EXPIRY,
+		OPT_GRPC_REJECT
+	};
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
 		{ "port", required_argument, NULL, 'p' },
@@ -267,6 +284,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
 		{ "allow-unparsed", required_argument, NULL, OPT_ALLOW_UNPARSED },
 		{ "grpc", required_argument, NULL, OPT_GRPC },
+		{ "no-grpc", required_argument, NULL, OPT_NO_GRPC },
 		{ "grpc-reject", required_argument, NULL, OPT_GRPC_REJECT },
 		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
@@ -308,11 +326,13 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 				break;
 			case -ENOENT:
 				pr_err("--port '%s': unknown server profile; expected greptimedb, "
-				       "influxdb, victoriametrics, prometheus or loki", optarg);
+				       "influxdb, victoriametrics, prometheus or loki",
+				       optarg);
 				return -EINVAL;
 			default:
 				pr_err("--port '%s': expected PORT[=PROFILE], PORT a TCP port "
-				       "number 1-65535", optarg);
+				       "number 1-65535",
+				       optarg);
 				return -EINVAL;
 			}
 			for (i = 0; i < cfg->nports; i++)
@@ -336,11 +356,20 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 			cfg->nallow_unparsed++;
 			break;
 		case OPT_GRPC:
-			if (cfg->ngrpc == RG_MAX_PORTS || parse_port(optarg, &cfg->grpc[cfg->ngrpc])) {
+			if (cfg->ngrpc == RG_MAX_PORTS ||
+			    parse_port(optarg, &cfg->grpc[cfg->ngrpc])) {
 				pr_err("--grpc '%s': expected a guarded TCP port number", optarg);
 				return -EINVAL;
 			}
 			cfg->ngrpc++;
+			break;
+		case OPT_NO_GRPC:
+			if (cfg->nno_grpc == RG_MAX_PORTS ||
+			    parse_port(optarg, &cfg->no_grpc[cfg->nno_grpc])) {
+				pr_err("--no-grpc '%s': expected a guarded TCP port number", optarg);
+				return -EINVAL;
+			}
+			cfg->nno_grpc++;
 			break;
 		case OPT_SERVER_TIMEOUT:
 			if (cfg->nserver_timeouts == RG_MAX_PORTS ||
@@ -444,7 +473,8 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 			} else if (!strcmp(optarg, "fail-closed")) {
 				cfg->conns_full_close = true;
 			} else {
-				pr_err("--conns-full '%s': expected fail-open or fail-closed", optarg);
+				pr_err("--conns-full '%s': expected fail-open or fail-closed",
+				       optarg);
 				return -EINVAL;
 			}
 			break;
@@ -541,10 +571,34 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		}
 		cfg->port_cfg[i].flags |= RG_PORT_GRPC;
 	}
+	/* GreptimeDB serves GreptimeDatabase over h2c; the Go servers of the
+	 * other profiles answer the preface with an error themselves */
+	for (i = 0; i < cfg->nports; i++)
+		if (cfg->port_cfg[i].profile == RG_PROFILE_GREPTIMEDB)
+			cfg->port_cfg[i].flags |= RG_PORT_GRPC;
+	for (int k = 0; k < cfg->nno_grpc; k++) {
+		for (i = 0; i < cfg->nports; i++)
+			if (cfg->ports[i] == cfg->no_grpc[k])
+				break;
+		if (i == cfg->nports) {
+			pr_err("--no-grpc %u: not a guarded port (add --port %u)", cfg->no_grpc[k],
+			       cfg->no_grpc[k]);
+			return -EINVAL;
+		}
+		for (int j = 0; j < cfg->ngrpc; j++) {
+			if (cfg->grpc[j] == cfg->no_grpc[k]) {
+				pr_err("--grpc %u and --no-grpc %u: choose one", cfg->grpc[j],
+				       cfg->no_grpc[k]);
+				return -EINVAL;
+			}
+		}
+		cfg->port_cfg[i].flags &= ~RG_PORT_GRPC;
+	}
 	for (i = 0; i < cfg->nports; i++) {
 		cfg->port_cfg[i].header_timeout_s =
 			rg_profile_header_timeout_s(cfg->port_cfg[i].profile);
-		cfg->port_cfg[i].idle_timeout_s = rg_profile_idle_timeout_s(cfg->port_cfg[i].profile);
+		cfg->port_cfg[i].idle_timeout_s =
+			rg_profile_idle_timeout_s(cfg->port_cfg[i].profile);
 	}
 	for (int k = 0; k < cfg->nserver_timeouts; k++) {
 		const struct server_timeout_opt *o = &cfg->server_timeouts[k];

@@ -38,6 +38,8 @@ struct config {
 	int nallow_unparsed;
 	__u32 grpc[RG_MAX_PORTS]; /* --grpc, applied after parsing */
 	int ngrpc;
+	__u32 no_grpc[RG_MAX_PORTS]; /* --no-grpc, applied after the defaults */
+	int nno_grpc;
 	struct server_timeout_opt {
 		__u32 port;
 		__u16 header_s, idle_s;
