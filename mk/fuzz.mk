@@ -70,3 +70,7 @@ $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_payload: $(DECODE_HDRS)
 FUZZ_EXTRA_state := user/lib/state.c user/lib/limits.c
 FUZZ_LIBS_state  := -ljansson
 $(BUILD)/fuzz/fuzz_state: $(FUZZ_LIB_HDRS)
+# The HTTP/2 parser with the route lookups unit/test_h2 makes.
+FUZZ_CFLAGS_h2 := -Itests/unit
+$(BUILD)/fuzz/fuzz_h2: tests/unit/h2_routes_ref.h
+$(BUILD)/tests/unit/test_h2: tests/unit/h2_routes_ref.h

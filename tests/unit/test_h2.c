@@ -14,68 +14,9 @@ static int test_route(const struct rg_hpack *t);
 #include "rowgate/h2.h"
 #include "rowgate/hpack_huffman.h"
 #include "check.h"
+#include "h2_routes_ref.h"
 
-/* ---- routes, as rowgated writes them into h2_routes ------------------------ */
-
-#define ROUTE_HANDLE "/greptime.v1.GreptimeDatabase/Handle"
-#define ROUTE_HANDLE_REQUESTS "/greptime.v1.GreptimeDatabase/HandleRequests"
 #define OTHER_PATH "/grpc.health.v1.Health/Check"
-
-static struct rg_h2_route_key route_keys[2 * RG_H2_ROUTE_KEYS_PER_PATH];
-static int nroute_keys;
-
-static void routes_init(void)
-{
-	static const char *const paths[] = { ROUTE_HANDLE, ROUTE_HANDLE_REQUESTS };
-	size_t i;
-
-	for (i = 0; i < 2; i++) {
-		int n = rg_h2_route_keys(paths[i], route_keys + nroute_keys);
-
-		if (n > 0)
-			nroute_keys += n;
-	}
-}
-
-static bool route_found(const struct rg_h2_route_key *k)
-{
-	int i;
-
-	for (i = 0; i < nroute_keys; i++)
-		if (!memcmp(&route_keys[i], k, sizeof(*k)))
-			return true;
-	return false;
-}
-
-/* The lookups bpf/h2.h makes in h2_routes: the whole value, then each
- * prefix length a key has. */
-static int test_route(const struct rg_hpack *t)
-{
-	struct rg_h2_route_key k;
-	int i;
-
-	memset(&k, 0, sizeof(k));
-	if (t->slen <= RG_HPACK_PATH_BYTES) {
-		k.len = (uint8_t)t->slen;
-		k.coding = t->huff ? RG_H2_ROUTE_HUFFMAN : 0;
-		memcpy(k.b, t->path, t->slen);
-		if (route_found(&k))
-			return RG_HPACK_PATH_ROUTED;
-	}
-	for (i = 0; i < nroute_keys; i++) {
-		uint8_t l = route_keys[i].len;
-
-		if (!(route_keys[i].coding & RG_H2_ROUTE_PREFIX) || l > t->slen)
-			continue;
-		memset(&k, 0, sizeof(k));
-		k.len = l;
-		k.coding = (t->huff ? RG_H2_ROUTE_HUFFMAN : 0) | RG_H2_ROUTE_PREFIX;
-		memcpy(k.b, t->path, l);
-		if (route_found(&k))
-			return RG_HPACK_PATH_ROUTED;
-	}
-	return RG_HPACK_PATH_OTHER;
-}
 
 /* ---- builders ------------------------------------------------------------ */
 
