@@ -780,6 +780,7 @@ int rg_egress(struct sk_msg_md *msg)
 	struct bpf_sock *sk = msg->sk;
 	struct tcp_sock *tp;
 	__u64 cookie;
+	__u8 started;
 
 	if (!sk)
 		return SK_PASS;
@@ -796,10 +797,12 @@ int rg_egress(struct sk_msg_md *msg)
 	/* on a --grpc port the server may write its SETTINGS before the
 	 * client's preface arrives; once it did (an h2_out entry), its
 	 * writes are HTTP/2 whatever the verdict has recorded so far (an
-	 * HTTP/1 server never writes first) */
-	if (m.conn->h2 ||
+	 * HTTP/1 server never writes first).  started is read before h2,
+	 * which the verdict stores first */
+	started = RG_READ_ONCE(m.conn->started);
+	if (RG_READ_ONCE(m.conn->h2) ||
 	    ((m.conn->port_flags & RG_PORT_GRPC) &&
-	     (!m.conn->started || bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie))))
+	     (!started || bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie))))
 		return rg_h2_egress(msg, cookie);
 	if (m.conn->eg.answered)
 		return SK_DROP; /* after the 429 that closes: the server closes too */

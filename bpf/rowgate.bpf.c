@@ -136,14 +136,18 @@ int rg_verdict(struct __sk_buff *skb)
 			c->header_timeout_s = pv->header_timeout_s;
 			c->idle_timeout_s = pv->idle_timeout_s;
 		}
-		c->started = 1;
 		rg_request_reset(c);
 	}
+	/* h2 is stored before started: egress on another CPU that sees a
+	 * started connection sees it is HTTP/2 (rg_egress) */
 	if ((c->port_flags & RG_PORT_GRPC) && c->requests == 0 && c->phase == RG_PHASE_HEAD &&
 	    c->head.head_bytes == 0 && c->stash_len == 0 && rg_h2_opens(skb, c)) {
-		c->h2 = 1;
+		*(volatile __u8 *)&c->h2 = 1;
+		*(volatile __u8 *)&c->started = 1;
 		goto h2;
 	}
+	if (!c->started)
+		*(volatile __u8 *)&c->started = 1;
 	l.conn = c;
 	w = &c->w;
 	__builtin_memset(w, 0, sizeof(*w));
