@@ -83,7 +83,7 @@ struct rg_h2_sock {
 	__u32 adm_next;
 	__u32 frame_rej; /* the current frame was rewritten: its stream was refused */
 	__u32 unrouted_seen; /* h->unrouted_streams already counted */
-	__u32 pad3;
+	__u32 stash_whole; /* the stash begins with the current frame's whole header */
 	struct rg_h2_op ops[RG_H2_OPS];
 	__u32 rej[RG_H2_REJECTED]; /* refused streams, 0 = free */
 	__u32 adm[RG_H2_ADMITTED]; /* streams with an admitted message (a ring) */
@@ -407,6 +407,76 @@ __noinline int rg_h2_count_fallback(int why)
 	return 0;
 }
 
+/*
+ * --grpc-reject keep: hold back the skb's last frame bytes
+ * (rg_h2_stash_bytes) in the connection's stash, the one HTTP/1 heads use
+ * (docs/design.md#split-heads; an HTTP/2 connection never has a head
+ * stashed), and cut them off: the next skb gets them in front
+ * (rg_h2_unstash), so the frame's header is in hand when its message is
+ * decided (docs/grpc.md#h2-stash).  Returns 1 when the whole skb is held
+ * (it is then 0 bytes long: dropped, it charges nothing), else 0.  A global
+ * function: its stack is not on the byte loop's call chain.
+ */
+__noinline int rg_h2_hold(struct __sk_buff *skb, struct rg_h2_sock *st)
+{
+	__u64 cookie;
+	struct rg_conn *c;
+	__u32 len, n, cut;
+
+	if (!skb || !st)
+		return 0;
+	len = skb->len;
+	n = rg_h2_stash_bytes(&st->h, len, st->fh_off);
+	if (n == 0 || n > len || n > RG_H2_STASH_MAX)
+		return 0;
+	cut = len - n;
+	/* a rewrite queued at or past the cut is written in this skb */
+	if (st->nops && st->ops[(st->nops - 1) & (RG_H2_OPS - 1)].off >= cut)
+		return 0;
+	if (cut && len > RG_CHANGE_TAIL_MAX)
+		return 0; /* change_tail cannot shrink it */
+	cookie = bpf_get_socket_cookie(skb);
+	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+	if (!c || c->stash_len)
+		return 0;
+	if (rg_stash_append(skb, c, cut, n))
+		return 0;
+	/* the held bytes are charged when the server reads them in front of
+	 * the next skb, not now (docs/design.md#tcp-read-accounting) */
+	if (bpf_skb_change_tail(skb, cut, 0)) {
+		c->stash_len = 0;
+		c->uncharged -= n;
+		return 0;
+	}
+	st->stash_whole = st->h.st != RG_H2S_FRAME_HDR;
+	rg_global_inc(h2_stashed);
+	return cut == 0;
+}
+
+/* Write the held bytes in front of the skb: how many, or -1. */
+__noinline int rg_h2_unstash(struct __sk_buff *skb)
+{
+	__u64 cookie;
+	struct rg_conn *c;
+	__u32 n;
+
+	if (!skb)
+		return -1;
+	cookie = bpf_get_socket_cookie(skb);
+	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+	if (!c)
+		return -1;
+	n = c->stash_len;
+	if (!n)
+		return 0;
+	if (n > RG_H2_STASH_MAX || rg_unstash(skb, c)) {
+		c->uncharged -= n;
+		c->stash_len = 0;
+		return -1;
+	}
+	return (int)n;
+}
+
 static long rg_h2_byte_cb(__u64 idx, void *ctx)
 {
 	struct rg_h2_loop *l = ctx;
@@ -649,7 +719,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	struct rg_h2_loop l = { .skb = skb };
 	struct rg_h2_sock *st;
 	struct rg_conn *c;
-	int verdict;
+	int verdict, skip;
 
 	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!c)
@@ -660,22 +730,31 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		rg_global_inc(h2_failclosed);
 		return SK_DROP;
 	}
+	/* bytes held back from the last skb go first, whatever follows */
+	skip = c->stash_len ? rg_h2_unstash(skb) : 0;
 	if (st->closing)
 		return SK_DROP;
 	if (st->lost)
 		return SK_PASS;
 	l.out = rg_h2_out_get(&cookie);
 	st->must_pass = rg_in_recvmsg(skb, c);
-	st->win_off = 0;
 	st->win_len = 0;
 	st->pos = 0;
 	st->reject = 0;
-	st->fh_off = ~0U;
 	st->nops = 0;
 	st->resets = 0;
 	l.st = st;
-	/* at most one iteration per byte (skips take fewer) */
-	bpf_loop(skb->len, rg_h2_byte_cb, &l, 0);
+	if (skip < 0) {
+		/* held bytes lost: the server's stream has a hole */
+		rg_global_inc(internal_errors);
+		st->err = RG_H2_ERR_PROTOCOL;
+	} else {
+		/* the held bytes were followed already */
+		st->win_off = (__u32)skip;
+		st->fh_off = skip && st->stash_whole ? 0 : ~0U;
+		/* at most one iteration per byte (skips take fewer) */
+		bpf_loop(skb->len, rg_h2_byte_cb, &l, 0);
+	}
 	if (st->h.unrouted_streams != st->unrouted_seen) {
 		__u32 zero = 0;
 		struct rg_global_stats *g = bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero);
@@ -686,6 +765,8 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		st->unrouted_seen = st->h.unrouted_streams;
 	}
 	if (!st->err && !st->reject) {
+		if (rg_h2_keep && !st->must_pass && rg_h2_hold(skb, st))
+			return SK_DROP;
 		if (st->nops && rg_h2_apply_ops(skb, st)) {
 			rg_global_inc(internal_errors);
 			return SK_DROP;

@@ -145,6 +145,8 @@
 	  "HTTP/2 connections whose server frames egress could not follow.")             \
 	X(h2_reject_kept, "h2_reject_kept", "h2_reject_kept_total", COUNTER,              \
 	  "gRPC writes rejected by resetting their stream, the connection kept.")        \
+	X(h2_stashed, "h2_stashed", "h2_stashed_total", COUNTER,                          \
+	  "HTTP/2 skbs whose last frame bytes were held back for the next (--grpc-reject keep).") \
 	X(h2_reject_fallback, "h2_reject_fallback", "h2_reject_fallback_total", COUNTER,  \
 	  "Of h2_reject_closed, those --grpc-reject keep could not keep (counted once).") \
 	X(h2_fallback_head_split, "h2_fallback_head_split", "h2_fallback_head_split_total", \

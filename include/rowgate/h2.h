@@ -1070,6 +1070,41 @@ RG_INLINE void rg_h2_skip(struct rg_h2_conn *h, __u32 n)
 	}
 }
 
+/*
+ * --grpc-reject keep: how many bytes at the end of a skb of len bytes to
+ * hold back and write in front of the next skb, so that the frame header a
+ * rewrite needs is in the skb that decides (docs/grpc.md#h2-stash); 0: none.
+ * Two cases, h being the state after the skb's last byte:
+ *   - a frame header cut by the skb's end: its h->got bytes;
+ *   - a DATA frame of a followed stream, its header at fh_off in this skb
+ *     (~0U: an earlier one), its payload unfinished, whose half-read or
+ *     next message may complete in it: the frame so far, if the whole
+ *     frame fits RG_H2_STASH_MAX.
+ * The held bytes begin with a complete header when h->st is not
+ * RG_H2S_FRAME_HDR.
+ */
+#define RG_H2_STASH_MAX 4096
+RG_INLINE __u32 rg_h2_stash_bytes(const struct rg_h2_conn *h, __u32 len, __u32 fh_off)
+{
+	const struct rg_h2_stream *s;
+
+	if (h->st == RG_H2S_FRAME_HDR)
+		return h->got <= len ? h->got : 0;
+	if (h->st != RG_H2S_DATA && h->st != RG_H2S_PADLEN)
+		return 0; /* the preface, or not a DATA payload */
+	if (h->ftype != RG_H2_DATA || h->unrouted_frame || fh_off >= len)
+		return 0;
+	if (h->flen > RG_H2_STASH_MAX - RG_H2_FRAME_HDR_BYTES)
+		return 0; /* over the bound: a refusal here falls back (counted) */
+	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
+		return 0;
+	s = &h->s[rg_h2_slot(h->slot)];
+	/* a message that goes on past this frame is decided in a later one */
+	if (s->pfx_got == 5 && s->m.len - s->w.pos > h->left)
+		return 0;
+	return len - fh_off;
+}
+
 /* Byte i of the default catalog ("greptime") or schema ("public"),
  * spelled out: clang turns a copy of a literal into a memcpy call, which
  * BPF has not, and a literal indexed at run time lands in .rodata.str1.1,

@@ -222,16 +222,36 @@ rg_check "k_spent: still 1,000 rows stored = admitted" \
 	[ "$(stored $GADMIN k_spent)" = 1000 ] && [ "$(rg_stat k_spent admitted_rows)" = 1000 ]
 
 # Refusals the kernel cannot answer in place fall back to GOAWAY, each
-# counted with its reason: a completing DATA frame of 10 bytes, and one
-# whose header came in an earlier skb (a raw client, python3-hpack)
+# counted with its reason: a completing DATA frame of 10 bytes, and a
+# 7 KB one (over the 4 KB stash) whose header came in an earlier skb.
+# Frames cut elsewhere are held back and their refusals kept
+# (docs/grpc.md#7-step-2; a raw client, python3-hpack)
 FB=0
 if "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null && [ -f "$GRPC_PY/greptime/v1/ingest_pb2.py" ]; then
+	stashed=$(rg_global h2_stashed) kept0=$(rg_global h2_reject_kept)
 	RG_GRPC_PY=$GRPC_PY "$RG_PY" "$RG_ROOT/tests/grpc/h2_probe.py" --port "$GPORT" --scenario fallback \
 		--db k_spent --rows 5 --gap-ms 20 >"$RG_TMP/fallback.json" 2>&1 || rg_fail "fallback: $(cat "$RG_TMP/fallback.json")"
-	rg_log "fallback: $(cat "$RG_TMP/fallback.json")"
-	rg_check "a short completing frame and a split frame header: GOAWAY ENHANCE_YOUR_CALM, counted by reason" \
-		[ "$(jget "$RG_TMP/fallback.json" "d")" = "{'short': 11, 'head_split': 11}" ] &&
+	rg_log "fallback: $(cat "$RG_TMP/fallback.json") h2_stashed +$(($(rg_global h2_stashed) - stashed))"
+	rg_check "a short completing frame and a 7 KB one whose header came alone: GOAWAY ENHANCE_YOUR_CALM, counted by reason" \
+		[ "$(jget "$RG_TMP/fallback.json" "(d['short'], d['over'])")" = "(11, 11)" ] &&
 		[ "$(rg_global h2_fallback_short)" = 1 ] && [ "$(rg_global h2_fallback_head_split)" = 1 ]
+	rg_check "refusals cut after the DATA header, inside it, inside the payload, and a refused stream's later DATA cut inside its header: grpc-status 8, the connection kept (each held back once)" \
+		[ "$(jget "$RG_TMP/fallback.json" "sorted(d['kept'].values())")" = "[8, 8, 8, 8, 8]" ] &&
+		[ "$(jget "$RG_TMP/fallback.json" "(d['goaway'], d['closed'])")" = "(None, False)" ] &&
+		[ "$(rg_global h2_fallback_later_split)" = 0 ] &&
+		[ $(($(rg_global h2_reject_kept) - kept0)) = 5 ] &&
+		[ $(($(rg_global h2_stashed) - stashed)) -ge 4 ]
+	# two refused calls on one connection, its bytes cut once at every
+	# offset from 3 on (2 bytes do not tell h2c from HTTP/1): each refusal
+	# kept, whatever frame the cut falls in
+	stashed=$(rg_global h2_stashed)
+	RG_GRPC_PY=$GRPC_PY "$RG_PY" "$RG_ROOT/tests/grpc/h2_probe.py" --port "$GPORT" --scenario split \
+		--from 3 --want 8 --rows 5 --db k_spent --catalog greptime --schema k_spent >"$RG_TMP/splits.json" 2>&1 ||
+		rg_fail "split: $(cat "$RG_TMP/splits.json")"
+	rg_log "refused splits: $(cat "$RG_TMP/splits.json") h2_stashed +$(($(rg_global h2_stashed) - stashed))"
+	rg_check "two refused calls cut at every offset: both answered grpc-status 8 on every connection ($(jget "$RG_TMP/splits.json" "d['cuts']") cuts), frames held back" \
+		[ "$(jget "$RG_TMP/splits.json" "d['ok'] == d['cuts'] > 100")" = True ] &&
+		[ "$(rg_global h2_stashed)" -gt "$stashed" ]
 	FB=2
 else
 	rg_log "no python3-hpack here: the fallback probe does not run"

@@ -18,11 +18,14 @@ scenarios: mix (rejected and admitted calls interleaved on one connection),
            split (two unary calls of two databases on one connection, the
            whole connection's bytes split in two sends at every offset
            from --from on, one connection per offset: what a guarded port
-           must follow whatever the segments),
-           fallback (a refused message --db the kernel cannot answer in
-           place, so it closes the connection with GOAWAY: on one
-           connection its last DATA frame holds 10 bytes, on another the
-           DATA frame's header and payload come in two sends).
+           must follow whatever the segments; with --want 8, calls it
+           must refuse, keeping the connection, whatever the segments),
+           fallback (refused messages --db cut across sends: one whose
+           last DATA frame holds 10 bytes and one whose 7 KB frame's
+           header comes alone close with GOAWAY; on one connection, calls
+           cut after the DATA header, inside it, inside the payload, and
+           a refused stream's later DATA cut inside its header are kept:
+           grpc-status 8, the connection open).
 """
 import argparse
 import json
@@ -303,7 +306,8 @@ def scenario_window(c, a):
 def scenario_split(a):
     """Every offset: preface, SETTINGS, a unary call on stream 1 (dbname
     --db) and one on stream 3 (catalog/schema --catalog/--schema), cut
-    once; each call must be answered grpc-status 0."""
+    once; each call must be answered grpc-status --want (0; 8 when both
+    databases are refused: then every refusal must be kept)."""
     enc = hpack.Encoder()
     block = enc.encode([
         (":method", "POST"), (":scheme", "http"),
@@ -356,7 +360,7 @@ def scenario_split(a):
         except OSError:
             pass
         s.close()
-        if status == {1: 0, 3: 0}:
+        if status == {1: a.want, 3: a.want}:
             ok += 1
         else:
             failed += 1
@@ -386,6 +390,10 @@ def goaway_of(s):
 
 
 def scenario_fallback(a):
+    """Refusals whose frames reach the kernel cut across skbs: a short
+    completing frame and a completing frame over the stash bound (4 KB)
+    whose header came first still close with GOAWAY; cut elsewhere, the
+    header is held back to the next skb and the refusal is kept."""
     block = hpack.Encoder().encode([
         (":method", "POST"), (":scheme", "http"),
         (":path", "/greptime.v1.GreptimeDatabase/Handle"),
@@ -393,20 +401,64 @@ def scenario_fallback(a):
         ("content-type", "application/grpc"), ("te", "trailers"),
     ])
     head = PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, END_HEADERS, 1, block)
+    gap = a.gap_ms / 1000.0
     out = {}
-    for case in ("short", "head_split"):
-        m = message(a.db, a.rows, "fb_" + case)
+    for case in ("short", "over"):
+        m = message(a.db, a.rows if case == "short" else 400, "fb_" + case)
         s = socket.create_connection(("127.0.0.1", a.port), timeout=10)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if case == "short":
             s.sendall(head + frame(DATA, 0, 1, m[:-10]) + frame(DATA, END_STREAM, 1, m[-10:]))
         else:
             d = frame(DATA, END_STREAM, 1, m)
+            if len(d) <= 4096:
+                raise ValueError("over: a frame of %d bytes fits the stash" % len(d))
             s.sendall(head + d[:9])
-            time.sleep(a.gap_ms / 1000.0)  # a segment of its own
+            time.sleep(gap)  # a segment of its own
             s.sendall(d[9:])
         out[case] = goaway_of(s)
         s.close()
+
+    # one connection: each refused call cut once, then a whole one
+    c = Conn(a.port)
+    if not c.wait(lambda: c.settings_acks >= 1, 10):
+        raise RuntimeError("no SETTINGS ACK from the server")
+
+    def status(sid):
+        c.wait(lambda: c.streams.get(sid, {}).get("done"), 10)
+        for h in c.streams.get(sid, {}).get("headers", []):
+            if "grpc-status" in h:
+                return int(h["grpc-status"])
+        return None
+
+    def call(sid, cut, end_stream=True):
+        d = frame(DATA, END_STREAM if end_stream else 0, sid,
+                  message(a.db, a.rows, "kept%d" % sid))
+        b = c.headers_frame(sid, a.port) + d
+        if cut is None:
+            c.send(b)
+        else:
+            cut += len(b) - len(d)
+            c.send(b[:cut])
+            time.sleep(gap)
+            c.send(b[cut:])
+        return status(sid)
+
+    kept = {}
+    kept["header_then_payload"] = call(1, 9)
+    kept["header_cut"] = call(3, 4)
+    kept["payload_cut"] = call(5, 9 + 7)
+    # a refused stream the client goes on sending on: its later frame,
+    # header cut, becomes filler
+    kept["later_cut"] = call(7, None, end_stream=False)
+    later = frame(DATA, END_STREAM, 7, message(a.db, a.rows, "later7"))
+    c.send(later[:4])
+    time.sleep(gap)
+    c.send(later[4:])
+    kept["whole_after"] = call(9, None)
+    out["kept"] = kept
+    out["goaway"] = c.goaway
+    out["closed"] = c.closed
     return out
 
 
@@ -428,6 +480,8 @@ def main():
     ap.add_argument("--schema", default="Split_B", help="split: schema of stream 3")
     ap.add_argument("--from", dest="split_from", type=int, default=1,
                     help="split: first offset (default 1)")
+    ap.add_argument("--want", type=int, default=0,
+                    help="split: the grpc-status each call must get (default 0)")
     ap.add_argument("--gap-ms", type=float, default=5,
                     help="split, fallback: pause between the two sends (default 5)")
     a = ap.parse_args()

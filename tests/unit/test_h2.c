@@ -579,6 +579,110 @@ static void test_connection(void)
 	freebuf(&z);
 }
 
+/*
+ * The §6.2.5 stash as bpf/h2.h makes it: the connection cut into two skbs,
+ * the bytes rg_h2_stash_bytes holds back of the first written in front of
+ * the second, parsing going on after them.  Counts, per stream, messages
+ * completed in the second skb whose frame header is not in it (a refusal
+ * there could not be rewritten); hold = false: nothing held back.
+ */
+static void stash_cut(const struct buf *b, size_t cut, bool hold, int blind[8], uint32_t *held)
+{
+	uint32_t fh_off = ~0U, n;
+	size_t pos, base;
+	int r;
+
+	rg_h2_init(&conn);
+	for (pos = 0; pos < cut; pos++) {
+		r = rg_h2_step(&conn, b->p[pos]);
+		CHECK(r >= 0, "stash: cut %zu: err %d at %zu", cut, r, pos);
+		if (r < 0)
+			return;
+		if (r == RG_H2_EV_FRAME)
+			fh_off = pos >= 8 ? (uint32_t)pos - 8 : ~0U;
+	}
+	n = hold ? rg_h2_stash_bytes(&conn, (uint32_t)cut, fh_off) : 0;
+	*held = n;
+	CHECK(n <= cut && n <= RG_H2_STASH_MAX, "stash: cut %zu: %u held", cut, n);
+	if (n && conn.st == RG_H2S_FRAME_HDR)
+		CHECK(n == conn.got && !memcmp(b->p + cut - n, conn.fh, n),
+		      "stash: cut %zu: the held bytes are not the header's first %u", cut, n);
+	else if (n)
+		CHECK(!memcmp(b->p + cut - n, conn.fh, RG_H2_FRAME_HDR_BYTES),
+		      "stash: cut %zu: the held bytes do not begin with the frame header", cut);
+	base = cut - n;
+	fh_off = n && conn.st != RG_H2S_FRAME_HDR ? 0 : ~0U;
+	for (pos = cut; pos < b->len; pos++) {
+		r = rg_h2_step(&conn, b->p[pos]);
+		CHECK(r >= 0, "stash: cut %zu: err %d at %zu", cut, r, pos);
+		if (r < 0)
+			return;
+		if (r == RG_H2_EV_FRAME)
+			fh_off = pos - base >= 8 ? (uint32_t)(pos - base) - 8 : ~0U;
+		if (r == RG_H2_EV_MESSAGE && fh_off == ~0U)
+			blind[conn.done_sid & 7]++;
+	}
+}
+
+static void test_stash(void)
+{
+	struct buf c = { 0 }, a = { 0 }, big = { 0 }, req = { 0 }, d = { 0 };
+	int blind[8], nohold[8] = { 0 }, over_blind = 0, over_held = 0;
+	uint8_t pad[3] = { 0 };
+	size_t cut, s5;
+	uint32_t held;
+
+	start(&c);
+	headers(&c, 1, 0);
+	headers(&c, 3, 0);
+	headers(&c, 5, 0);
+	/* stream 1: two messages in DATA frames of 60 bytes */
+	build_req(&req, NULL, NULL, "a", 20);
+	grpc_msg(&a, &req, 0);
+	grpc_msg(&a, &req, 0);
+	freebuf(&req);
+	data(&c, 1, &a, 60, true);
+	/* stream 3: one message in a padded frame */
+	build_req(&req, NULL, NULL, "b", 3);
+	put8(&d, 3);
+	grpc_msg(&d, &req, 0);
+	put(&d, pad, 3);
+	freebuf(&req);
+	frame(&c, RG_H2_DATA, RG_H2_FLAG_PADDED | RG_H2_FLAG_END_STREAM, 3, d.p, d.len);
+	frame(&c, RG_H2_PING, 0, 0, "12345678", 8);
+	/* stream 5: one frame over the bound */
+	s5 = c.len;
+	build_req(&req, NULL, NULL, "c", 400);
+	grpc_msg(&big, &req, 0);
+	freebuf(&req);
+	CHECK(big.len + RG_H2_FRAME_HDR_BYTES > RG_H2_STASH_MAX, "stash: stream 5's frame fits");
+	frame(&c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, 5, big.p, big.len);
+
+	for (cut = 1; cut < c.len; cut++) {
+		memset(blind, 0, sizeof(blind));
+		stash_cut(&c, cut, true, blind, &held);
+		CHECK(blind[1] == 0 && blind[3] == 0,
+		      "stash: cut %zu: a message decided without its frame header (%d, %d)", cut,
+		      blind[1], blind[3]);
+		if (blind[5]) {
+			over_blind++;
+			if (held)
+				over_held++;
+		}
+		stash_cut(&c, cut, false, nohold, &held);
+	}
+	/* stream 5 from its header's end to its payload's last byte - 1 */
+	CHECK_EQ_U64(over_blind, big.len, "stash: cuts that leave the over-bound frame blind");
+	CHECK_EQ_U64(over_held, 0, "stash: the over-bound frame is never held");
+	CHECK(nohold[1] > 0 && nohold[3] > 0, "stash: without it, cuts leave messages blind");
+	CHECK(c.len > s5, "stash: stream 5 built");
+	check_count++;
+	freebuf(&a);
+	freebuf(&big);
+	freebuf(&c);
+	freebuf(&d);
+}
+
 /* A connection prefix + one frame (or raw bytes) must fail with err. */
 static void expect_err(const char *what, const struct buf *c, int err)
 {
@@ -1361,5 +1465,6 @@ int main(void)
 	test_malformed();
 	test_large();
 	test_real_clients();
+	test_stash();
 	return check_report("test_h2");
 }
