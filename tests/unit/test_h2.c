@@ -652,7 +652,7 @@ static void test_stash(void)
 	frame(&c, RG_H2_PING, 0, 0, "12345678", 8);
 	/* stream 5: one frame over the bound */
 	s5 = c.len;
-	build_req(&req, NULL, NULL, "c", 400);
+	build_req(&req, NULL, NULL, "c", 1000);
 	grpc_msg(&big, &req, 0);
 	freebuf(&req);
 	CHECK(big.len + RG_H2_FRAME_HDR_BYTES > RG_H2_STASH_MAX, "stash: stream 5's frame fits");
