@@ -72,5 +72,5 @@ FUZZ_LIBS_state  := -ljansson
 $(BUILD)/fuzz/fuzz_state: $(FUZZ_LIB_HDRS)
 # The HTTP/2 parser with the route lookups unit/test_h2 makes.
 FUZZ_CFLAGS_h2 := -Itests/unit
-$(BUILD)/fuzz/fuzz_h2: tests/unit/h2_routes_ref.h
-$(BUILD)/tests/unit/test_h2: tests/unit/h2_routes_ref.h
+$(BUILD)/fuzz/fuzz_h2: tests/unit/h2_routes_ref.h tests/unit/h2_feed_ref.h
+$(BUILD)/tests/unit/test_h2: tests/unit/h2_routes_ref.h tests/unit/h2_feed_ref.h

@@ -22,106 +22,20 @@ static int test_route(const struct rg_hpack *t);
 #include "rowgate/hpack_huffman.h"
 #include "h2_routes_ref.h"
 
-#define MAX_EVENTS 64
-#define MAX_CUTS   8
+/* every message event names a live or just-freed slot of its stream */
+#define H2_REF_ON_MESSAGE(h, at)                                                        \
+	do {                                                                            \
+		FUZZ_ASSERT((h)->done_slot >= 0 && (h)->done_slot < RG_H2_STREAM_SLOTS, \
+			    "message event at %zu with slot %d", at, (h)->done_slot);   \
+		/* the slot is freed at END_STREAM, its message still readable */       \
+		FUZZ_ASSERT((h)->s[(h)->done_slot].id == (h)->done_sid ||               \
+				    (h)->s[(h)->done_slot].id == 0,                     \
+			    "message event at %zu: slot holds stream %u, not %u", at,   \
+			    (h)->s[(h)->done_slot].id, (h)->done_sid);                  \
+	} while (0)
+#include "h2_feed_ref.h"
 
-struct event {
-	uint32_t sid;
-	uint64_t rows;
-	uint8_t kind, compressed;
-	char db[RG_DB_NAME_MAX];
-	size_t at;
-};
-
-struct outcome {
-	int err;
-	size_t err_at;
-	int nev;
-	struct event ev[MAX_EVENTS];
-	uint64_t frames;
-	uint32_t unrouted;
-};
-
-static void on_result(const struct rg_h2_conn *h, struct outcome *o, int r, size_t at)
-{
-	const struct rg_h2_stream *s;
-	struct event *e;
-	struct rg_db_key k;
-
-	if (r < 0) {
-		o->err = r;
-		o->err_at = at;
-		return;
-	}
-	if (r == RG_H2_EV_FRAME)
-		o->frames++;
-	if (r != RG_H2_EV_MESSAGE)
-		return;
-	FUZZ_ASSERT(h->done_slot >= 0 && h->done_slot < RG_H2_STREAM_SLOTS,
-		    "message event at %zu with slot %d", at, h->done_slot);
-	s = &h->s[h->done_slot];
-	/* the slot is freed at END_STREAM, its message still readable */
-	FUZZ_ASSERT(s->id == h->done_sid || s->id == 0,
-		    "message event at %zu: slot holds stream %u, not %u", at, s->id, h->done_sid);
-	if (o->nev == MAX_EVENTS)
-		return;
-	e = &o->ev[o->nev++];
-	e->sid = h->done_sid;
-	e->rows = s->m.rows;
-	e->kind = s->m.kind;
-	e->compressed = s->m.compressed;
-	e->at = at;
-	if (rg_grpc_db_key(&s->m, &k) < 0)
-		strcpy(e->db, "<unresolved>");
-	else
-		memcpy(e->db, k.name, sizeof(e->db));
-}
-
-/* Every byte through rg_h2_step, in one piece: the reference. */
-static void feed_bytes(const uint8_t *p, size_t n, struct rg_h2_conn *h, struct outcome *o)
-{
-	size_t i;
-
-	memset(o, 0, sizeof(*o));
-	rg_h2_init(h);
-	for (i = 0; i < n && !o->err; i++)
-		on_result(h, o, rg_h2_step(h, p[i]), i);
-	o->unrouted = h->unrouted_streams;
-}
-
-/* As the verdict feeds it: pieces ending at the cuts, skip hints taken
- * but never across a piece's end, the state moved between pieces. */
-static void feed_pieces(const uint8_t *p, size_t n, const size_t *cuts, int ncuts,
-			struct rg_h2_conn *h, struct outcome *o)
-{
-	static struct rg_h2_conn moved;
-	size_t pos = 0;
-	int c;
-
-	memset(o, 0, sizeof(*o));
-	rg_h2_init(h);
-	for (c = 0; c <= ncuts && !o->err; c++) {
-		size_t end = c < ncuts ? cuts[c] : n;
-
-		while (pos < end && !o->err) {
-			uint32_t k = rg_h2_skippable(h);
-
-			if (k) {
-				if (k > end - pos)
-					k = (uint32_t)(end - pos);
-				rg_h2_skip(h, k);
-				pos += k;
-				continue;
-			}
-			on_result(h, o, rg_h2_step(h, p[pos]), pos);
-			pos++;
-		}
-		memcpy(&moved, h, sizeof(moved));
-		memset(h, 0x5a, sizeof(*h));
-		memcpy(h, &moved, sizeof(*h));
-	}
-	o->unrouted = h->unrouted_streams;
-}
+#define MAX_CUTS 8
 
 static void expect_same(const struct outcome *a, const struct outcome *b, int ncuts)
 {
@@ -130,8 +44,7 @@ static void expect_same(const struct outcome *a, const struct outcome *b, int nc
 	FUZZ_ASSERT(a->err == b->err && a->err_at == b->err_at,
 		    "error %d at %zu whole, %d at %zu in %d cuts", a->err, a->err_at, b->err,
 		    b->err_at, ncuts);
-	FUZZ_ASSERT(a->frames == b->frames, "%llu frames whole, %llu in pieces",
-		    (unsigned long long)a->frames, (unsigned long long)b->frames);
+	FUZZ_ASSERT(a->frames == b->frames, "%d frames whole, %d in pieces", a->frames, b->frames);
 	FUZZ_ASSERT(a->nev == b->nev, "%d messages whole, %d in pieces", a->nev, b->nev);
 	FUZZ_ASSERT(a->unrouted == b->unrouted, "%u unrouted streams whole, %u in pieces",
 		    a->unrouted, b->unrouted);
@@ -183,8 +96,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				cuts[i] = cuts[j];
 				cuts[j] = t;
 			}
-	feed_bytes(p, n, &h, &whole);
-	feed_pieces(p, n, cuts, ncuts, &h, &pieces);
+	feed_pieces(&h, p, n, NULL, 0, false, &whole); /* every byte stepped */
+	feed_pieces(&h, p, n, cuts, ncuts, true, &pieces);
 	expect_same(&whole, &pieces, ncuts);
 	free(p);
 	return 0;

@@ -15,6 +15,7 @@ static int test_route(const struct rg_hpack *t);
 #include "rowgate/hpack_huffman.h"
 #include "check.h"
 #include "h2_routes_ref.h"
+#include "h2_feed_ref.h"
 
 #define OTHER_PATH "/grpc.health.v1.Health/Check"
 
@@ -219,78 +220,12 @@ static void data(struct buf *b, uint32_t sid, const struct buf *d, size_t chunk,
 
 /* ---- feeding --------------------------------------------------------------- */
 
-struct event {
-	uint32_t sid;
-	uint64_t rows;
-	uint8_t kind, compressed;
-	char db[RG_DB_NAME_MAX];
-};
-
-#define MAX_EVENTS 64
-struct outcome {
-	int err;           /* 0 or the first negative result */
-	size_t err_at;     /* byte offset of the error */
-	int nev;
-	struct event ev[MAX_EVENTS];
-	int frames;
-	uint32_t unrouted; /* streams found unrouted */
-};
-
 static struct rg_h2_conn conn;
 
-static void on_result(struct outcome *o, int r, size_t at)
-{
-	if (r < 0) {
-		o->err = r;
-		o->err_at = at;
-		return;
-	}
-	if (r == RG_H2_EV_FRAME)
-		o->frames++;
-	if (r == RG_H2_EV_MESSAGE && o->nev < MAX_EVENTS) {
-		const struct rg_h2_stream *s = &conn.s[conn.done_slot];
-		struct event *e = &o->ev[o->nev++];
-		struct rg_db_key k;
-
-		e->sid = conn.done_sid;
-		e->rows = s->m.rows;
-		e->kind = s->m.kind;
-		e->compressed = s->m.compressed;
-		if (rg_grpc_db_key(&s->m, &k) < 0)
-			strcpy(e->db, "<too long>"); /* or not resolvable: refused */
-		else
-			memcpy(e->db, k.name, sizeof(e->db));
-	}
-}
-
-/* Feed b split at the given offsets (sorted), using the skip hints when
- * skip is set, but never across a chunk end. */
 static void feed(const struct buf *b, const size_t *cuts, int ncuts, bool skip,
 		 struct outcome *o)
 {
-	size_t pos = 0;
-	int c;
-
-	memset(o, 0, sizeof(*o));
-	rg_h2_init(&conn);
-	for (c = 0; c <= ncuts && !o->err; c++) {
-		size_t end = c < ncuts ? cuts[c] : b->len;
-
-		while (pos < end && !o->err) {
-			uint32_t n = skip ? rg_h2_skippable(&conn) : 0;
-
-			if (n) {
-				if (n > end - pos)
-					n = (uint32_t)(end - pos);
-				rg_h2_skip(&conn, n);
-				pos += n;
-				continue;
-			}
-			on_result(o, rg_h2_step(&conn, b->p[pos]), pos);
-			pos++;
-		}
-	}
-	o->unrouted = conn.unrouted_streams;
+	feed_pieces(&conn, b->p, b->len, cuts, ncuts, skip, o);
 }
 
 static bool same(const struct outcome *a, const struct outcome *b)

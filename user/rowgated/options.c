@@ -254,6 +254,17 @@ static int find_cgroup2_root(char *buf, size_t len)
 	return ret;
 }
 
+/* The index of port among the guarded ones, or -1 with an error naming
+ * the option that referred to it. */
+static int guarded_port(const struct config *cfg, const char *opt, __u32 port)
+{
+	for (int i = 0; i < cfg->nports; i++)
+		if (cfg->ports[i] == port)
+			return i;
+	pr_err("%s %u: not a guarded port (add --port %u)", opt, port, port);
+	return -1;
+}
+
 int rgd_parse_args(int argc, char **argv, struct config *cfg)
 {
 	enum {
@@ -550,25 +561,15 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		cfg->nports = 1;
 	}
 	for (int k = 0; k < cfg->nallow_unparsed; k++) {
-		for (i = 0; i < cfg->nports; i++)
-			if (cfg->ports[i] == cfg->allow_unparsed[k])
-				break;
-		if (i == cfg->nports) {
-			pr_err("--allow-unparsed %u: not a guarded port (add --port %u)",
-			       cfg->allow_unparsed[k], cfg->allow_unparsed[k]);
+		i = guarded_port(cfg, "--allow-unparsed", cfg->allow_unparsed[k]);
+		if (i < 0)
 			return -EINVAL;
-		}
 		cfg->port_cfg[i].flags |= RG_PORT_ALLOW_UNPARSED;
 	}
 	for (int k = 0; k < cfg->ngrpc; k++) {
-		for (i = 0; i < cfg->nports; i++)
-			if (cfg->ports[i] == cfg->grpc[k])
-				break;
-		if (i == cfg->nports) {
-			pr_err("--grpc %u: not a guarded port (add --port %u)", cfg->grpc[k],
-			       cfg->grpc[k]);
+		i = guarded_port(cfg, "--grpc", cfg->grpc[k]);
+		if (i < 0)
 			return -EINVAL;
-		}
 		cfg->port_cfg[i].flags |= RG_PORT_GRPC;
 	}
 	/* GreptimeDB serves GreptimeDatabase over h2c; the Go servers of the
@@ -577,14 +578,9 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		if (cfg->port_cfg[i].profile == RG_PROFILE_GREPTIMEDB)
 			cfg->port_cfg[i].flags |= RG_PORT_GRPC;
 	for (int k = 0; k < cfg->nno_grpc; k++) {
-		for (i = 0; i < cfg->nports; i++)
-			if (cfg->ports[i] == cfg->no_grpc[k])
-				break;
-		if (i == cfg->nports) {
-			pr_err("--no-grpc %u: not a guarded port (add --port %u)", cfg->no_grpc[k],
-			       cfg->no_grpc[k]);
+		i = guarded_port(cfg, "--no-grpc", cfg->no_grpc[k]);
+		if (i < 0)
 			return -EINVAL;
-		}
 		for (int j = 0; j < cfg->ngrpc; j++) {
 			if (cfg->grpc[j] == cfg->no_grpc[k]) {
 				pr_err("--grpc %u and --no-grpc %u: choose one", cfg->grpc[j],
@@ -603,14 +599,9 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 	for (int k = 0; k < cfg->nserver_timeouts; k++) {
 		const struct server_timeout_opt *o = &cfg->server_timeouts[k];
 
-		for (i = 0; i < cfg->nports; i++)
-			if (cfg->ports[i] == o->port)
-				break;
-		if (i == cfg->nports) {
-			pr_err("--server-timeout %u: not a guarded port (add --port %u)", o->port,
-			       o->port);
+		i = guarded_port(cfg, "--server-timeout", o->port);
+		if (i < 0)
 			return -EINVAL;
-		}
 		cfg->port_cfg[i].header_timeout_s = o->header_s;
 		cfg->port_cfg[i].idle_timeout_s = o->idle_s;
 	}
