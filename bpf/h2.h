@@ -32,6 +32,7 @@
 #define RG_H2_ADMITTED	      16 /* streams remembered as having an admitted message */
 #define RG_H2_OP_REWRITE      1 /* RST_STREAM + kernel SETTINGS + filler */
 #define RG_H2_OP_FILL	      2 /* the frame becomes unknown filler */
+#define RG_H2_OP_EARLY	      3 /* RST_STREAM + filler; SETTINGS at the frame's end */
 
 /* Why --grpc-reject keep could not keep a refusal: it closes with GOAWAY
  * instead, counted in h2_reject_fallback and in one h2_fallback_* counter
@@ -84,6 +85,12 @@ struct rg_h2_sock {
 	__u32 frame_rej; /* the current frame was rewritten: its stream was refused */
 	__u32 unrouted_seen; /* h->unrouted_streams already counted */
 	__u32 stash_whole; /* the stash begins with the current frame's whole header */
+	/* a refusal decided at a DATA frame's header (rg_h2_early_decide) */
+	__u32 early_sid;      /* its stream, until its answer is queued; 0: none */
+	__u32 early_tail;     /* its frame's last 9 bytes are not all written */
+	__u32 early_left;     /* bytes of its frame from early_base of the next skb */
+	__u32 early_rows_set; /* its message completed: early_ans.rows is known */
+	struct rg_h2_answer early_ans;
 	struct rg_h2_op ops[RG_H2_OPS];
 	__u32 rej[RG_H2_REJECTED]; /* refused streams, 0 = free */
 	__u32 adm[RG_H2_ADMITTED]; /* streams with an admitted message (a ring) */
@@ -363,6 +370,8 @@ static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_
 	r = rg_h2_op(st, RG_H2_OP_FILL, RG_H2_FB_LATER_SPLIT);
 	if (r)
 		return r;
+	/* a message completing in it is gone with it, not refused again */
+	st->frame_rej = st->h.fsid;
 	if (type == RG_H2_DATA && o)
 		__sync_fetch_and_add(&o->owed_in, st->h.flen);
 	if (type == RG_H2_RST_STREAM || (type == RG_H2_DATA && (st->h.fflags & RG_H2_FLAG_END_STREAM)))
@@ -477,6 +486,188 @@ __noinline int rg_h2_unstash(struct __sk_buff *skb)
 	return (int)n;
 }
 
+/*
+ * --grpc-reject keep, a DATA frame too large to hold back
+ * (docs/grpc.md#h2-early): the skb ends inside it, its header is in this
+ * skb, and the message it carries completes in it, so that message is
+ * decided now, on the database its RequestHeader named and the bucket as
+ * it is now, while the header can still be rewritten.  Refused: the frame
+ * becomes RST_STREAM + unknown filler here, its last 9 bytes the kernel
+ * SETTINGS (rg_h2_early_tail), and the answer is queued with the message's
+ * rows when the frame ends (rg_h2_early_push).  Admitted, or not decidable
+ * yet: nothing changes, the message is judged when it completes.  Returns
+ * 1 when refused.  A global function: not on the byte loop's call chain.
+ */
+__noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
+				  struct rg_h2_out *o)
+{
+	struct rg_db_key db; /* Linux 6.1 takes no map key from an argument's memory */
+	struct rg_h2_answer *a;
+	struct rg_h2_stream *s;
+	struct rg_h2_conn *h;
+	__u32 len, sid, t;
+	int n, free = 0;
+
+	if (!skb || !st)
+		return 0;
+	h = &st->h;
+	len = skb->len;
+	sid = h->fsid;
+	if (h->st != RG_H2S_DATA || h->ftype != RG_H2_DATA || h->unrouted_frame || st->early_sid)
+		return 0;
+	/* small frames are held back whole instead (rg_h2_hold) */
+	if (h->flen <= RG_H2_STASH_MAX - RG_H2_FRAME_HDR_BYTES)
+		return 0;
+	if (st->fh_off >= len || len - st->fh_off < RG_H2_EARLY_HEAD_BYTES)
+		return 0;
+	if (st->frame_rej == sid || rg_h2_find(st->rej, RG_H2_REJECTED, sid) >= 0 ||
+	    rg_h2_find(st->adm, RG_H2_ADMITTED, sid) >= 0)
+		return 0; /* already refused, or admitted whatever the bucket says */
+	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
+		return 0;
+	s = &h->s[rg_h2_slot(h->slot)];
+	/* the message must complete in this frame, and its RequestHeader and
+	 * kind must be read: not inside the header now */
+	if (s->pfx_got != 5 || s->m.compressed || !rg_grpc_charged(&s->m) ||
+	    s->m.len - s->w.pos > h->left || (s->w.depth >= 1 && s->w.ctx[1] == RG_PB_HEADER))
+		return 0;
+	n = rg_grpc_db_key_in(&s->m, &st->db, st->db_raw);
+	if (n < 0 || !rg_grpc_db_plain(&st->db, (__u32)n))
+		return 0;
+	st->db_len = (__u32)n;
+	__builtin_memcpy(&db, &st->db, sizeof(db));
+	if (rg_admit(&db, &st->info) != RG_ADMIT_NO)
+		return 0;
+	/* room for everything the refusal needs, else it is judged (and
+	 * falls back) at completion as before */
+	if (!o || o->lost || o->closing || o->ack_untracked)
+		return 0;
+	t = o->ans_tail;
+	if (t - RG_READ_ONCE(o->ans_head) >= RG_H2_ANSWERS ||
+	    o->settings_tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE)
+		return 0;
+	if (st->resets >= RG_H2_RESETS_PER_SKB)
+		return 0;
+	if (!(h->fflags & RG_H2_FLAG_END_STREAM)) {
+		free = rg_h2_find(st->rej, RG_H2_REJECTED, 0);
+		if (free < 0)
+			return 0;
+	}
+	if (rg_h2_op(st, RG_H2_OP_EARLY, 1))
+		return 0;
+	st->resets++;
+	st->frame_rej = sid;
+	if (!(h->fflags & RG_H2_FLAG_END_STREAM))
+		st->rej[free & (RG_H2_REJECTED - 1)] = sid;
+	__sync_fetch_and_add(&o->owed_in, h->flen);
+	a = &st->early_ans;
+	a->sid = sid;
+	a->hdrs_sent = 0;
+	a->rows = 0;
+	a->quota_rows_per_s = st->info.quota_rows_per_s;
+	a->limit_rows_per_s = st->info.limit_rows_per_s;
+	a->db_len = st->db_len;
+	__builtin_memcpy(&a->db, &st->db, sizeof(a->db));
+	st->early_sid = sid;
+	st->early_rows_set = 0;
+	st->early_tail = 1;
+	/* the frame's bytes from the end of the rewritten head on */
+	st->early_left = RG_H2_FRAME_HDR_BYTES + h->flen - RG_H2_EARLY_HEAD_BYTES;
+	rg_global_inc(h2_reject_early);
+	return 1;
+}
+
+/*
+ * Write the part of the early-refused frame's last 9 bytes (the kernel
+ * SETTINGS) that lies in this skb, from offset base on, where
+ * st->early_left bytes of the frame begin.  Returns 1 when the frame ends
+ * in this skb, 0 when it goes on, -1 on a failed write.
+ */
+__noinline int rg_h2_early_tail(struct __sk_buff *skb, struct rg_h2_sock *st, __u32 base)
+{
+	__u32 len, end, lo, hi, i0, n;
+	__u8 *b;
+
+	if (!skb || !st || !st->early_tail)
+		return 0;
+	len = skb->len;
+	end = base + st->early_left;
+	lo = end >= base + RG_H2_SETTINGS_EMPTY_BYTES ? end - RG_H2_SETTINGS_EMPTY_BYTES : base;
+	hi = end < len ? end : len;
+	if (lo < hi) {
+		b = (__u8 *)st->text.b;
+		rg_h2_put_settings_empty(b);
+		i0 = lo + RG_H2_SETTINGS_EMPTY_BYTES - end;
+		n = hi - lo;
+		if (i0 >= RG_H2_SETTINGS_EMPTY_BYTES || n > RG_H2_SETTINGS_EMPTY_BYTES - i0)
+			return -1;
+		if (bpf_skb_store_bytes(skb, lo, b + (i0 & 15), ((n - 1) & 15) + 1, 0))
+			return -1;
+	}
+	if (end <= len) {
+		st->early_tail = 0;
+		st->early_left = 0;
+		return 1;
+	}
+	st->early_left = end - (base > len ? base : len);
+	return 0;
+}
+
+/* The early-refused stream's message completed: its rows. */
+__noinline int rg_h2_early_rows(struct rg_h2_sock *st)
+{
+	struct rg_reject_info info = {};
+	struct rg_db_key db;
+	__s8 s;
+
+	if (!st || st->early_rows_set)
+		return 0;
+	s = st->h.done_slot;
+	if (s < 0 || s >= RG_H2_STREAM_SLOTS)
+		return 0;
+	st->early_ans.rows = st->h.s[rg_h2_slot(s)].m.rows;
+	st->early_rows_set = 1;
+	info.quota_rows_per_s = st->early_ans.quota_rows_per_s;
+	info.limit_rows_per_s = st->early_ans.limit_rows_per_s;
+	__builtin_memcpy(&db, &st->early_ans.db, sizeof(db));
+	rg_account_reject(&db, st->early_ans.rows, &info);
+	return 0;
+}
+
+/*
+ * The early-refused frame ended: queue its answer and its SETTINGS for
+ * egress.  0, or the enum rg_h2_fallback why the connection must close
+ * (the 429 then names the refused message).
+ */
+__noinline int rg_h2_early_push(struct rg_h2_sock *st, struct rg_h2_out *o)
+{
+	struct rg_h2_answer *a;
+	__u32 t;
+
+	if (!st || !st->early_sid)
+		return 0;
+	if (!st->early_rows_set || !o || o->lost || o->closing || o->ack_untracked ||
+	    o->ans_tail - RG_READ_ONCE(o->ans_head) >= RG_H2_ANSWERS ||
+	    o->settings_tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE) {
+		st->reject_sid = st->early_sid;
+		st->reject_rows = st->early_ans.rows;
+		st->info.quota_rows_per_s = st->early_ans.quota_rows_per_s;
+		st->info.limit_rows_per_s = st->early_ans.limit_rows_per_s;
+		st->db_len = st->early_ans.db_len;
+		__builtin_memcpy(&st->db, &st->early_ans.db, sizeof(st->db));
+		st->early_sid = 0;
+		return st->early_rows_set ? RG_H2_FB_EGRESS : RG_H2_FB_HEAD_SPLIT;
+	}
+	t = o->ans_tail;
+	a = &o->ans[t & (RG_H2_ANSWERS - 1)];
+	__builtin_memcpy(a, &st->early_ans, sizeof(*a));
+	__sync_fetch_and_add(&o->ans_tail, 1);
+	rg_h2_out_settings(o, true);
+	st->early_sid = 0;
+	rg_global_inc(h2_reject_kept);
+	return 0;
+}
+
 static long rg_h2_byte_cb(__u64 idx, void *ctx)
 {
 	struct rg_h2_loop *l = ctx;
@@ -519,6 +710,11 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		st->err = r;
 		return 1;
 	}
+	if (r == RG_H2_EV_MESSAGE && st->early_sid && st->h.done_sid == st->early_sid) {
+		/* refused at its frame's header: only its rows are wanted */
+		rg_h2_early_rows(st);
+		return 0;
+	}
 	if (r == RG_H2_EV_MESSAGE && rg_h2_message(st)) {
 		if (!rg_h2_keep)
 			return 1;
@@ -530,6 +726,12 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 	if (r == RG_H2_EV_FRAME) {
 		/* the header's last byte is at win_off + p: all of it is in
 		 * this skb unless it began in an earlier one */
+		if (st->early_sid) {
+			/* the early-refused frame ended before this one */
+			fb = rg_h2_early_push(st, l->out);
+			if (fb)
+				goto fallback;
+		}
 		st->frame_rej = 0;
 		st->fh_off = st->win_off + p >= RG_H2_FRAME_HDR_BYTES - 1 ?
 				     st->win_off + p - (RG_H2_FRAME_HDR_BYTES - 1) :
@@ -681,6 +883,10 @@ static __always_inline int rg_h2_apply_ops(struct __sk_buff *skb, struct rg_h2_s
 			if (rg_h2_put_rewrite_head(b, op->sid, op->flen) != RG_H2_REWRITE_HEAD_BYTES ||
 			    bpf_skb_store_bytes(skb, op->off, b, RG_H2_REWRITE_HEAD_BYTES, 0))
 				return -1;
+		} else if (op->kind == RG_H2_OP_EARLY) {
+			if (rg_h2_put_early_head(b, op->sid, op->flen) != RG_H2_EARLY_HEAD_BYTES ||
+			    bpf_skb_store_bytes(skb, op->off, b, RG_H2_EARLY_HEAD_BYTES, 0))
+				return -1;
 		} else {
 			b[0] = RG_H2_FILLER;
 			b[1] = 0;
@@ -763,6 +969,28 @@ int rg_h2_verdict(struct __sk_buff *skb)
 			__sync_fetch_and_add(&g->h2_streams_unrouted,
 					     st->h.unrouted_streams - st->unrouted_seen);
 		st->unrouted_seen = st->h.unrouted_streams;
+	}
+	if (!st->err && !st->reject && st->early_tail) {
+		/* an early-refused frame goes on in this skb: its trigger bytes */
+		int end = rg_h2_early_tail(skb, st, skip > 0 ? (__u32)skip : 0);
+
+		if (end < 0) {
+			rg_global_inc(internal_errors);
+			st->err = RG_H2_ERR_PROTOCOL;
+		} else if (end && st->early_sid) {
+			int fb = rg_h2_early_push(st, l.out);
+
+			if (fb) {
+				rg_h2_count_fallback(fb);
+				st->reject = 1;
+			}
+		}
+	}
+	if (rg_h2_keep && !st->err && !st->reject && !st->must_pass &&
+	    rg_h2_early_decide(skb, st, l.out) &&
+	    rg_h2_early_tail(skb, st, st->fh_off + RG_H2_EARLY_HEAD_BYTES) < 0) {
+		rg_global_inc(internal_errors);
+		st->err = RG_H2_ERR_PROTOCOL;
 	}
 	if (!st->err && !st->reject) {
 		if (rg_h2_keep && !st->must_pass && rg_h2_hold(skb, st))

@@ -215,6 +215,13 @@ put_python() {
 		--exclude="$ver/tkinter" --exclude="$ver/turtledemo" --exclude="$ver/ensurepip" \
 		--exclude="$ver/lib2to3" --exclude="$ver/config-*" "$ver" |
 		tar -C "$STAGE/usr/lib" -xf -
+	# two Debian packages beside the stdlib, for the raw HTTP/2 probes
+	# (python3-hpack, python3-protobuf; its .so gets its libraries below)
+	for d in hpack google; do
+		[ -d "/usr/lib/python3/dist-packages/$d" ] || continue
+		mkdir -p "$STAGE/usr/lib/python3/dist-packages"
+		cp -a "/usr/lib/python3/dist-packages/$d" "$STAGE/usr/lib/python3/dist-packages/"
+	done
 	echo python3 >>"$STAGE/vmtest/needs"
 }
 

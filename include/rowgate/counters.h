@@ -147,6 +147,8 @@
 	  "gRPC writes rejected by resetting their stream, the connection kept.")        \
 	X(h2_stashed, "h2_stashed", "h2_stashed_total", COUNTER,                          \
 	  "HTTP/2 skbs whose last frame bytes were held back for the next (--grpc-reject keep).") \
+	X(h2_reject_early, "h2_reject_early", "h2_reject_early_total", COUNTER,            \
+	  "Of h2_reject_kept: refused at the header of a DATA frame too large to hold back.") \
 	X(h2_reject_fallback, "h2_reject_fallback", "h2_reject_fallback_total", COUNTER,  \
 	  "Of h2_reject_closed, those --grpc-reject keep could not keep (counted once).") \
 	X(h2_fallback_head_split, "h2_fallback_head_split", "h2_fallback_head_split_total", \

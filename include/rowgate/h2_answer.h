@@ -106,6 +106,28 @@ RG_INLINE int rg_h2_put_rewrite_head(__u8 *b, __u32 sid, __u32 payload_len)
 	return RG_H2_REWRITE_HEAD_BYTES;
 }
 
+/*
+ * A DATA frame refused before its message completed (docs/grpc.md#h2-early):
+ * its first RG_H2_EARLY_HEAD_BYTES become RST_STREAM(sid, CANCEL) and the
+ * header of an unknown-type filler up to the frame's last 9 bytes, which
+ * become the empty SETTINGS (rg_h2_put_settings_empty) once the skb that
+ * holds them passes: the server acknowledges it after the whole frame,
+ * when the message's rows are known.  Same length as the frame; -1 when
+ * the payload is too short.
+ */
+#define RG_H2_EARLY_HEAD_BYTES (RG_H2_RST_STREAM_BYTES + RG_H2_FRAME_HDR_BYTES)
+RG_INLINE int rg_h2_put_early_head(__u8 *b, __u32 sid, __u32 payload_len)
+{
+	__u32 off;
+
+	if (payload_len < RG_H2_REWRITE_MIN_PAYLOAD)
+		return -1;
+	off = rg_h2_put_rst_stream(b, sid, RG_H2_CANCEL);
+	rg_h2_put_frame_hdr(b + off, payload_len - RG_H2_REWRITE_MIN_PAYLOAD, RG_H2_FILLER, 0,
+			    sid);
+	return RG_H2_EARLY_HEAD_BYTES;
+}
+
 /* An HPACK integer with a prefix_bits-bit prefix, the first byte's high
  * bits from first (RFC 7541 §5.1).  Returns the new offset. */
 RG_INLINE __u32 rg_hpack_put_int(__u8 *b, __u32 off, __u8 first, __u32 prefix_bits, __u32 v)

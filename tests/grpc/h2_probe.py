@@ -71,15 +71,41 @@ class Conn:
         self.block = None  # (sid, flags, bytes) of a header block in progress
         self.seq = 0       # frames received so far
         self.ack_seq = []  # sequence number of each trigger answer
+        # the reader's own frames (ACKs, WINDOW_UPDATEs) wait while a frame
+        # is sent in two parts: a frame between them would be inside it
+        self.wlock = threading.Lock()
+        self.held = None
         self.sock.sendall(PREFACE + frame(SETTINGS, 0, 0))
         threading.Thread(target=self._reader, daemon=True).start()
 
     def send(self, b):
         try:
-            self.sock.sendall(b)
+            with self.wlock:
+                self.sock.sendall(b)
         except OSError:
             with self.lock:
                 self.closed = True
+
+    def send_split(self, b, cut, gap):
+        """b in two sends, gap seconds apart, nothing of ours between."""
+        with self.wlock:
+            self.held = []
+        self.send(b[:cut])
+        time.sleep(gap)
+        with self.wlock:
+            held, self.held = self.held, None
+            try:
+                self.sock.sendall(b[cut:] + b"".join(held))
+            except OSError:
+                with self.lock:
+                    self.closed = True
+
+    def _reply(self, b):
+        with self.wlock:
+            if self.held is not None:
+                self.held.append(b)
+            else:
+                self.sock.sendall(b)
 
     def _recv_exact(self, n):
         b = b""
@@ -121,13 +147,13 @@ class Conn:
                 for i in range(0, len(payload), 6):
                     k, v = struct.unpack(">HI", payload[i:i + 6])
                     self.server_settings[k] = v
-                self.sock.sendall(frame(SETTINGS, ACK, 0))
+                self._reply(frame(SETTINGS, ACK, 0))
         elif ftype == PING:
             if flags & ACK:
                 self.ping_acks += 1
                 self.ack_seq.append(self.seq)
             else:
-                self.sock.sendall(frame(PING, ACK, 0, payload))
+                self._reply(frame(PING, ACK, 0, payload))
         elif ftype == GOAWAY:
             last, code = struct.unpack(">II", payload[:8])
             self.goaway = {"last_stream": last & 0x7fffffff, "code": code,
@@ -163,8 +189,8 @@ class Conn:
             if payload:
                 # give the window back so the server can always answer
                 inc = struct.pack(">I", len(payload))
-                self.sock.sendall(frame(WINDOW_UPDATE, 0, 0, inc) +
-                                  frame(WINDOW_UPDATE, 0, sid, inc))
+                self._reply(frame(WINDOW_UPDATE, 0, 0, inc) +
+                            frame(WINDOW_UPDATE, 0, sid, inc))
             if flags & END_STREAM:
                 s["done"] = True
         elif ftype == RST_STREAM:
@@ -438,10 +464,7 @@ def scenario_fallback(a):
         if cut is None:
             c.send(b)
         else:
-            cut += len(b) - len(d)
-            c.send(b[:cut])
-            time.sleep(gap)
-            c.send(b[cut:])
+            c.send_split(b, cut + len(b) - len(d), gap)
         return status(sid)
 
     kept = {}
@@ -452,11 +475,29 @@ def scenario_fallback(a):
     # header cut, becomes filler
     kept["later_cut"] = call(7, None, end_stream=False)
     later = frame(DATA, END_STREAM, 7, message(a.db, a.rows, "later7"))
-    c.send(later[:4])
-    time.sleep(gap)
-    c.send(later[4:])
-    kept["whole_after"] = call(9, None)
+    c.send_split(later, 4, gap)
+    # frames too large to hold back, their header and the message's
+    # RequestHeader in the first send: refused at the frame's header
+    # (docs/grpc.md#h2-early), the trigger in the frame's last 9 bytes
+    def big(sid, rows, cut_from_end=None, cut_in_payload=None):
+        m = message(a.db, rows, "big%d" % sid)
+        parts = [m[i:i + MAX_FRAME] for i in range(0, len(m), MAX_FRAME)]
+        d = b"".join(frame(DATA, END_STREAM if i == len(parts) - 1 else 0, sid, x)
+                     for i, x in enumerate(parts))
+        last = len(m) % MAX_FRAME or MAX_FRAME
+        if last + 9 <= 4096:
+            raise ValueError("big: a last frame of %d bytes fits the stash" % last)
+        b = c.headers_frame(sid, a.port) + d
+        cut = len(b) - cut_from_end if cut_from_end else len(b) - (last + 9) + 9 + cut_in_payload
+        c.send_split(b, cut, gap)
+        return status(sid)
+
+    kept["early_two_frames"] = big(11, 2000, cut_in_payload=100)
+    kept["early_trigger_cut"] = big(13, 2000, cut_from_end=4)
+    kept["early_one_frame"] = big(15, 600, cut_in_payload=400)
+    kept["whole_after"] = call(17, None)
     out["kept"] = kept
+    out["frames"] = {k: v["frames"] for k, v in c.streams.items()}
     out["goaway"] = c.goaway
     out["closed"] = c.closed
     return out

@@ -128,6 +128,41 @@ static void test_rewrite(void)
 	}
 }
 
+/* The early refusal (docs/grpc.md#h2-early): head + the frame's own bytes +
+ * a SETTINGS in its last 9 bytes walk as RST_STREAM, one unknown frame,
+ * then the empty SETTINGS, ending where the DATA frame ended. */
+static void test_early(void)
+{
+	__u32 p;
+
+	for (p = 0; p < 300; p++) {
+		__u8 f[RG_H2_FRAME_HDR_BYTES + 300];
+		__u32 total = RG_H2_FRAME_HDR_BYTES + p, off = 0, n = 0;
+		__u8 types[4] = { 0 };
+		int r;
+
+		memset(f, 0x5a, sizeof(f));
+		r = rg_h2_put_early_head(f, 7, p);
+		if (p < RG_H2_REWRITE_MIN_PAYLOAD) {
+			CHECK(r == -1, "early, payload %u: too short, refused", p);
+			continue;
+		}
+		CHECK(r == RG_H2_EARLY_HEAD_BYTES, "early, payload %u: head written", p);
+		rg_h2_put_settings_empty(f + total - RG_H2_SETTINGS_EMPTY_BYTES);
+		while (off + RG_H2_FRAME_HDR_BYTES <= total && n < 4) {
+			__u32 len = (__u32)f[off] << 16 | (__u32)f[off + 1] << 8 | f[off + 2];
+
+			types[n++] = f[off + 3];
+			off += RG_H2_FRAME_HDR_BYTES + len;
+		}
+		CHECK(n == 3 && off == total, "early, payload %u: three frames, the DATA frame's length", p);
+		CHECK(types[0] == RG_H2_RST_STREAM && f[8] == 7 && f[12] == RG_H2_CANCEL &&
+			      types[1] == RG_H2_FILLER && types[2] == RG_H2_SETTINGS &&
+			      f[total - 9] == 0 && f[total - 7] == 0 && f[total - 5] == 0,
+		      "early, payload %u: RST_STREAM(7, CANCEL), filler, empty SETTINGS", p);
+	}
+}
+
 static void test_hpack_int(void)
 {
 	__u8 b[8];
@@ -282,6 +317,7 @@ int main(void)
 {
 	test_control_frames();
 	test_rewrite();
+	test_early();
 	test_hpack_int();
 	test_message();
 	test_trailers_only();

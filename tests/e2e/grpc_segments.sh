@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# gRPC writes that reach the verdict in MSS-sized segments, as from a NIC
+# without receive offload: the grpc-go server and client run in a network
+# namespace whose loopback has a 1,500-byte MTU and one segment per GSO
+# packet.  A large message's 16 KB DATA frames then each span a dozen
+# skbs, so the frame that completes a refused message is too large to
+# hold back (docs/grpc.md#h2-stash) and is refused at its header
+# (docs/grpc.md#h2-early).  Checked: every refused call fails with code 8
+# and the 429's sentence on one connection, no GOAWAY, no fallback, the
+# handler never called; admitted large messages are stored, rows stored =
+# rows admitted.
+RG_PROFILE=greptimedb
+source "$(dirname "$0")/lib.sh"
+rg_require_root
+rg_require_cmd ip curl "$RG_PY"
+GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
+GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
+[ -x "$GO_CLIENT" ] && [ -x "$GO_SERVER" ] ||
+	rg_skip "needs the grpc-go client and server (golang-go, golang-google-grpc-dev; make)"
+
+NS=rg-seg-$$
+ip netns add "$NS" || rg_skip "cannot create a network namespace"
+rg_on_exit "ip netns del '$NS'"
+ip -n "$NS" link set lo mtu 1500 up || rg_fail "cannot bring the namespace's loopback up"
+ip -n "$NS" link set lo gso_max_segs 1 || rg_skip "this iproute2 cannot set gso_max_segs"
+in_ns() { ip netns exec "$NS" "$@"; }
+
+rg_make_cgroup
+GPORT=$(rg_free_port) || rg_fail "no free port"
+GADMIN=$(rg_free_port) || rg_fail "no free port"
+[ "$GPORT" != "$GADMIN" ] || rg_fail "ports collide"
+(
+	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
+	exec ip netns exec "$NS" "$GO_SERVER" -port "$GPORT" -admin-port "$GADMIN"
+) >"$RG_TMP/goserver.log" 2>&1 &
+GSRV=$!
+rg_on_exit "kill -9 $GSRV; wait $GSRV"
+rg_wait_for 20 in_ns curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
+
+rg_mount_bpffs
+RG_PORT=$GPORT rg_start_rowgated
+jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+sget() { in_ns curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+# a full bucket of 1 row/s takes the first message, then refuses
+rg_ctl limit set seg_spent 1 >/dev/null || rg_fail "limit set"
+rg_ctl limit set seg_big 100000000 >/dev/null || rg_fail "limit set"
+# 20,200 rows: the message's last frame is over 4 KB (20,000 leaves it
+# under, and the hold-back takes it)
+ROWS=${SEG_ROWS:-20200} CALLS=20
+[ "${VMTEST:-0}" != 1 ] || CALLS=5
+in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id s -db seg_spent -calls 1 -rows 10 -no-retry \
+	>"$RG_TMP/seed.json" 2>&1
+rg_check "seg_spent: the first message admitted" [ "$(jget "$RG_TMP/seed.json" "d['ok']")" = 1 ]
+
+conns0=$(rg_global conns_tracked) early0=$(rg_global h2_reject_early) calls0=$(sget "d['calls']")
+in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id r -db seg_spent -calls "$CALLS" -rows "$ROWS" -no-retry \
+	>"$RG_TMP/refused.json" 2>&1
+rg_log "refused: $(cat "$RG_TMP/refused.json")"
+rg_log "h2_reject_kept=$(rg_global h2_reject_kept) h2_reject_early=$(rg_global h2_reject_early) h2_stashed=$(rg_global h2_stashed) h2_reject_fallback=$(rg_global h2_reject_fallback) h2_fallback_head_split=$(rg_global h2_fallback_head_split)"
+rg_check "$CALLS refused $ROWS-row messages in MSS-sized segments: code 8 with the 429's sentence, one connection" \
+	[ "$(jget "$RG_TMP/refused.json" "d['codes']")" = "{'8': $CALLS}" ] &&
+	grep -q "Ingestion rate limit exceeded for database 'seg_spent': rejected $ROWS rows" "$RG_TMP/refused.json" &&
+	[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ]
+rg_check "each refused at its last frame's header: no GOAWAY, no fallback, no handler call" \
+	[ $(($(rg_global h2_reject_early) - early0)) = "$CALLS" ] &&
+	[ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
+	[ "$(sget "d['calls']")" = "$calls0" ]
+rg_check "seg_spent: $CALLS refused, $((CALLS * ROWS)) rows rejected" \
+	[ "$(rg_stat seg_spent rejected_requests)" = "$CALLS" ] &&
+	[ "$(rg_stat seg_spent rejected_rows)" = $((CALLS * ROWS)) ]
+
+# admitted large messages in the same segments are stored whole
+in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id a -db seg_big -calls "$CALLS" -rows "$ROWS" -no-retry \
+	>"$RG_TMP/admitted.json" 2>&1
+rg_check "seg_big: $CALLS admitted $ROWS-row messages stored, rows stored = rows admitted" \
+	[ "$(jget "$RG_TMP/admitted.json" "d['ok']")" = "$CALLS" ] &&
+	[ "$(sget "d['rows'].get('seg_big', 0)")" = $((CALLS * ROWS)) ] &&
+	[ "$(rg_stat seg_big admitted_rows)" = $((CALLS * ROWS)) ]
+rg_check "every refusal answered, no internal errors" \
+	[ "$(rg_global h2_out_answers)" = "$(rg_global h2_reject_kept)" ] &&
+	[ "$(rg_global h2_out_answer_failed)" = 0 ] && [ "$(rg_global internal_errors)" = 0 ]
+rg_pass
