@@ -513,12 +513,7 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	h = &st->h;
 	len = skb->len;
 	sid = h->fsid;
-	if (h->st != RG_H2S_DATA || h->ftype != RG_H2_DATA || h->unrouted_frame || st->early_sid)
-		return 0;
-	/* small frames are held back whole instead (rg_h2_hold) */
-	if (h->flen <= RG_H2_STASH_MAX - RG_H2_FRAME_HDR_BYTES)
-		return 0;
-	if (st->fh_off >= len || len - st->fh_off < RG_H2_EARLY_HEAD_BYTES)
+	if (st->early_sid || rg_h2_early_state(h, len, st->fh_off) != RG_H2_EARLY_READY)
 		return 0;
 	if (st->frame_rej == sid || rg_h2_find(st->rej, RG_H2_REJECTED, sid) >= 0 ||
 	    rg_h2_find(st->adm, RG_H2_ADMITTED, sid) >= 0)
@@ -526,11 +521,6 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
 		return 0;
 	s = &h->s[rg_h2_slot(h->slot)];
-	/* the message must complete in this frame, and its RequestHeader and
-	 * kind must be read: not inside the header now */
-	if (s->pfx_got != 5 || s->m.compressed || !rg_grpc_charged(&s->m) ||
-	    s->m.len - s->w.pos > h->left || (s->w.depth >= 1 && s->w.ctx[1] == RG_PB_HEADER))
-		return 0;
 	n = rg_grpc_db_key_in(&s->m, &st->db, st->db_raw);
 	if (n < 0 || !rg_grpc_db_plain(&st->db, (__u32)n))
 		return 0;

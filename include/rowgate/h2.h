@@ -111,6 +111,12 @@ enum rg_grpc_kind {
 	RG_GRPC_ROW_DELETES = 7,
 };
 
+/* Whether messages of this kind are charged (docs/grpc.md §3). */
+RG_INLINE bool rg_grpc_kind_charged(__u32 kind)
+{
+	return kind == RG_GRPC_INSERTS || kind == RG_GRPC_ROW_INSERTS;
+}
+
 /* Which message the protobuf walk is inside. */
 enum rg_pb_ctx {
 	RG_PB_REQUEST = 0,    /* GreptimeRequest */
@@ -1079,11 +1085,58 @@ RG_INLINE void rg_h2_skip(struct rg_h2_conn *h, __u32 n)
  *   - a DATA frame of a followed stream, its header at fh_off in this skb
  *     (~0U: an earlier one), its payload unfinished, whose half-read or
  *     next message may complete in it: the frame so far, if the whole
- *     frame fits RG_H2_STASH_MAX.
+ *     frame fits RG_H2_STASH_MAX;
+ *   - such a frame too large for that, while its message cannot be judged
+ *     at its header yet (rg_h2_early_state): the frame so far, if that
+ *     fits RG_H2_STASH_MAX.
  * The held bytes begin with a complete header when h->st is not
  * RG_H2S_FRAME_HDR.
  */
 #define RG_H2_STASH_MAX 4096
+/* RST_STREAM (13 bytes) + a filler frame header: what the early refusal
+ * writes over the start of a frame (rg_h2_put_early_head) */
+#define RG_H2_EARLY_HEAD_BYTES 22
+
+/*
+ * --grpc-reject keep, a DATA frame too large to hold back whole, the skb
+ * of len bytes ending inside it (h: the state after its last byte), its
+ * header at fh_off (~0U: an earlier skb): whether its message can be
+ * judged now, at the frame's header (docs/grpc.md#h2-early).
+ *   RG_H2_EARLY_READY: the message completes in this frame, its prefix,
+ *	kind (a charged one) and RequestHeader are read, and the first
+ *	RG_H2_EARLY_HEAD_BYTES of the frame are in this skb;
+ *   RG_H2_EARLY_WAIT: it may complete in this frame but is not ready:
+ *	hold the frame's start back (rg_h2_stash_bytes) and ask again;
+ *   RG_H2_EARLY_NO: not such a frame, or its message is judged elsewhere
+ *	(completes later, compressed, or a kind that is never charged).
+ */
+enum { RG_H2_EARLY_NO = 0, RG_H2_EARLY_READY, RG_H2_EARLY_WAIT };
+RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_off)
+{
+	const struct rg_h2_stream *s;
+
+	if (h->st != RG_H2S_DATA && h->st != RG_H2S_PADLEN)
+		return RG_H2_EARLY_NO;
+	if (h->ftype != RG_H2_DATA || h->unrouted_frame || fh_off >= len)
+		return RG_H2_EARLY_NO;
+	if (h->flen <= RG_H2_STASH_MAX - RG_H2_FRAME_HDR_BYTES)
+		return RG_H2_EARLY_NO; /* held back whole instead */
+	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
+		return RG_H2_EARLY_NO;
+	s = &h->s[rg_h2_slot(h->slot)];
+	if (s->pfx_got == 5) {
+		if (s->m.compressed || s->m.len - s->w.pos > h->left)
+			return RG_H2_EARLY_NO;
+		if (s->m.kind && !rg_grpc_kind_charged(s->m.kind))
+			return RG_H2_EARLY_NO;
+		if (s->m.kind && s->m.has_header && h->st == RG_H2S_DATA &&
+		    !(s->w.depth >= 1 && s->w.ctx[1] == RG_PB_HEADER) &&
+		    len - fh_off >= RG_H2_EARLY_HEAD_BYTES)
+			return RG_H2_EARLY_READY;
+	}
+	return RG_H2_EARLY_WAIT;
+}
+
 RG_INLINE __u32 rg_h2_stash_bytes(const struct rg_h2_conn *h, __u32 len, __u32 fh_off)
 {
 	const struct rg_h2_stream *s;
@@ -1094,8 +1147,14 @@ RG_INLINE __u32 rg_h2_stash_bytes(const struct rg_h2_conn *h, __u32 len, __u32 f
 		return 0; /* the preface, or not a DATA payload */
 	if (h->ftype != RG_H2_DATA || h->unrouted_frame || fh_off >= len)
 		return 0;
-	if (h->flen > RG_H2_STASH_MAX - RG_H2_FRAME_HDR_BYTES)
-		return 0; /* over the bound: a refusal here falls back (counted) */
+	if (h->flen > RG_H2_STASH_MAX - RG_H2_FRAME_HDR_BYTES) {
+		/* too large to hold whole: its start, while its message may
+		 * become judgeable at its header (rg_h2_early_state) */
+		if (rg_h2_early_state(h, len, fh_off) != RG_H2_EARLY_WAIT ||
+		    len - fh_off > RG_H2_STASH_MAX)
+			return 0;
+		return len - fh_off;
+	}
 	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
 		return 0;
 	s = &h->s[rg_h2_slot(h->slot)];
@@ -1215,7 +1274,7 @@ static inline int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *
 /* Whether a completed message is charged, and its rows (docs/grpc.md §3). */
 RG_INLINE bool rg_grpc_charged(const struct rg_grpc_msg *m)
 {
-	return m->kind == RG_GRPC_INSERTS || m->kind == RG_GRPC_ROW_INSERTS;
+	return rg_grpc_kind_charged(m->kind);
 }
 
 #endif /* ROWGATE_H2_H */

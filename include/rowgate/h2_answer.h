@@ -115,7 +115,8 @@ RG_INLINE int rg_h2_put_rewrite_head(__u8 *b, __u32 sid, __u32 payload_len)
  * when the message's rows are known.  Same length as the frame; -1 when
  * the payload is too short.
  */
-#define RG_H2_EARLY_HEAD_BYTES (RG_H2_RST_STREAM_BYTES + RG_H2_FRAME_HDR_BYTES)
+_Static_assert(RG_H2_EARLY_HEAD_BYTES == RG_H2_RST_STREAM_BYTES + RG_H2_FRAME_HDR_BYTES,
+	       "the early head is RST_STREAM + a frame header");
 RG_INLINE int rg_h2_put_early_head(__u8 *b, __u32 sid, __u32 payload_len)
 {
 	__u32 off;

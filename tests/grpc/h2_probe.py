@@ -21,10 +21,11 @@ scenarios: mix (rejected and admitted calls interleaved on one connection),
            must follow whatever the segments; with --want 8, calls it
            must refuse, keeping the connection, whatever the segments),
            fallback (refused messages --db cut across sends: one whose
-           last DATA frame holds 10 bytes and one whose 7 KB frame's
-           header comes alone close with GOAWAY; on one connection, calls
-           cut after the DATA header, inside it, inside the payload, and
-           a refused stream's later DATA cut inside its header are kept:
+           last DATA frame holds 10 bytes and one whose 14 KB frame has
+           its RequestHeader after 4 KB of rows close with GOAWAY; on one
+           connection, calls cut after the DATA header, inside it, inside
+           the payload, a refused stream's later DATA cut inside its
+           header, and frames over 4 KB cut in many ways are kept:
            grpc-status 8, the connection open).
 """
 import argparse
@@ -86,16 +87,21 @@ class Conn:
             with self.lock:
                 self.closed = True
 
-    def send_split(self, b, cut, gap):
-        """b in two sends, gap seconds apart, nothing of ours between."""
+    def send_split(self, b, cut, gap, *more):
+        """b cut at cut (and the offsets in more), the parts sent gap
+        seconds apart, nothing of ours between them."""
+        cuts = (cut,) + more
         with self.wlock:
             self.held = []
-        self.send(b[:cut])
-        time.sleep(gap)
+        prev = 0
+        for k in cuts:
+            self.send(b[prev:k])
+            time.sleep(gap)
+            prev = k
         with self.wlock:
             held, self.held = self.held, None
             try:
-                self.sock.sendall(b[cut:] + b"".join(held))
+                self.sock.sendall(b[prev:] + b"".join(held))
             except OSError:
                 with self.lock:
                     self.closed = True
@@ -220,14 +226,19 @@ class Conn:
         return frame(HEADERS, END_HEADERS | (END_STREAM if end_stream else 0), sid, block)
 
 
-def message(db, rows, table, header=None):
-    req = pb.GreptimeRequest(header=header or pb.RequestHeader(dbname=db))
+def message(db, rows, table, header=None, header_last=False):
+    """A length-prefixed GreptimeRequest; header_last: its RequestHeader
+    after the rows (valid protobuf, which no encoder writes)."""
+    h = header or pb.RequestHeader(dbname=db)
+    req = pb.GreptimeRequest() if header_last else pb.GreptimeRequest(header=h)
     ri = req.row_inserts.inserts.add(table_name=table)
     for r in range(rows):
         row = ri.rows.rows.add()
         row.values.add(timestamp_millisecond_value=1700000000000 + r)
         row.values.add(f64_value=r * 0.5)
     body = req.SerializeToString()
+    if header_last:
+        body += pb.GreptimeRequest(header=h).SerializeToString()
     return struct.pack(">BI", 0, len(body)) + body
 
 
@@ -417,9 +428,10 @@ def goaway_of(s):
 
 def scenario_fallback(a):
     """Refusals whose frames reach the kernel cut across skbs: a short
-    completing frame and a completing frame over the stash bound (4 KB)
-    whose header came first still close with GOAWAY; cut elsewhere, the
-    header is held back to the next skb and the refusal is kept."""
+    completing frame, and a completing frame over the stash bound (4 KB)
+    whose RequestHeader comes after 4 KB of rows, still close with GOAWAY;
+    cut elsewhere, the header is held back to the next skb, or the message
+    is judged at its frame's header, and the refusal is kept."""
     block = hpack.Encoder().encode([
         (":method", "POST"), (":scheme", "http"),
         (":path", "/greptime.v1.GreptimeDatabase/Handle"),
@@ -430,18 +442,23 @@ def scenario_fallback(a):
     gap = a.gap_ms / 1000.0
     out = {}
     for case in ("short", "over"):
-        m = message(a.db, a.rows if case == "short" else 400, "fb_" + case)
+        if case == "short":
+            m = message(a.db, a.rows, "fb_short")
+        else:
+            m = message(a.db, 600, "fb_over", header_last=True)
         s = socket.create_connection(("127.0.0.1", a.port), timeout=10)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if case == "short":
             s.sendall(head + frame(DATA, 0, 1, m[:-10]) + frame(DATA, END_STREAM, 1, m[-10:]))
         else:
+            # its RequestHeader after 4 KB of rows: neither held back nor
+            # judged at its header (docs/grpc.md#h2-early)
             d = frame(DATA, END_STREAM, 1, m)
-            if len(d) <= 4096:
-                raise ValueError("over: a frame of %d bytes fits the stash" % len(d))
-            s.sendall(head + d[:9])
+            if len(d) <= 4096 + 9 + 5000:
+                raise ValueError("over: a frame of %d bytes is too short" % len(d))
+            s.sendall(head + d[:9 + 5000])
             time.sleep(gap)  # a segment of its own
-            s.sendall(d[9:])
+            s.sendall(d[9 + 5000:])
         out[case] = goaway_of(s)
         s.close()
 
@@ -479,7 +496,7 @@ def scenario_fallback(a):
     # frames too large to hold back, their header and the message's
     # RequestHeader in the first send: refused at the frame's header
     # (docs/grpc.md#h2-early), the trigger in the frame's last 9 bytes
-    def big(sid, rows, cut_from_end=None, cut_in_payload=None):
+    def big(sid, rows, cut_from_end=None, cut_in_payload=None, then=None):
         m = message(a.db, rows, "big%d" % sid)
         parts = [m[i:i + MAX_FRAME] for i in range(0, len(m), MAX_FRAME)]
         d = b"".join(frame(DATA, END_STREAM if i == len(parts) - 1 else 0, sid, x)
@@ -489,13 +506,19 @@ def scenario_fallback(a):
             raise ValueError("big: a last frame of %d bytes fits the stash" % last)
         b = c.headers_frame(sid, a.port) + d
         cut = len(b) - cut_from_end if cut_from_end else len(b) - (last + 9) + 9 + cut_in_payload
-        c.send_split(b, cut, gap)
+        if then is None:
+            c.send_split(b, cut, gap)
+        else:
+            c.send_split(b, cut, gap, cut + then)  # a third send
         return status(sid)
 
     kept["early_two_frames"] = big(11, 2000, cut_in_payload=100)
     kept["early_trigger_cut"] = big(13, 2000, cut_from_end=4)
     kept["early_one_frame"] = big(15, 600, cut_in_payload=400)
-    kept["whole_after"] = call(17, None)
+    # its header alone in a send: its start held back until the
+    # RequestHeader arrives, then judged at its header
+    kept["early_after_hold"] = big(19, 600, cut_in_payload=0, then=400)
+    kept["whole_after"] = call(21, None)
     out["kept"] = kept
     out["frames"] = {k: v["frames"] for k, v in c.streams.items()}
     out["goaway"] = c.goaway
