@@ -71,6 +71,20 @@ rg_check "seg_spent: $CALLS refused, $((CALLS * ROWS)) rows rejected" \
 	[ "$(rg_stat seg_spent rejected_requests)" = "$CALLS" ] &&
 	[ "$(rg_stat seg_spent rejected_rows)" = $((CALLS * ROWS)) ]
 
+# Under fire (SEG_WIDE=1; fails today, docs/grpc.md#h2-early): 8 calls in
+# flight, unary and HandleRequests, their frames interleaved in the
+# segments, one connection each.
+for mode in $([ "${SEG_WIDE:-0}" = 1 ] && echo unary stream); do
+	conns0=$(rg_global conns_tracked) calls0=$(sget "d['calls']")
+	in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id "w$mode" -db seg_spent -mode $mode -per-call 2 \
+		-concurrency 8 -calls $((CALLS * 2)) -rows "$ROWS" -no-retry >"$RG_TMP/wide-$mode.json" 2>&1
+	rg_log "8 in flight, $mode: $(cat "$RG_TMP/wide-$mode.json") $(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; g=json.load(sys.stdin)["global"]; print({k: v for k, v in g.items() if v and (k.startswith("h2") or "intern" in k or "fail" in k)})')"
+	rg_check "8 refused $mode calls in flight, interleaved in the segments: all code 8, one connection, no fallback, no handler call" \
+		[ "$(jget "$RG_TMP/wide-$mode.json" "d['codes']")" = "{'8': $((CALLS * 2))}" ] &&
+		[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ] &&
+		[ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$(sget "d['calls']")" = "$calls0" ]
+done
+
 # admitted large messages in the same segments are stored whole
 in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id a -db seg_big -calls "$CALLS" -rows "$ROWS" -no-retry \
 	>"$RG_TMP/admitted.json" 2>&1
