@@ -41,7 +41,7 @@ enum rg_h2_fallback {
 	RG_H2_FB_HEAD_SPLIT = 1, /* the completing frame's header: an earlier skb */
 	RG_H2_FB_SHORT,		 /* its payload cannot hold the rewrite */
 	RG_H2_FB_LATER_SPLIT,	 /* a refused stream's later frame header: an earlier skb */
-	RG_H2_FB_FULL,		 /* refused-stream set, answer or SETTINGS queue */
+	RG_H2_FB_FULL,		 /* answer or SETTINGS queue */
 	RG_H2_FB_PER_SKB,	 /* RG_H2_RESETS_PER_SKB or RG_H2_OPS reached */
 	RG_H2_FB_NAME,		 /* the database name needs percent-encoding */
 	RG_H2_FB_EGRESS,	 /* egress lost the connection's framing */
@@ -93,6 +93,7 @@ struct rg_h2_sock {
 	struct rg_h2_answer early_ans;
 	struct rg_h2_op ops[RG_H2_OPS];
 	__u32 rej[RG_H2_REJECTED]; /* refused streams, 0 = free */
+	__u32 rej_next;		   /* the entry taken when none is free (a ring) */
 	__u32 adm[RG_H2_ADMITTED]; /* streams with an admitted message (a ring) */
 };
 
@@ -275,6 +276,26 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	return 1;
 }
 
+/* An entry of the refused-stream set for a new refusal: a free one, else
+ * the ring's next (a client that abandons a refused call never ends its
+ * stream: its later frames, if any ever come, reach the server as frames
+ * on a stream it reset, a stream error, never a handler call). */
+static __always_inline int rg_h2_rej_slot(struct rg_h2_sock *st)
+{
+	int free = rg_h2_find(st->rej, RG_H2_REJECTED, 0);
+
+	if (free < 0)
+		free = (int)(st->rej_next++ & (RG_H2_REJECTED - 1));
+	return free;
+}
+
+/* The parser's slot of a refused stream may go to a new stream. */
+static __always_inline void rg_h2_mark_refused(struct rg_h2_conn *h, __s8 slot, __u32 sid)
+{
+	if (slot >= 0 && slot < RG_H2_STREAM_SLOTS && h->s[rg_h2_slot(slot)].id == sid)
+		h->s[rg_h2_slot(slot)].refused = 1;
+}
+
 /* Queue a rewrite of the current frame; 0, or why none fits: split (the
  * frame's header is not in this skb) or RG_H2_FB_PER_SKB. */
 static __always_inline int rg_h2_op(struct rg_h2_sock *st, __u32 kind, int split)
@@ -324,12 +345,11 @@ static __always_inline int rg_h2_keep_reject(struct rg_h2_sock *st, struct rg_h2
 	if (t - RG_READ_ONCE(o->ans_head) >= RG_H2_ANSWERS ||
 	    o->settings_tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE)
 		return RG_H2_FB_FULL;
-	free = rg_h2_find(st->rej, RG_H2_REJECTED, 0);
-	if (free < 0)
-		return RG_H2_FB_FULL;
 	r = rg_h2_op(st, RG_H2_OP_REWRITE, RG_H2_FB_HEAD_SPLIT);
 	if (r)
 		return r;
+	free = st->h.fflags & RG_H2_FLAG_END_STREAM ? 0 : rg_h2_rej_slot(st);
+	rg_h2_mark_refused(&st->h, st->h.done_slot, sid);
 	st->resets++;
 	/* later messages in this frame are gone with it */
 	st->frame_rej = sid;
@@ -372,6 +392,9 @@ static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_
 		return r;
 	/* a message completing in it is gone with it, not refused again */
 	st->frame_rej = st->h.fsid;
+	/* and the message it begins or goes on with is never read: its slot
+	 * may go to a new stream */
+	rg_h2_mark_refused(&st->h, st->h.slot, st->h.fsid);
 	if (type == RG_H2_DATA && o)
 		__sync_fetch_and_add(&o->owed_in, st->h.flen);
 	if (type == RG_H2_RST_STREAM || (type == RG_H2_DATA && (st->h.fflags & RG_H2_FLAG_END_STREAM)))
@@ -538,13 +561,11 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 		return 0;
 	if (st->resets >= RG_H2_RESETS_PER_SKB)
 		return 0;
-	if (!(h->fflags & RG_H2_FLAG_END_STREAM)) {
-		free = rg_h2_find(st->rej, RG_H2_REJECTED, 0);
-		if (free < 0)
-			return 0;
-	}
 	if (rg_h2_op(st, RG_H2_OP_EARLY, 1))
 		return 0;
+	if (!(h->fflags & RG_H2_FLAG_END_STREAM))
+		free = rg_h2_rej_slot(st);
+	rg_h2_mark_refused(h, h->slot, sid);
 	st->resets++;
 	st->frame_rej = sid;
 	if (!(h->fflags & RG_H2_FLAG_END_STREAM))

@@ -158,7 +158,7 @@
 	X(h2_fallback_later_split, "h2_fallback_later_split", "h2_fallback_later_split_total", \
 	  COUNTER, "Of h2_reject_fallback: a refused stream's later frame began in an earlier skb.") \
 	X(h2_fallback_full, "h2_fallback_full", "h2_fallback_full_total",             \
-	  COUNTER, "Of h2_reject_fallback: refused-stream set, answer or SETTINGS queue full.") \
+	  COUNTER, "Of h2_reject_fallback: the answer or SETTINGS queue full.") \
 	X(h2_fallback_per_skb, "h2_fallback_per_skb", "h2_fallback_per_skb_total",    \
 	  COUNTER, "Of h2_reject_fallback: over 16 resets or 32 rewrites in one skb.") \
 	X(h2_fallback_name, "h2_fallback_name", "h2_fallback_name_total",             \

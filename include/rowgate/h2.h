@@ -180,7 +180,8 @@ struct rg_h2_stream {
 	__u32 id;            /* 0: free slot */
 	__u8 pfx[5];         /* the gRPC length prefix being read */
 	__u8 pfx_got;        /* 0..5; 5 = inside the message */
-	__u8 pad[2];
+	__u8 refused;        /* the kernel reset it (bpf/h2.h): a new stream may take the slot */
+	__u8 pad;
 	struct rg_pb_walk w;
 	struct rg_grpc_msg m;
 };
@@ -323,6 +324,23 @@ RG_INLINE void rg_h2_stream_open(struct rg_h2_stream *s, __u32 sid)
 {
 	s->id = sid;
 	s->pfx_got = 0;
+	s->refused = 0;
+}
+
+/* A slot whose stream the kernel reset: a client that abandons a refused
+ * call mid-message never ends its stream (grpc-go 1.33's HandleRequests),
+ * and the server dropped it, so a new stream may take the slot.  -1: none. */
+RG_INLINE int rg_h2_find_refused_slot(const struct rg_h2_conn *h)
+{
+	int i;
+
+#ifdef __bpf__
+#pragma clang loop unroll(disable)
+#endif
+	for (i = 0; i < RG_H2_STREAM_SLOTS; i++)
+		if (h->s[i].id && h->s[i].refused)
+			return i;
+	return -1;
 }
 
 /* ---- protobuf walk of GreptimeRequest ---------------------------------- */
@@ -854,6 +872,8 @@ RG_INLINE int rg_h2_frame_header(struct rg_h2_conn *h)
 			/* a message starts here, or a stream's first DATA */
 			int i = rg_h2_find_slot(h, 0);
 
+			if (i < 0)
+				i = rg_h2_find_refused_slot(h);
 			if (i < 0)
 				return RG_H2_ERR_STREAMS;
 			rg_h2_stream_open(&h->s[rg_h2_slot(i)], sid);

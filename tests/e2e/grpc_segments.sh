@@ -74,7 +74,7 @@ rg_check "seg_spent: $CALLS refused, $((CALLS * ROWS)) rows rejected" \
 # Under fire (SEG_WIDE=1; fails today, docs/grpc.md#h2-early): 8 calls in
 # flight, unary and HandleRequests, their frames interleaved in the
 # segments, one connection each.
-for mode in $([ "${SEG_WIDE:-0}" = 1 ] && echo unary stream); do
+for mode in $([ "${SEG_WIDE:-0}" = 1 ] && echo stream unary); do
 	conns0=$(rg_global conns_tracked) calls0=$(sget "d['calls']")
 	in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id "w$mode" -db seg_spent -mode $mode -per-call 2 \
 		-concurrency 8 -calls $((CALLS * 2)) -rows "$ROWS" -no-retry >"$RG_TMP/wide-$mode.json" 2>&1

@@ -630,6 +630,48 @@ static void test_stash(void)
 	freebuf(&d);
 }
 
+/* A stream the kernel refused gives its slot up to a new stream (bpf/h2.h
+ * marks it): a client that abandons a refused call mid-message never ends
+ * its stream (grpc-go 1.33's HandleRequests). */
+static void test_refused_slots(void)
+{
+	struct buf c = { 0 }, req = { 0 }, m = { 0 };
+	size_t pos;
+	uint32_t sid;
+	int pass, i, r = 0;
+
+	build_req(&req, NULL, NULL, "a", 50);
+	grpc_msg(&m, &req, 0);
+	start(&c);
+	for (sid = 1; sid <= 2 * RG_H2_STREAM_SLOTS + 1; sid += 2) {
+		headers(&c, sid, 0);
+		/* half a message, and never an END_STREAM */
+		frame(&c, RG_H2_DATA, 0, sid, m.p, (uint32_t)m.len / 2);
+	}
+	for (pass = 0; pass < 2; pass++) {
+		rg_h2_init(&conn);
+		for (pos = 0; pos < c.len; pos++) {
+			r = rg_h2_step(&conn, c.p[pos]);
+			if (r < 0)
+				break;
+			/* pass 1: the kernel refuses every stream open so far */
+			if (pass && r == RG_H2_EV_FRAME && conn.ftype == RG_H2_HEADERS)
+				for (i = 0; i < RG_H2_STREAM_SLOTS; i++)
+					if (conn.s[i].id)
+						conn.s[i].refused = 1;
+		}
+		if (pass == 0)
+			CHECK(r == RG_H2_ERR_STREAMS, "%d half-read streams: got %d, want %d",
+			      RG_H2_STREAM_SLOTS + 1, r, RG_H2_ERR_STREAMS);
+		else
+			CHECK(r >= 0 && pos == c.len, "%d half-read refused streams: got %d at %zu",
+			      RG_H2_STREAM_SLOTS + 1, r, pos);
+	}
+	freebuf(&c);
+	freebuf(&req);
+	freebuf(&m);
+}
+
 /* A connection prefix + one frame (or raw bytes) must fail with err. */
 static void expect_err(const char *what, const struct buf *c, int err)
 {
@@ -1413,5 +1455,6 @@ int main(void)
 	test_large();
 	test_real_clients();
 	test_stash();
+	test_refused_slots();
 	return check_report("test_h2");
 }
