@@ -87,8 +87,9 @@ struct rg_h2_sock {
 	__u32 stash_whole; /* the stash begins with the current frame's whole header */
 	/* a refusal decided at a DATA frame's header (rg_h2_early_decide) */
 	__u32 early_sid;      /* its stream, until its answer is queued; 0: none */
-	__u32 early_tail;     /* its frame's last 9 bytes are not all written */
-	__u32 early_left;     /* bytes of its frame from early_base of the next skb */
+	__u32 early_left;     /* bytes of its frame still to come, from the next
+			       * skb's base on; not 0: its last 9 bytes (the
+			       * trigger) are not all written */
 	__u32 early_rows_set; /* its message completed: early_ans.rows is known */
 	struct rg_h2_answer early_ans;
 	struct rg_h2_op ops[RG_H2_OPS];
@@ -315,6 +316,58 @@ static __always_inline int rg_h2_op(struct rg_h2_sock *st, __u32 kind, int split
 	return 0;
 }
 
+/* Whether egress can take one more refused stream's answer and kernel
+ * SETTINGS: 0, or the enum rg_h2_fallback why not. */
+static __always_inline int rg_h2_out_room(const struct rg_h2_out *o)
+{
+	if (!o || o->lost || o->closing)
+		return RG_H2_FB_EGRESS;
+	if (o->ack_untracked || /* the SETTINGS queue overflowed once */
+	    o->ans_tail - RG_READ_ONCE(o->ans_head) >= RG_H2_ANSWERS ||
+	    o->settings_tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE)
+		return RG_H2_FB_FULL;
+	return 0;
+}
+
+/*
+ * Reset the current DATA frame's stream in the server's view: queue the
+ * frame's rewrite (kind: RG_H2_OP_REWRITE or RG_H2_OP_EARLY), and account
+ * the stream as refused: its later messages in this frame are gone with
+ * it, the client's later frames on it become filler, its parser slot
+ * (slot) may go to a new stream, and the window of the hidden DATA is owed
+ * to the client.  0, or rg_h2_op's reason (split) why no rewrite fits.
+ */
+static __always_inline int rg_h2_reset_stream(struct rg_h2_sock *st, struct rg_h2_out *o,
+					      __u32 kind, int split, __s8 slot)
+{
+	__u32 sid = st->h.fsid;
+	int r = rg_h2_op(st, kind, split);
+
+	if (r)
+		return r;
+	st->resets++;
+	st->frame_rej = sid;
+	if (!(st->h.fflags & RG_H2_FLAG_END_STREAM))
+		st->rej[rg_h2_rej_slot(st) & (RG_H2_REJECTED - 1)] = sid;
+	rg_h2_mark_refused(&st->h, slot, sid);
+	__sync_fetch_and_add(&o->owed_in, st->h.flen);
+	return 0;
+}
+
+/* A refused stream's answer: rows of the database st->db names, at the
+ * quota and limit rg_admit found. */
+static __always_inline void rg_h2_answer_set(struct rg_h2_answer *a, const struct rg_h2_sock *st,
+					     __u32 sid, __u64 rows)
+{
+	a->sid = sid;
+	a->hdrs_sent = 0;
+	a->rows = rows;
+	a->quota_rows_per_s = st->info.quota_rows_per_s;
+	a->limit_rows_per_s = st->info.limit_rows_per_s;
+	a->db_len = st->db_len;
+	__builtin_memcpy(&a->db, &st->db, sizeof(a->db));
+}
+
 /*
  * --grpc-reject keep: the refused message completes in the current DATA
  * frame; rewrite that frame into RST_STREAM + a kernel SETTINGS + filler
@@ -324,9 +377,8 @@ static __always_inline int rg_h2_op(struct rg_h2_sock *st, __u32 kind, int split
  */
 static __always_inline int rg_h2_keep_reject(struct rg_h2_sock *st, struct rg_h2_out *o)
 {
-	struct rg_h2_answer *a;
-	__u32 sid = st->h.fsid, t;
-	int free, r;
+	__u32 sid = st->h.fsid;
+	int r;
 
 	if (!o || o->lost || o->closing)
 		return RG_H2_FB_EGRESS;
@@ -341,30 +393,13 @@ static __always_inline int rg_h2_keep_reject(struct rg_h2_sock *st, struct rg_h2
 		return RG_H2_FB_PER_SKB;
 	if (!rg_grpc_db_plain(&st->db, st->db_len))
 		return RG_H2_FB_NAME;
-	t = o->ans_tail;
-	if (t - RG_READ_ONCE(o->ans_head) >= RG_H2_ANSWERS ||
-	    o->settings_tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE)
-		return RG_H2_FB_FULL;
-	r = rg_h2_op(st, RG_H2_OP_REWRITE, RG_H2_FB_HEAD_SPLIT);
+	r = rg_h2_out_room(o);
 	if (r)
 		return r;
-	free = st->h.fflags & RG_H2_FLAG_END_STREAM ? 0 : rg_h2_rej_slot(st);
-	rg_h2_mark_refused(&st->h, st->h.done_slot, sid);
-	st->resets++;
-	/* later messages in this frame are gone with it */
-	st->frame_rej = sid;
-	/* the client may still send on it: those frames become filler */
-	if (!(st->h.fflags & RG_H2_FLAG_END_STREAM))
-		st->rej[free & (RG_H2_REJECTED - 1)] = sid;
-	__sync_fetch_and_add(&o->owed_in, st->h.flen);
-	a = &o->ans[t & (RG_H2_ANSWERS - 1)];
-	a->sid = sid;
-	a->hdrs_sent = 0;
-	a->rows = st->reject_rows;
-	a->quota_rows_per_s = st->info.quota_rows_per_s;
-	a->limit_rows_per_s = st->info.limit_rows_per_s;
-	a->db_len = st->db_len;
-	__builtin_memcpy(&a->db, &st->db, sizeof(a->db));
+	r = rg_h2_reset_stream(st, o, RG_H2_OP_REWRITE, RG_H2_FB_HEAD_SPLIT, st->h.done_slot);
+	if (r)
+		return r;
+	rg_h2_answer_set(&o->ans[o->ans_tail & (RG_H2_ANSWERS - 1)], st, sid, st->reject_rows);
 	__sync_fetch_and_add(&o->ans_tail, 1);
 	rg_h2_out_settings(o, true);
 	st->reject = 0;
@@ -525,11 +560,10 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 				  struct rg_h2_out *o)
 {
 	struct rg_db_key db; /* Linux 6.1 takes no map key from an argument's memory */
-	struct rg_h2_answer *a;
 	struct rg_h2_stream *s;
 	struct rg_h2_conn *h;
-	__u32 len, sid, t;
-	int n, free = 0;
+	__u32 len, sid;
+	int n;
 
 	if (!skb || !st)
 		return 0;
@@ -553,36 +587,14 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 		return 0;
 	/* room for everything the refusal needs, else it is judged (and
 	 * falls back) at completion as before */
-	if (!o || o->lost || o->closing || o->ack_untracked)
+	if (rg_h2_out_room(o) || st->resets >= RG_H2_RESETS_PER_SKB ||
+	    rg_h2_reset_stream(st, o, RG_H2_OP_EARLY, 1, h->slot))
 		return 0;
-	t = o->ans_tail;
-	if (t - RG_READ_ONCE(o->ans_head) >= RG_H2_ANSWERS ||
-	    o->settings_tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE)
-		return 0;
-	if (st->resets >= RG_H2_RESETS_PER_SKB)
-		return 0;
-	if (rg_h2_op(st, RG_H2_OP_EARLY, 1))
-		return 0;
-	if (!(h->fflags & RG_H2_FLAG_END_STREAM))
-		free = rg_h2_rej_slot(st);
-	rg_h2_mark_refused(h, h->slot, sid);
-	st->resets++;
-	st->frame_rej = sid;
-	if (!(h->fflags & RG_H2_FLAG_END_STREAM))
-		st->rej[free & (RG_H2_REJECTED - 1)] = sid;
-	__sync_fetch_and_add(&o->owed_in, h->flen);
-	a = &st->early_ans;
-	a->sid = sid;
-	a->hdrs_sent = 0;
-	a->rows = 0;
-	a->quota_rows_per_s = st->info.quota_rows_per_s;
-	a->limit_rows_per_s = st->info.limit_rows_per_s;
-	a->db_len = st->db_len;
-	__builtin_memcpy(&a->db, &st->db, sizeof(a->db));
+	rg_h2_answer_set(&st->early_ans, st, sid, 0); /* its rows when it completes */
 	st->early_sid = sid;
 	st->early_rows_set = 0;
-	st->early_tail = 1;
-	/* the frame's bytes from the end of the rewritten head on */
+	/* the frame's bytes from the end of the rewritten head on: the tail
+	 * (its last 9 bytes) is pending while this is not 0 */
 	st->early_left = RG_H2_FRAME_HDR_BYTES + h->flen - RG_H2_EARLY_HEAD_BYTES;
 	rg_global_inc(h2_reject_early);
 	return 1;
@@ -599,7 +611,7 @@ __noinline int rg_h2_early_tail(struct __sk_buff *skb, struct rg_h2_sock *st, __
 	__u32 len, end, lo, hi, i0, n;
 	__u8 *b;
 
-	if (!skb || !st || !st->early_tail)
+	if (!skb || !st || !st->early_left)
 		return 0;
 	len = skb->len;
 	end = base + st->early_left;
@@ -616,7 +628,6 @@ __noinline int rg_h2_early_tail(struct __sk_buff *skb, struct rg_h2_sock *st, __
 			return -1;
 	}
 	if (end <= len) {
-		st->early_tail = 0;
 		st->early_left = 0;
 		return 1;
 	}
@@ -654,12 +665,12 @@ __noinline int rg_h2_early_push(struct rg_h2_sock *st, struct rg_h2_out *o)
 {
 	struct rg_h2_answer *a;
 	__u32 t;
+	int why;
 
 	if (!st || !st->early_sid)
 		return 0;
-	if (!st->early_rows_set || !o || o->lost || o->closing || o->ack_untracked ||
-	    o->ans_tail - RG_READ_ONCE(o->ans_head) >= RG_H2_ANSWERS ||
-	    o->settings_tail - RG_READ_ONCE(o->settings_head) >= RG_H2_SETTINGS_QUEUE) {
+	why = st->early_rows_set ? rg_h2_out_room(o) : RG_H2_FB_HEAD_SPLIT;
+	if (why) {
 		st->reject_sid = st->early_sid;
 		st->reject_rows = st->early_ans.rows;
 		st->info.quota_rows_per_s = st->early_ans.quota_rows_per_s;
@@ -667,7 +678,7 @@ __noinline int rg_h2_early_push(struct rg_h2_sock *st, struct rg_h2_out *o)
 		st->db_len = st->early_ans.db_len;
 		__builtin_memcpy(&st->db, &st->early_ans.db, sizeof(st->db));
 		st->early_sid = 0;
-		return st->early_rows_set ? RG_H2_FB_EGRESS : RG_H2_FB_HEAD_SPLIT;
+		return why;
 	}
 	t = o->ans_tail;
 	a = &o->ans[t & (RG_H2_ANSWERS - 1)];
@@ -981,7 +992,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 					     st->h.unrouted_streams - st->unrouted_seen);
 		st->unrouted_seen = st->h.unrouted_streams;
 	}
-	if (!st->err && !st->reject && st->early_tail) {
+	if (!st->err && !st->reject && st->early_left) {
 		/* an early-refused frame goes on in this skb: its trigger bytes */
 		int end = rg_h2_early_tail(skb, st, skip > 0 ? (__u32)skip : 0);
 

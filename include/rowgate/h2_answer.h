@@ -87,6 +87,24 @@ RG_INLINE __u32 rg_h2_put_window_update(__u8 *b, __u32 sid, __u32 inc)
 	return RG_H2_WINDOW_UPDATE_BYTES;
 }
 
+/* RST_STREAM(sid, CANCEL), an empty SETTINGS when settings, then the
+ * header of an unknown-type filler whose payload is the rest of a DATA
+ * frame of payload_len bytes, as long as the frame: the head's length, or
+ * -1 when the payload is too short. */
+RG_INLINE int rg_h2_put_reset_head(__u8 *b, __u32 sid, __u32 payload_len, bool settings)
+{
+	__u32 off;
+
+	if (payload_len < RG_H2_REWRITE_MIN_PAYLOAD)
+		return -1;
+	off = rg_h2_put_rst_stream(b, sid, RG_H2_CANCEL);
+	if (settings)
+		off += rg_h2_put_settings_empty(b + off);
+	rg_h2_put_frame_hdr(b + off, payload_len - RG_H2_REWRITE_MIN_PAYLOAD, RG_H2_FILLER, 0,
+			    sid);
+	return (int)(off + RG_H2_FRAME_HDR_BYTES);
+}
+
 /*
  * The first RG_H2_REWRITE_HEAD_BYTES of a DATA frame of payload_len bytes
  * rewritten in place, same length: RST_STREAM(sid, CANCEL), an empty
@@ -95,15 +113,7 @@ RG_INLINE __u32 rg_h2_put_window_update(__u8 *b, __u32 sid, __u32 inc)
  */
 RG_INLINE int rg_h2_put_rewrite_head(__u8 *b, __u32 sid, __u32 payload_len)
 {
-	__u32 off;
-
-	if (payload_len < RG_H2_REWRITE_MIN_PAYLOAD)
-		return -1;
-	off = rg_h2_put_rst_stream(b, sid, RG_H2_CANCEL);
-	off += rg_h2_put_settings_empty(b + off);
-	rg_h2_put_frame_hdr(b + off, payload_len - RG_H2_REWRITE_MIN_PAYLOAD, RG_H2_FILLER, 0,
-			    sid);
-	return RG_H2_REWRITE_HEAD_BYTES;
+	return rg_h2_put_reset_head(b, sid, payload_len, true);
 }
 
 /*
@@ -119,14 +129,7 @@ _Static_assert(RG_H2_EARLY_HEAD_BYTES == RG_H2_RST_STREAM_BYTES + RG_H2_FRAME_HD
 	       "the early head is RST_STREAM + a frame header");
 RG_INLINE int rg_h2_put_early_head(__u8 *b, __u32 sid, __u32 payload_len)
 {
-	__u32 off;
-
-	if (payload_len < RG_H2_REWRITE_MIN_PAYLOAD)
-		return -1;
-	off = rg_h2_put_rst_stream(b, sid, RG_H2_CANCEL);
-	rg_h2_put_frame_hdr(b + off, payload_len - RG_H2_REWRITE_MIN_PAYLOAD, RG_H2_FILLER, 0,
-			    sid);
-	return RG_H2_EARLY_HEAD_BYTES;
+	return rg_h2_put_reset_head(b, sid, payload_len, false);
 }
 
 /* An HPACK integer with a prefix_bits-bit prefix, the first byte's high
