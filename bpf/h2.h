@@ -72,7 +72,7 @@ struct rg_h2_sock {
 	struct rg_reject_info info;
 	__u64 reject_rows;
 	__u32 db_len;
-	__u32 pad;
+	__u32 sid_passed; /* highest stream the client opened before this skb */
 	struct rg_db_key db;
 	char db_raw[RG_GRPC_DB_SCRATCH_BYTES]; /* scratch of rg_grpc_db_key_in */
 	struct rg_response plan;
@@ -108,6 +108,14 @@ struct {
 	__type(value, struct rg_h2_sock);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_H2_CONNS SEC(".maps");
+
+/* h2_goaway: connections closed with GOAWAY, for rowgated to reset */
+struct {
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, RG_H2_GOAWAY_QUEUE);
+	__type(value, struct rg_h2_goaway);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_H2_GOAWAY SEC(".maps");
 
 /* h2_zero: [0] -> a zeroed state to create entries from (too large for
  * the stack); not pinned */
@@ -836,11 +844,18 @@ static __always_inline int rg_h2_goaway(struct __sk_buff *skb, struct rg_h2_sock
 		r->quota_rows_per_s = st->info.quota_rows_per_s;
 		r->limit_rows_per_s = st->info.limit_rows_per_s;
 		r->db_len = st->db_len;
+		/* the refused stream and those opened after it are named
+		 * unprocessed (the client may retry them) unless a later
+		 * stream's bytes reached the server already: then that one
+		 * may have been handled, and a retry would store it twice */
 		last_sid = st->reject_sid ? st->reject_sid - 1 : 0;
+		if (st->sid_passed > st->reject_sid)
+			last_sid = st->sid_passed;
 	} else {
 		r->kind = RG_RESP_400;
 		r->error = RG_RESP_ERR_H2;
-		last_sid = st->h.last_sid;
+		/* streams opened in this skb never reached the server */
+		last_sid = st->sid_passed;
 	}
 	text = rg_response_write_body(&st->text, RG_H2_GOAWAY_HDR_BYTES, r, &st->db);
 	if (text <= RG_H2_GOAWAY_HDR_BYTES || text >= RG_RESP_TEXT_MAX)
@@ -940,6 +955,42 @@ static __always_inline struct rg_h2_sock *rg_h2_sock_get(__u64 cookie)
 	return bpf_map_lookup_elem(&RG_MAP_H2_CONNS, &cookie);
 }
 
+/* Nothing more of this connection reaches the server: queue it for
+ * rowgated to reset once the client had time to read the GOAWAY
+ * (docs/grpc.md#h2-close). */
+#ifndef AF_INET6
+#define AF_INET6 10 /* a macro: not in vmlinux.h */
+#endif
+
+static __noinline void rg_h2_queue_close(struct __sk_buff *skb, __u64 cookie)
+{
+	struct rg_h2_goaway ev = {
+		.cookie = cookie,
+		.at_ns = bpf_ktime_get_ns(),
+		.family = skb->family,
+		.local_port = (__u16)skb->local_port,
+		.remote_port = (__u16)bpf_ntohl(skb->remote_port),
+	};
+
+	if (ev.family == AF_INET6) {
+		ev.local_ip[0] = skb->local_ip6[0];
+		ev.local_ip[1] = skb->local_ip6[1];
+		ev.local_ip[2] = skb->local_ip6[2];
+		ev.local_ip[3] = skb->local_ip6[3];
+		ev.remote_ip[0] = skb->remote_ip6[0];
+		ev.remote_ip[1] = skb->remote_ip6[1];
+		ev.remote_ip[2] = skb->remote_ip6[2];
+		ev.remote_ip[3] = skb->remote_ip6[3];
+	} else {
+		ev.local_ip[0] = skb->local_ip4;
+		ev.remote_ip[0] = skb->remote_ip4;
+	}
+	if (bpf_map_push_elem(&RG_MAP_H2_GOAWAY, &ev, 0))
+		rg_global_inc(h2_goaway_unqueued);
+	else
+		rg_global_inc(h2_goaway_queued);
+}
+
 SEC("sk_skb")
 int rg_h2_verdict(struct __sk_buff *skb)
 {
@@ -971,6 +1022,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	st->reject = 0;
 	st->nops = 0;
 	st->resets = 0;
+	st->sid_passed = st->h.last_sid;
 	l.st = st;
 	if (skip < 0) {
 		/* held bytes lost: the server's stream has a hole */
@@ -1038,6 +1090,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	st->closing = 1;
 	if (l.out)
 		l.out->closing = 1; /* egress stops following the server's frames */
+	rg_h2_queue_close(skb, cookie);
 	if (rg_h2_goaway(skb, st)) {
 		rg_global_inc(internal_errors);
 		return SK_DROP;

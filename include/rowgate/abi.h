@@ -30,6 +30,7 @@
 #define RG_MAP_REFUSED  refused
 #define RG_MAP_H2_CONNS h2_conns
 #define RG_MAP_H2_OUT   h2_out
+#define RG_MAP_H2_GOAWAY h2_goaway
 #define RG_STR_(x) #x
 #define RG_STR(x)  RG_STR_(x)
 
@@ -293,6 +294,23 @@ struct rg_refused {
 	__u32 pad;
 };
 #define RG_MAX_REFUSED 65536 /* LRU: entries outlive the request briefly */
+
+/* h2_goaway: a queue of HTTP/2 connections the kernel closed with GOAWAY
+ * (nothing more of them reaches the server), for rowgated to reset after
+ * --grpc-close-grace: the streams the GOAWAY names as possibly processed
+ * would otherwise wait for a body that never comes (docs/grpc.md#h2-close).
+ * Addresses and ports as the server's socket sees them; sock_diag's
+ * SOCK_DESTROY finds the socket by them and checks the cookie. */
+struct rg_h2_goaway {
+	__u64 cookie;
+	__u64 at_ns;	  /* bpf_ktime_get_ns() of the GOAWAY (CLOCK_MONOTONIC) */
+	__u32 family;	  /* AF_INET or AF_INET6 */
+	__u32 local_ip[4];  /* network order; IPv4 in [0] */
+	__u32 remote_ip[4];
+	__u16 local_port; /* host order */
+	__u16 remote_port;
+};
+#define RG_H2_GOAWAY_QUEUE 1024
 
 /* global_stats: one entry of host-wide counters (counters.h). */
 struct rg_global_stats {

@@ -170,7 +170,11 @@
 	X(h2_out_answer_failed, "h2_out_answer_failed", "h2_out_answer_failed_total",     \
 	  COUNTER, "Kernel SETTINGS ACKs egress could not replace (the client sees them).") \
 	X(h2_streams_unrouted, "h2_streams_unrouted", "h2_streams_unrouted_total",        \
-	  COUNTER, "HTTP/2 streams whose :path no gRPC route names: DATA passed uncharged.")
+	  COUNTER, "HTTP/2 streams whose :path no gRPC route names: DATA passed uncharged.") \
+	X(h2_goaway_queued, "h2_goaway_queued", "h2_goaway_queued_total", COUNTER,        \
+	  "HTTP/2 connections closed by a kernel GOAWAY, queued for rowgated to reset.") \
+	X(h2_goaway_unqueued, "h2_goaway_unqueued", "h2_goaway_unqueued_total", COUNTER,  \
+	  "Of them, not queued (queue full): left to the client to close.")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also
@@ -238,6 +242,18 @@
 	  "Segments passed unparsed: the verdict slot was empty.")                      \
 	X(egress_missing, "egress_missing", "egress_missing_total", COUNTER,              \
 	  "Server sends not followed: the egress slot was empty.")
+
+/* rowgated's resets of connections the kernel closed with GOAWAY
+ * (user/rowgated/h2_close.c): its own memory, not a map. */
+#define RG_H2_CLOSE_STATS_FIELDS(X)                                                       \
+	X(resets, "h2_goaway_resets", "h2_goaway_resets_total", COUNTER,                  \
+	  "HTTP/2 connections reset by rowgated --grpc-close-grace after a kernel GOAWAY.") \
+	X(gone, "h2_goaway_gone", "h2_goaway_gone_total", COUNTER,                        \
+	  "Of the queued, already closed when their grace ended.")                      \
+	X(failed, "h2_goaway_reset_failed", "h2_goaway_reset_failed_total", COUNTER,      \
+	  "Of the queued, not reset: sock_diag refused (logged once).")                 \
+	X(pending, "h2_goaway_pending", "h2_goaway_pending", GAUGE,                       \
+	  "Queued connections waiting for their grace to end.")
 
 /* rowgated's reconciler (user/rowgated/reconcile.c): not a map, rowgated's own
  * memory; the body copies it holds are bounded by --copy-memory

@@ -277,6 +277,39 @@ rg_check "grpc-go server: 3,000 rows stored = admitted, $rej rejected ($lo to $h
 	[ "$rej" -ge $lo ] && [ "$rej" -le $hi ]
 rg_check "grpc-go server: every refusal closed its connection with GOAWAY" \
 	[ "$(rg_global h2_reject_closed)" = $((closed + rej)) ]
+# After a kernel GOAWAY nothing more of the connection reaches the server
+# (docs/grpc.md#h2-close).  A long-lived HandleRequests call (a message
+# every 300 ms) whose connection a later call's refusal closes (GOAWAY,
+# last stream id 2): grpc-go takes the even last stream id for an error
+# and closes its transport, grpc-js answers with a protocol error; both
+# fail both calls at once.
+"$GO_CLIENT" -target "$GT" -id w -db go_free,go_lim -mode stream -per-call 5 -gap 300ms -calls 2 \
+	-concurrency 2 -stagger 100ms -rows 10 -no-retry >"$RG_TMP/long-go.json" &&
+	rg_fail "refused calls succeeded: $(cat "$RG_TMP/long-go.json")"
+rg_log "grpc-go, a long-lived stream and a refused one on one connection: $(cat "$RG_TMP/long-go.json")"
+rg_check "grpc-go: a long-lived stream and a refused one closed by a kernel GOAWAY: both UNAVAILABLE at once ($(jget "$RG_TMP/long-go.json" "d['seconds']") s)" \
+	[ "$(jget "$RG_TMP/long-go.json" "(d['codes'], d['seconds'] < 30)")" = "({'14': 2}, True)" ]
+if [ -n "$JS" ]; then
+	timeout 120 node "$JS_CLIENT" --target "$GT" --id wj --db go_free,go_lim --mode stream --per-call 5 \
+		--gap-ms 300 --calls 2 --concurrency 2 --stagger-ms 100 --rows 10 --no-retry >"$RG_TMP/long-js.json" &&
+		rg_fail "refused calls succeeded: $(cat "$RG_TMP/long-js.json")"
+	rg_log "grpc-js, a long-lived stream and a refused one on one connection: $(cat "$RG_TMP/long-js.json")"
+	rg_check "grpc-js: the same, both calls failed at once ($(jget "$RG_TMP/long-js.json" "d['seconds']") s)" \
+		[ "$(jget "$RG_TMP/long-js.json" "(d['failed'], d['seconds'] < 30)")" = "(2, True)" ]
+fi
+# A message the kernel cannot read (grpc-encoding gzip) fails closed:
+# GOAWAY PROTOCOL_ERROR naming its own stream possibly processed, as the
+# connection's last.  grpc-go keeps waiting for its answer, which never
+# comes (its body never reached the server): rowgated resets the
+# connection after --grpc-close-grace (2 s), and the call fails
+# UNAVAILABLE instead of at its deadline (30 s here).
+resets0=$(rg_global h2_goaway_resets) fc=$(rg_global h2_failclosed)
+"$GO_CLIENT" -target "$GT" -id z -db go_free -gzip -deadline 30s -calls 1 -rows 10 -no-retry \
+	>"$RG_TMP/gzip.json" && rg_fail "a gzip message passed: $(cat "$RG_TMP/gzip.json")"
+rg_log "grpc-go, a gzip message: $(cat "$RG_TMP/gzip.json"), h2_goaway_resets +$(($(rg_global h2_goaway_resets) - resets0))"
+rg_check "grpc-go: a gzip message fails closed, its call UNAVAILABLE $(jget "$RG_TMP/gzip.json" "d['seconds']") s later (grace 2 s), not at its deadline" \
+	[ "$(jget "$RG_TMP/gzip.json" "(d['codes'], 1.5 <= d['seconds'] < 20)")" = "({'14': 1}, True)" ] &&
+	[ $(($(rg_global h2_goaway_resets) - resets0)) = 1 ] && [ "$(rg_global h2_failclosed)" = $((fc + 1)) ]
 rg_check "the HTTP/1 egress walk never took an HTTP/2 connection (the grpc-go server writes first)" [ "$(rg_global egress_lost)" = 0 ]
 rg_check "egress followed every HTTP/2 server's frames ($(rg_global h2_out_frames)), each SETTINGS ACK matched to a SETTINGS the verdict passed" \
 	[ "$(rg_global h2_out_lost)" = 0 ] && [ "$(rg_global h2_out_frames)" -gt 2000 ]

@@ -92,6 +92,23 @@ rg_check "seg_big: $CALLS admitted $ROWS-row messages stored, rows stored = rows
 	[ "$(jget "$RG_TMP/admitted.json" "d['ok']")" = "$CALLS" ] &&
 	[ "$(sget "d['rows'].get('seg_big', 0)")" = $((CALLS * ROWS)) ] &&
 	[ "$(rg_stat seg_big admitted_rows)" = $((CALLS * ROWS)) ]
+# A refusal that falls back to GOAWAY (its RequestHeader after 4 KB of
+# rows) while an earlier call's body is unfinished: the server's socket
+# is in the namespace, rowgated is not; it finds the socket through the
+# guarded cgroup's processes and resets it after its grace
+# (docs/grpc.md#h2-close)
+GRPC_PY=$RG_BUILD/grpc/py
+if "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null && [ -f "$GRPC_PY/greptime/v1/ingest_pb2.py" ]; then
+	RG_GRPC_PY=$GRPC_PY in_ns "$RG_PY" "$RG_ROOT/tests/grpc/h2_probe.py" --port "$GPORT" \
+		--scenario open_call --db seg_spent --gap-ms 20 >"$RG_TMP/open_call.json" 2>&1 ||
+		rg_fail "open_call: $(cat "$RG_TMP/open_call.json")"
+	rg_log "open call: $(cat "$RG_TMP/open_call.json")"
+	rg_check "a GOAWAY naming a later stream answered and an open call (last stream 5), the server in another network namespace: reset $(jget "$RG_TMP/open_call.json" "d['after_s']") s after it (grace 2 s)" \
+		[ "$(jget "$RG_TMP/open_call.json" "(d['goaway'], d['last_stream'], 5 in d['answered'], d['end'], 1.5 <= d['after_s'] <= 8)")" = "(11, 5, True, 'reset', True)" ] &&
+		[ "$(rg_global h2_goaway_resets)" = 1 ] && [ "$(rg_global h2_goaway_reset_failed)" = 0 ]
+else
+	rg_log "no python3-hpack or python3-protobuf here: the open-call probe does not run"
+fi
 rg_check "every refusal answered, no internal errors" \
 	[ "$(rg_global h2_out_answers)" = "$(rg_global h2_reject_kept)" ] &&
 	[ "$(rg_global h2_out_answer_failed)" = 0 ] && [ "$(rg_global internal_errors)" = 0 ]

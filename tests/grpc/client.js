@@ -25,12 +25,15 @@ function usage(msg) {
   --id NAME             prefix of the unique table names (default js)
   --concurrency N       calls in flight at once (default 1)
   --no-retry            no retry policy in the service config
-  --other N             Health/Check and Other/Handle calls after each call (default 0)`);
+  --other N             Health/Check and Other/Handle calls after each call (default 0)
+  --gap-ms N            pause between a HandleRequests call's messages (default 0)
+  --stagger-ms N        start worker i of --concurrency i times N ms late (default 0)
+--db A,B,... takes the databases in turn, message by message.`);
 	process.exit(2);
 }
 
 const opt = { mode: 'unary', calls: 10, perCall: 3, rows: 10, id: 'js',
-	      concurrency: 1, retry: true, columnar: false, other: 0 };
+	      concurrency: 1, retry: true, columnar: false, other: 0, gapMs: 0, staggerMs: 0 };
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
 	const a = argv[i], v = () => { if (i + 1 >= argv.length) usage(`${a} wants a value`); return argv[++i]; };
@@ -47,6 +50,8 @@ for (let i = 0; i < argv.length; i++) {
 	case '--columnar': opt.columnar = true; break;
 	case '--no-retry': opt.retry = false; break;
 	case '--other': opt.other = n(); break;
+	case '--gap-ms': opt.gapMs = n(); break;
+	case '--stagger-ms': opt.staggerMs = n(); break;
 	case '-h': case '--help': usage(); break;
 	default: usage(`unknown option '${a}'`);
 	}
@@ -72,9 +77,11 @@ const client = new GreptimeDatabase(opt.target, grpc.credentials.createInsecure(
 	opt.retry ? { 'grpc.service_config': JSON.stringify(serviceConfig) } : {});
 
 let seq = 0;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 function message() {
+	const dbs = opt.db.split(',');
+	const header = { dbname: dbs[seq % dbs.length] };
 	const table = `${opt.id}_${seq++}`;
-	const header = { dbname: opt.db };
 	if (opt.columnar) {
 		const ts = [], v = [];
 		for (let r = 0; r < opt.rows; r++) { ts.push(String(1700000000000 + r)); v.push(r * 0.5); }
@@ -150,9 +157,14 @@ function oneCall() {
 			client.Handle(message(), (err, resp) => done(err, resp, opt.rows));
 		} else {
 			const call = client.HandleRequests((err, resp) => done(err, resp, opt.rows * opt.perCall));
-			for (let m = 0; m < opt.perCall; m++)
-				call.write(message());
-			call.end();
+			(async () => {
+				for (let m = 0; m < opt.perCall; m++) {
+					if (m > 0 && opt.gapMs)
+						await sleep(opt.gapMs);
+					call.write(message());
+				}
+				call.end();
+			})();
 		}
 	});
 }
@@ -160,8 +172,8 @@ function oneCall() {
 (async () => {
 	let next = 0;
 	const t0 = process.hrtime.bigint();
-	const worker = async () => { while (next < opt.calls) { next++; await oneCall(); await otherCalls(); } };
-	await Promise.all(Array.from({ length: Math.max(1, opt.concurrency) }, worker));
+	const worker = async (w) => { await sleep(w * opt.staggerMs); while (next < opt.calls) { next++; await oneCall(); await otherCalls(); } };
+	await Promise.all(Array.from({ length: Math.max(1, opt.concurrency) }, (_, w) => worker(w)));
 	res.seconds = Number(process.hrtime.bigint() - t0) / 1e9;
 	console.log(JSON.stringify(res));
 	client.close();

@@ -26,7 +26,10 @@ scenarios: mix (rejected and admitted calls interleaved on one connection),
            connection, calls cut after the DATA header, inside it, inside
            the payload, a refused stream's later DATA cut inside its
            header, and frames over 4 KB cut in many ways are kept:
-           grpc-status 8, the connection open).
+           grpc-status 8, the connection open),
+           open_call (a refusal that falls back to GOAWAY while an earlier
+           call's body is unfinished and a later call was answered: the
+           GOAWAY's last stream, how and when the connection ends).
 """
 import argparse
 import json
@@ -406,8 +409,9 @@ def scenario_split(a):
             "bytes": len(allb)}
 
 
-def goaway_of(s):
-    """Read frames until a GOAWAY (its error code) or the end (None)."""
+def goaway_of(s, with_last=False):
+    """Read frames until a GOAWAY (its error code, and with_last its last
+    stream id) or the end (None)."""
     got = b""
     while True:
         while len(got) >= 9:
@@ -415,7 +419,8 @@ def goaway_of(s):
             if len(got) < 9 + n:
                 break
             if got[3] == GOAWAY:
-                return struct.unpack(">I", got[13:17])[0]
+                last, code = struct.unpack(">II", got[9:17])
+                return (code, last & 0x7fffffff) if with_last else code
             got = got[9 + n:]
         try:
             b = s.recv(65536)
@@ -424,6 +429,67 @@ def goaway_of(s):
         if not b:
             return None
         got += b
+
+
+def scenario_open_call(a):
+    """A refusal that falls back to GOAWAY while stream 1's body is
+    unfinished and stream 5, opened after the refused stream 3, was
+    answered already: the GOAWAY must name stream 5 possibly processed
+    (last stream id 5: a client retries streams above it, and a retry of
+    5 would store it twice), and since stream 1's body never reaches the
+    server, only rowgated's reset (--grpc-close-grace) ends the
+    connection (docs/grpc.md#h2-close).  Returns the GOAWAY's code and
+    last stream, the streams answered, how the connection ended and how
+    long after the GOAWAY."""
+    s = socket.create_connection(("127.0.0.1", a.port), timeout=30)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    gap = a.gap_ms / 1000.0
+    enc = hpack.Encoder()
+    hdr = [(":method", "POST"), (":scheme", "http"),
+           (":path", "/greptime.v1.GreptimeDatabase/Handle"),
+           (":authority", "127.0.0.1:%d" % a.port),
+           ("content-type", "application/grpc"), ("te", "trailers")]
+    d3 = frame(DATA, END_STREAM, 3, message(a.db, 600, "oc_refused3", header_last=True))
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, END_HEADERS, 1, enc.encode(hdr))
+              + frame(DATA, 0, 1, message(a.db, a.rows, "oc_open1")[:-10]))
+    time.sleep(gap)
+    s.sendall(frame(HEADERS, END_HEADERS, 3, enc.encode(hdr)) +
+              frame(HEADERS, END_HEADERS, 5, enc.encode(hdr)) +
+              frame(DATA, END_STREAM, 5, message(a.free_db, a.rows, "oc_free5")))
+    time.sleep(gap)
+    s.sendall(d3[:9 + 5000])
+    time.sleep(gap)
+    s.sendall(d3[9 + 5000:])
+    got, answered, end, t0 = b"", set(), None, None
+    goaway = None
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                end = "eof"
+                break
+            got += b
+            while len(got) >= 9:
+                n = got[0] << 16 | got[1] << 8 | got[2]
+                if len(got) < 9 + n:
+                    break
+                ftype, sid = got[3], struct.unpack(">I", got[5:9])[0] & 0x7fffffff
+                if ftype == HEADERS:
+                    answered.add(sid)
+                elif ftype == GOAWAY and goaway is None:
+                    last, code = struct.unpack(">II", got[9:17])
+                    goaway = (code, last & 0x7fffffff)
+                    t0 = time.monotonic()
+                got = got[9 + n:]
+    except ConnectionResetError:
+        end = "reset"
+    except OSError as e:
+        end = "error: %s" % e
+    s.close()
+    return {"goaway": goaway[0] if goaway else None,
+            "last_stream": goaway[1] if goaway else None,
+            "answered": sorted(answered), "end": end,
+            "after_s": round(time.monotonic() - t0, 3) if t0 else None}
 
 
 def scenario_fallback(a):
@@ -461,6 +527,8 @@ def scenario_fallback(a):
             s.sendall(d[9 + 5000:])
         out[case] = goaway_of(s)
         s.close()
+
+    out["open_call"] = scenario_open_call(a)
 
     # one connection: each refused call cut once, then a whole one
     c = Conn(a.port)
@@ -529,7 +597,8 @@ def scenario_fallback(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, required=True, help="server's gRPC port")
-    ap.add_argument("--scenario", choices=("mix", "window", "split", "fallback"), required=True)
+    ap.add_argument("--scenario", choices=("mix", "window", "split", "fallback", "open_call"),
+                    required=True)
     ap.add_argument("--rejects", type=int, default=100, help="rejected streams (default 100)")
     ap.add_argument("--admit-every", type=int, default=10,
                     help="an admitted call before every K-th rejection (default 10, 0: none)")
@@ -540,6 +609,8 @@ def main():
                     help="send the client's RST_STREAM after each trigger answer")
     ap.add_argument("--db", default="split_a",
                     help="split: dbname of stream 1; fallback: a database refused now")
+    ap.add_argument("--free-db", default="probe_free",
+                    help="open_call: a database without a limit (default probe_free)")
     ap.add_argument("--catalog", default="Acme", help="split: catalog of stream 3")
     ap.add_argument("--schema", default="Split_B", help="split: schema of stream 3")
     ap.add_argument("--from", dest="split_from", type=int, default=1,
@@ -554,6 +625,9 @@ def main():
         return
     if a.scenario == "fallback":
         print(json.dumps(scenario_fallback(a)))
+        return
+    if a.scenario == "open_call":
+        print(json.dumps(scenario_open_call(a)))
         return
     c = Conn(a.port)
     if not c.wait(lambda: c.settings_acks >= 1, 10):

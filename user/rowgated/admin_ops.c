@@ -16,6 +16,7 @@
 #include "../lib/log.h"
 #include "../lib/maps.h"
 #include "meta_agent.h"
+#include "h2_close.h"
 #include "reconcile.h"
 #include "rowgated.h"
 
@@ -256,6 +257,12 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_STATS), &zero, &vs) == 0)
 		rg_counters_json(g, &rg_verdict_stats_table, &vs);
 	rg_reconciler_stats_json(d->rec, g);
+	if (d->closer) {
+		struct rg_h2_close_stats cs;
+
+		rg_h2_closer_stats(d->closer, &cs);
+		rg_counters_json(g, &rg_h2_close_stats_table, &cs);
+	}
 	rg_xdp_stats_json(d->cfg->bpffs, db, reply); /* -ENOENT: no UDP path */
 	json_object_set_new(reply, "databases", arr);
 	json_object_set_new(reply, "global", g);

@@ -20,6 +20,7 @@
 #include "../lib/clock.h"
 #include "../lib/log.h"
 #include "../lib/maps.h"
+#include "h2_close.h"
 #include "meta_agent.h"
 #include "metrics.h"
 #include "reconcile.h"
@@ -110,8 +111,8 @@ static int serve(struct daemon *d, int notify_fd)
 {
 	struct pollfd pfd[4];
 	__u64 last_gc_ns = rg_monotonic_ns();
+	int sfd, timeout_ms = RG_POLL_INTERVAL_MS;
 	sigset_t mask;
-	int sfd;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -139,8 +140,12 @@ static int serve(struct daemon *d, int notify_fd)
 		struct signalfd_siginfo si;
 		char ev[4096];
 
-		if (poll(pfd, 4, RG_POLL_INTERVAL_MS) < 0 && errno != EINTR)
+		if (poll(pfd, 4, timeout_ms) < 0 && errno != EINTR)
 			break;
+		/* a reset due sooner than the next tick shortens the wait */
+		timeout_ms = rg_h2_closer_tick(d->closer, rg_monotonic_ns());
+		if (timeout_ms < 0 || timeout_ms > RG_POLL_INTERVAL_MS)
+			timeout_ms = RG_POLL_INTERVAL_MS;
 		if (pfd[3].revents & POLLIN)
 			while (read(d->cgroup_watch_fd, ev, sizeof(ev)) > 0)
 				;
@@ -235,6 +240,9 @@ int main(int argc, char **argv)
 		if (rg_reconciler_new(&rf, &d.rec))
 			goto out;
 	}
+	if (rg_h2_closer_new(bpf_map__fd(d.skel->maps.RG_MAP_H2_GOAWAY), cfg.grpc_close_grace_ms,
+			     cfg.cgroup, &d.closer))
+		goto out;
 	if (rgd_attach_all(&d))
 		goto stop;
 	d.cgroup_watch_fd = rgd_watch_cgroup_parent(cfg.cgroup);
@@ -249,6 +257,7 @@ int main(int argc, char **argv)
 			.proto_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_PROTO_STATS),
 			.bpffs = cfg.bpffs,
 			.reconciler = d.rec,
+			.closer = d.closer,
 		};
 
 		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))
@@ -284,6 +293,7 @@ out:
 		close(d.cgroup_watch_fd);
 	rg_metrics_stop(d.metrics);
 	rg_reconciler_free(d.rec);
+	rg_h2_closer_free(d.closer);
 	if (d.admin_fd >= 0) {
 		close(d.admin_fd);
 		unlink(cfg.admin_socket);

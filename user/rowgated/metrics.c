@@ -19,6 +19,7 @@
 #include "../lib/health.h"
 #include "../lib/log.h"
 #include "metrics.h"
+#include "h2_close.h"
 #include "reconcile.h"
 #include "../lib/counters.h"
 #include "../lib/maps.h"
@@ -219,6 +220,12 @@ static void put_http(struct text *t, const struct rg_metrics_maps *maps)
 
 		rg_reconciler_stats(maps->reconciler, &rs);
 		put_global(t, &rg_reconcile_stats_table, &rs);
+	}
+	if (maps->closer) {
+		struct rg_h2_close_stats cs;
+
+		rg_h2_closer_stats(maps->closer, &cs);
+		put_global(t, &rg_h2_close_stats_table, &cs);
 	}
 	goto out;
 nomem:

@@ -6,6 +6,7 @@
 
 struct rg_metrics;
 struct rg_reconciler;
+struct rg_h2_closer;
 
 struct rg_metrics_maps {
 	int limits_fd;
@@ -15,6 +16,7 @@ struct rg_metrics_maps {
 	int proto_stats_fd;
 	const char *bpffs; /* the pins: UDP maps, guard_stats, rowgate_enforcing */
 	const struct rg_reconciler *reconciler; /* rowgated's own counters; NULL: none */
+	const struct rg_h2_closer *closer;	/* likewise */
 };
 
 /* Serve http://ADDR:PORT/metrics; addr is "IP:PORT" (IPv4 or [IPv6]).

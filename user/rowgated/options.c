@@ -64,6 +64,13 @@ static void usage(FILE *out)
 		"                          RESOURCE_EXHAUSTED; a refusal that cannot be kept\n"
 		"                          closes, counted; needs --egress on), or close it\n"
 		"                          with GOAWAY; docs/grpc.md section 7; default: keep\n"
+		"      --grpc-close-grace MS|off\n"
+		"                          after the kernel closes an HTTP/2 connection with\n"
+		"                          GOAWAY (nothing more reaches its server), reset it\n"
+		"                          MS milliseconds later, so calls still open on it\n"
+		"                          fail UNAVAILABLE instead of waiting for their\n"
+		"                          deadline; off leaves it to the client;\n"
+		"                          docs/grpc.md#h2-close; default: 2000\n"
 		"      --server-timeout N=SECONDS[,IDLE]\n"
 		"                          the timers of the server on guarded port N: it\n"
 		"                          closes a connection SECONDS after accept while no\n"
@@ -280,7 +287,8 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		OPT_EGRESS,
 		OPT_COPY_MEMORY,
 		OPT_COPY_EXPIRY,
-		OPT_GRPC_REJECT
+		OPT_GRPC_REJECT,
+		OPT_GRPC_CLOSE_GRACE
 	};
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
@@ -297,6 +305,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		{ "grpc", required_argument, NULL, OPT_GRPC },
 		{ "no-grpc", required_argument, NULL, OPT_NO_GRPC },
 		{ "grpc-reject", required_argument, NULL, OPT_GRPC_REJECT },
+		{ "grpc-close-grace", required_argument, NULL, OPT_GRPC_CLOSE_GRACE },
 		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
 		{ "udp", required_argument, NULL, 'u' },
@@ -324,6 +333,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 	cfg->admin_group = RG_ADMIN_ROOT_ONLY;
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
 	cfg->grpc_keep = true;
+	cfg->grpc_close_grace_ms = RG_GRPC_CLOSE_GRACE_MS;
 	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:m:u:l:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
@@ -499,6 +509,21 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 				return -EINVAL;
 			}
 			break;
+		case OPT_GRPC_CLOSE_GRACE: {
+			unsigned long v;
+
+			if (!strcmp(optarg, "off")) {
+				cfg->grpc_close_grace_ms = 0;
+			} else if (parse_whole(optarg, 1, RG_GRPC_CLOSE_GRACE_MAX_MS, &v)) {
+				pr_err("--grpc-close-grace '%s': expected off or whole milliseconds "
+				       "from 1 to %u",
+				       optarg, RG_GRPC_CLOSE_GRACE_MAX_MS);
+				return -EINVAL;
+			} else {
+				cfg->grpc_close_grace_ms = (__u32)v;
+			}
+			break;
+		}
 		case OPT_EGRESS:
 			if (!strcmp(optarg, "on")) {
 				cfg->egress_off = false;

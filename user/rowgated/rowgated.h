@@ -21,6 +21,8 @@
 
 #define RG_DEFAULT_PORT     4000
 #define RG_POLL_INTERVAL_MS 1000
+#define RG_GRPC_CLOSE_GRACE_MS 2000 /* --grpc-close-grace default */
+#define RG_GRPC_CLOSE_GRACE_MAX_MS 3600000
 #define RG_GC_INTERVAL_MS   10000 /* state of closed adopted connections */
 #define RG_CONNS_FULL_LOG_MS 10000 /* at most one connection-table alarm per 10 s */
 #define RG_MAX_CONNS_LIMIT  (1U << 22) /* --max-conns: 4 Mi connections */
@@ -58,6 +60,7 @@ struct config {
 	bool grpc_keep;        /* --grpc-reject keep */
 	__u64 copy_memory_bytes; /* --copy-memory */
 	__u32 copy_expiry_s;     /* --copy-expiry */
+	__u32 grpc_close_grace_ms; /* --grpc-close-grace, 0 = off */
 	bool cleanup;
 	const char *metrics_addr; /* /metrics listener, NULL = off */
 	const char *xdp_iface;    /* UDP path: interface, NULL = off */
@@ -79,6 +82,7 @@ struct daemon {
 	int admin_fd;
 	struct rg_metrics *metrics;
 	struct rg_reconciler *rec;
+	struct rg_h2_closer *closer; /* resets after a kernel GOAWAY */
 	struct rg_xdp *xdp;
 	struct rg_meta_agent *agent; /* NULL in standalone mode */
 	bool detached; /* rowgatectl detach: enforcement removed on request */

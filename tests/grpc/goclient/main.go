@@ -23,6 +23,7 @@ import (
 	protov1 "github.com/golang/protobuf/proto"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/encoding/gzip"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -88,6 +89,10 @@ func main() {
 	id := flag.String("id", "go", "prefix of the unique table names")
 	conc := flag.Int("concurrency", 1, "calls in flight at once")
 	noRetry := flag.Bool("no-retry", false, "no retry policy in the service config")
+	useGzip := flag.Bool("gzip", false, "compress messages (grpc-encoding: gzip)")
+	deadline := flag.Duration("deadline", 60*time.Second, "deadline of each call")
+	gap := flag.Duration("gap", 0, "pause between a HandleRequests call's messages (a long-lived stream)")
+	stagger := flag.Duration("stagger", 0, "start worker i of -concurrency i times this late")
 	others := flag.Int("other", 0, "Health/Check and rowgate.test.Other/Handle calls after each call")
 	flag.Parse()
 	if *target == "" || *db == "" {
@@ -99,7 +104,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "rg-grpc-go: -mode is unary or stream, got %q\n", *mode)
 		os.Exit(2)
 	}
-	opts := []grpc.DialOption{grpc.WithInsecure(), grpc.WithDefaultCallOptions(grpc.ForceCodec(protoCodec{}))}
+	callOpts := []grpc.CallOption{grpc.ForceCodec(protoCodec{})}
+	if *useGzip {
+		callOpts = append(callOpts, grpc.UseCompressor(gzip.Name))
+	}
+	opts := []grpc.DialOption{grpc.WithInsecure(), grpc.WithDefaultCallOptions(callOpts...)}
 	if !*noRetry {
 		opts = append(opts, grpc.WithDefaultServiceConfig(serviceConfig))
 	}
@@ -150,7 +159,7 @@ func main() {
 	res := result{Impl: "grpc-go", Version: grpc.Version, Mode: *mode, DB: *db, Codes: map[string]int{}}
 	var mu sync.Mutex
 	otherCalls := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), *deadline)
 		defer cancel()
 		for i := 0; i < *others; i++ {
 			hr := &healthpb.HealthCheckResponse{}
@@ -177,7 +186,7 @@ func main() {
 	}
 	oneCall := func() {
 		defer otherCalls()
-		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), *deadline)
 		defer cancel()
 		var trailer metadata.MD
 		resp := &GreptimeResponse{}
@@ -190,6 +199,9 @@ func main() {
 			var cs grpc.ClientStream
 			cs, err = conn.NewStream(ctx, &streamDesc, "/greptime.v1.GreptimeDatabase/HandleRequests", grpc.Trailer(&trailer))
 			for m := 0; err == nil && m < *perCall; m++ {
+				if m > 0 && *gap > 0 {
+					time.Sleep(*gap)
+				}
 				err = cs.SendMsg(message())
 			}
 			if err == nil {
@@ -222,12 +234,13 @@ func main() {
 	var wg sync.WaitGroup
 	for w := 0; w < *conc || w == 0; w++ {
 		wg.Add(1)
-		go func() {
+		go func(w int) {
 			defer wg.Done()
+			time.Sleep(time.Duration(w) * *stagger)
 			for atomic.AddInt64(&next, 1) <= int64(*calls) {
 				oneCall()
 			}
-		}()
+		}(w)
 	}
 	wg.Wait()
 	res.Seconds = time.Since(start).Seconds()

@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * After a kernel GOAWAY nothing more of a connection reaches the server
+ * (bpf/h2.h), so the streams the GOAWAY names as possibly processed wait
+ * for bodies that never come, on both sides, until a deadline if the client
+ * set one.  No BPF helper of 6.1 can close a socket, so the verdict queues
+ * the connection (h2_goaway) and rowgated resets it with sock_diag's
+ * SOCK_DESTROY (CONFIG_INET_DIAG_DESTROY) once --grpc-close-grace has let
+ * the client read the GOAWAY and the server answer what it had whole
+ * (docs/grpc.md#h2-close).  The server's socket may live in another network
+ * namespace than rowgated's (a container): those of the guarded cgroup's
+ * processes are tried next.
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+
+#include "../lib/counters.h"
+#include "../lib/log.h"
+#include "h2_close.h"
+#include "rowgate/abi.h"
+
+#define RG_H2_CLOSE_PENDING_MAX 4096 /* beyond, the kernel queue holds them */
+#define RG_H2_CLOSE_NETNS_MAX	64   /* namespaces tried for one socket */
+
+struct rg_h2_closer {
+	int queue_fd;
+	int nl_fd; /* sock_diag in rowgated's own namespace */
+	unsigned int grace_ms;
+	const char *cgroup;
+	struct rg_h2_goaway *pending;
+	unsigned int npending;
+	__u32 seq;
+	bool warned;
+	struct rg_h2_close_stats st; /* written here, read atomically by /metrics */
+};
+
+static void stat_add(__u64 *field, __u64 v)
+{
+	__atomic_store_n(field, *field + v, __ATOMIC_RELAXED);
+}
+
+int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
+		     struct rg_h2_closer **out)
+{
+	struct rg_h2_closer *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->pending = calloc(RG_H2_CLOSE_PENDING_MAX, sizeof(*c->pending));
+	if (!c->pending) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->queue_fd = queue_fd;
+	c->grace_ms = grace_ms;
+	c->cgroup = cgroup;
+	c->nl_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (c->nl_fd < 0)
+		pr_warn("h2 close: no sock_diag socket (%s): connections closed by a kernel "
+			"GOAWAY are left to their clients",
+			strerror(errno));
+	*out = c;
+	return 0;
+}
+
+void rg_h2_closer_free(struct rg_h2_closer *c)
+{
+	if (!c)
+		return;
+	if (c->nl_fd >= 0)
+		close(c->nl_fd);
+	free(c->pending);
+	free(c);
+}
+
+void rg_h2_closer_stats(const struct rg_h2_closer *c, struct rg_h2_close_stats *out)
+{
+#define RG_LOAD_(field, ...) out->field = __atomic_load_n(&c->st.field, __ATOMIC_RELAXED);
+	RG_H2_CLOSE_STATS_FIELDS(RG_LOAD_)
+#undef RG_LOAD_
+}
+
+/* SOCK_DESTROY of one socket by its addresses, checked against its cookie:
+ * 0, -ENOENT (not in this namespace, or gone), -ESTALE (the 4-tuple is
+ * another socket now), or another negative errno. */
+static int sock_destroy(int nl_fd, __u32 *seq, const struct rg_h2_goaway *e)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} msg = {
+		.nlh = {
+			.nlmsg_len = sizeof(msg),
+			.nlmsg_type = SOCK_DESTROY,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK,
+			.nlmsg_seq = ++*seq,
+		},
+		.req = {
+			.sdiag_family = (__u8)e->family,
+			.sdiag_protocol = IPPROTO_TCP,
+			.idiag_states = ~0U,
+			.id = {
+				.idiag_sport = htons(e->local_port),
+				.idiag_dport = htons(e->remote_port),
+				.idiag_cookie = { (__u32)e->cookie, (__u32)(e->cookie >> 32) },
+			},
+		},
+	};
+	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
+	union {
+		struct nlmsghdr nlh;
+		char buf[1024];
+	} reply;
+	ssize_t n;
+
+	memcpy(msg.req.id.idiag_src, e->local_ip, sizeof(msg.req.id.idiag_src));
+	memcpy(msg.req.id.idiag_dst, e->remote_ip, sizeof(msg.req.id.idiag_dst));
+	if (sendto(nl_fd, &msg, sizeof(msg), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
+		return -errno;
+	for (;;) {
+		n = recv(nl_fd, &reply, sizeof(reply), 0);
+		if (n < 0)
+			return -errno;
+		if (!NLMSG_OK(&reply.nlh, (unsigned int)n))
+			return -EPROTO;
+		if (reply.nlh.nlmsg_seq != *seq)
+			continue; /* a late answer to an earlier request */
+		if (reply.nlh.nlmsg_type != NLMSG_ERROR)
+			return -EPROTO;
+		return ((struct nlmsgerr *)NLMSG_DATA(&reply.nlh))->error;
+	}
+}
+
+struct netns_walk {
+	const struct rg_h2_goaway *e;
+	__u32 *seq;
+	ino_t seen[RG_H2_CLOSE_NETNS_MAX];
+	unsigned int nseen;
+	int ret; /* of the last try; 0 ends the walk */
+};
+
+/* Try the socket in the namespace of one process, once per namespace. */
+static void try_netns_of(struct netns_walk *w, const char *pid)
+{
+	char path[64];
+	struct stat sb;
+	int ns_fd, self_fd, nl_fd;
+
+	snprintf(path, sizeof(path), "/proc/%s/ns/net", pid);
+	if (stat(path, &sb))
+		return;
+	for (unsigned int i = 0; i < w->nseen; i++)
+		if (w->seen[i] == sb.st_ino)
+			return;
+	if (w->nseen == RG_H2_CLOSE_NETNS_MAX)
+		return;
+	w->seen[w->nseen++] = sb.st_ino;
+	ns_fd = open(path, O_RDONLY | O_CLOEXEC);
+	self_fd = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (ns_fd < 0 || self_fd < 0)
+		goto out;
+	/* the socket keeps the namespace it was made in: enter, make, leave */
+	if (setns(ns_fd, CLONE_NEWNET))
+		goto out;
+	nl_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (setns(self_fd, CLONE_NEWNET)) {
+		/* never go on in the wrong namespace */
+		pr_err("h2 close: cannot return to rowgated's network namespace: %s",
+		       strerror(errno));
+		abort();
+	}
+	if (nl_fd >= 0) {
+		w->ret = sock_destroy(nl_fd, w->seq, w->e);
+		close(nl_fd);
+	}
+out:
+	if (ns_fd >= 0)
+		close(ns_fd);
+	if (self_fd >= 0)
+		close(self_fd);
+}
+
+/* Every process of the cgroup and of the cgroups below it. */
+static void walk_cgroup(struct netns_walk *w, const char *dir, int depth)
+{
+	char path[PATH_MAX], pid[32];
+	struct dirent *de;
+	FILE *f;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	if (f) {
+		while (w->ret && fgets(pid, sizeof(pid), f)) {
+			pid[strcspn(pid, "\n")] = 0;
+			try_netns_of(w, pid);
+		}
+		fclose(f);
+	}
+	if (!w->ret || depth >= 8)
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while (w->ret && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		walk_cgroup(w, path, depth + 1);
+	}
+	closedir(d);
+}
+
+static void reset_one(struct rg_h2_closer *c, const struct rg_h2_goaway *e)
+{
+	struct netns_walk w = { .e = e, .seq = &c->seq, .ret = -ENOENT };
+	struct stat sb;
+
+	if (c->nl_fd >= 0)
+		w.ret = sock_destroy(c->nl_fd, &c->seq, e);
+	if (w.ret == -ENOENT && c->cgroup && !stat("/proc/thread-self/ns/net", &sb)) {
+		w.seen[w.nseen++] = sb.st_ino; /* tried already */
+		walk_cgroup(&w, c->cgroup, 0);
+	}
+	if (!w.ret) {
+		stat_add(&c->st.resets, 1);
+		pr_debug("h2 close: reset connection %llu (%u -> %u)",
+			 (unsigned long long)e->cookie, e->remote_port, e->local_port);
+	} else if (w.ret == -ENOENT || w.ret == -ESTALE) {
+		stat_add(&c->st.gone, 1);
+	} else {
+		stat_add(&c->st.failed, 1);
+		if (!c->warned)
+			pr_warn("h2 close: cannot reset a connection closed by GOAWAY (%s%s); "
+				"its client closes it, or waits for its calls' deadlines",
+				strerror(-w.ret),
+				w.ret == -EOPNOTSUPP ? ": no CONFIG_INET_DIAG_DESTROY" : "");
+		c->warned = true;
+	}
+}
+
+int rg_h2_closer_tick(struct rg_h2_closer *c, __u64 now_ns)
+{
+	__u64 grace_ns = (__u64)c->grace_ms * 1000000ULL, next = ~0ULL;
+	unsigned int i, kept = 0;
+
+	while (c->npending < RG_H2_CLOSE_PENDING_MAX &&
+	       !bpf_map_lookup_and_delete_elem(c->queue_fd, NULL, &c->pending[c->npending]))
+		if (c->grace_ms)
+			c->npending++;
+	for (i = 0; i < c->npending; i++) {
+		const struct rg_h2_goaway *e = &c->pending[i];
+
+		if (now_ns - e->at_ns >= grace_ns) { /* at_ns > now_ns: wraps, due */
+			reset_one(c, e);
+			continue;
+		}
+		if (e->at_ns + grace_ns - now_ns < next)
+			next = e->at_ns + grace_ns - now_ns;
+		c->pending[kept++] = *e;
+	}
+	c->npending = kept;
+	__atomic_store_n(&c->st.pending, kept, __ATOMIC_RELAXED);
+	if (!kept)
+		return -1;
+	return (int)((next + 999999) / 1000000);
+}

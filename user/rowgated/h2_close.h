@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Resetting the HTTP/2 connections the kernel closed with GOAWAY, once the
+ * client had --grpc-close-grace to read it (docs/grpc.md#h2-close). */
+#ifndef ROWGATE_USER_ROWGATED_H2_CLOSE_H
+#define ROWGATE_USER_ROWGATED_H2_CLOSE_H
+
+#include <linux/types.h>
+
+struct rg_h2_closer;
+struct rg_h2_close_stats;
+
+/* queue_fd: the h2_goaway queue map; grace_ms 0: drain the queue, reset
+ * nothing; cgroup: the guarded cgroup, whose processes' network namespaces
+ * are searched for a socket not in rowgated's own.  0 or negative errno. */
+int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
+		     struct rg_h2_closer **out);
+void rg_h2_closer_free(struct rg_h2_closer *c);
+
+/* Take what the kernel queued, reset what is due.  Returns the ms until the
+ * next is due, or -1 when nothing waits. */
+int rg_h2_closer_tick(struct rg_h2_closer *c, __u64 now_ns);
+
+/* Safe from another thread (the /metrics one). */
+void rg_h2_closer_stats(const struct rg_h2_closer *c, struct rg_h2_close_stats *out);
+
+#endif /* ROWGATE_USER_ROWGATED_H2_CLOSE_H */
