@@ -847,8 +847,11 @@ static __always_inline int rg_h2_goaway(struct __sk_buff *skb, struct rg_h2_sock
 		/* the refused stream and those opened after it are named
 		 * unprocessed (the client may retry them) unless a later
 		 * stream's bytes reached the server already: then that one
-		 * may have been handled, and a retry would store it twice */
-		last_sid = st->reject_sid ? st->reject_sid - 1 : 0;
+		 * may have been handled, and a retry would store it twice.
+		 * The last stream id is a client's (odd) stream: nghttp2
+		 * takes an even one for a protocol error, grpc-go closes its
+		 * transport on it (docs/grpc.md#7-what-is-built). */
+		last_sid = st->reject_sid > 2 ? st->reject_sid - 2 : 0;
 		if (st->sid_passed > st->reject_sid)
 			last_sid = st->sid_passed;
 	} else {

@@ -55,6 +55,52 @@ static void stat_add(__u64 *field, __u64 v)
 	__atomic_store_n(field, *field + v, __ATOMIC_RELAXED);
 }
 
+/* Whether sock_diag can reach TCP sockets here: a dump that matches no
+ * state answers NLMSG_DONE when the inet_diag and tcp_diag handlers are
+ * in (or load on demand), an error when they are not.  Without them every
+ * SOCK_DESTROY would answer -ENOENT, which looks like a closed socket.
+ * 0 or negative errno. */
+static int tcp_diag_probe(int nl_fd)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} msg = {
+		.nlh = {
+			.nlmsg_len = sizeof(msg),
+			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+		},
+		.req = { .sdiag_family = AF_INET, .sdiag_protocol = IPPROTO_TCP },
+	};
+	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
+	union {
+		struct nlmsghdr nlh;
+		char buf[8192];
+	} reply;
+	ssize_t n;
+
+	if (sendto(nl_fd, &msg, sizeof(msg), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
+		return -errno;
+	for (;;) {
+		struct nlmsghdr *h = &reply.nlh;
+		unsigned int len;
+
+		n = recv(nl_fd, &reply, sizeof(reply), 0);
+		if (n < 0)
+			return -errno;
+		len = (unsigned int)n; /* the kernel's messages are aligned */
+		for (; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_type == NLMSG_ERROR)
+				return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+			if (h->nlmsg_type == NLMSG_DONE)
+				return h->nlmsg_len >= NLMSG_LENGTH(sizeof(int)) ?
+					       *(int *)NLMSG_DATA(h) :
+					       0;
+		}
+	}
+}
+
 int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
 		     struct rg_h2_closer **out)
 {
@@ -70,11 +116,25 @@ int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
 	c->queue_fd = queue_fd;
 	c->grace_ms = grace_ms;
 	c->cgroup = cgroup;
+	if (!grace_ms) {
+		c->nl_fd = -1;
+		*out = c;
+		return 0;
+	}
 	c->nl_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (c->nl_fd < 0)
+	if (c->nl_fd < 0) {
 		pr_warn("h2 close: no sock_diag socket (%s): connections closed by a kernel "
 			"GOAWAY are left to their clients",
 			strerror(errno));
+	} else {
+		int err = tcp_diag_probe(c->nl_fd);
+
+		if (err)
+			pr_warn("h2 close: sock_diag cannot reach TCP sockets (%s: is the "
+				"tcp_diag module available?): connections closed by a kernel "
+				"GOAWAY are left to their clients",
+				strerror(-err));
+	}
 	*out = c;
 	return 0;
 }
