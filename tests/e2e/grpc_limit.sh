@@ -289,7 +289,8 @@ rg_check "grpc-go server: every refusal closed its connection with GOAWAY" \
 # retries.  (An even last stream id, refused - 1 before, made grpc-go
 # close its transport and nghttp2 answer a protocol error: code 13.)
 rg_ctl limit set go_spent 1 >/dev/null || rg_fail "limit set"
-go_client -id ws -db go_spent -calls 1 -rows 50 -no-retry >"$RG_TMP/spent.json" ||
+GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id ws -db go_spent -calls 1 -rows 50 -no-retry \
+	>"$RG_TMP/spent.json" ||
 	rg_fail "the go_spent seed: $(cat "$RG_TMP/spent.json")"
 for c in go js; do
 	[ $c = go ] || [ -n "$JS" ] || continue
