@@ -150,9 +150,12 @@ fi
 rg_log "ok: conca: kernel bucket == model replay of the charged rows, exactly"
 read -r wmin wmax < <(windows "$RG_TMP/conca.json")
 # a window holds what refilled in it, plus the batches in flight at its
-# edges; windows are cut by the clients' clocks, whose scheduling on a busy
-# machine shifts them by tens of ms (5 %)
-slack=$((2 * NCPU * MAXR + Q / 20))
+# edges; windows are cut by the clients' clocks, which see an answer when
+# the scheduler runs them: on a busy machine (CI, the whole suite) that
+# shifts an edge by up to ~100 ms (a window of 42,161 rows at 40,000 rows/s
+# was seen).  Exactness is the model check above; this one catches a
+# limit that is off by a factor, so it allows 10 %.
+slack=$((2 * NCPU * MAXR + Q / 10))
 rg_log "conca: admitted rows per 1 s window: min $wmin, max $wmax (limit $Q, slack $slack)"
 rg_check "conca: every 1 s window within the limit ± $slack rows" \
 	[ "$wmax" -le $((Q + slack)) -a "$wmin" -ge $((Q - slack)) ]
