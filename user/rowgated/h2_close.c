@@ -55,12 +55,12 @@ static void stat_add(__u64 *field, __u64 v)
 	__atomic_store_n(field, *field + v, __ATOMIC_RELAXED);
 }
 
-/* Whether sock_diag can reach TCP sockets here: a dump that matches no
- * state answers NLMSG_DONE when the inet_diag and tcp_diag handlers are
- * in (or load on demand), an error when they are not.  Without them every
- * SOCK_DESTROY would answer -ENOENT, which looks like a closed socket.
- * 0 or negative errno. */
-static int tcp_diag_probe(int nl_fd)
+/* One sock_diag request for TCP sockets and its answer: 0 or a negative
+ * errno from the kernel's NLMSG_ERROR (an acknowledged request) or
+ * NLMSG_DONE (a dump, whose entries are skipped); -EPROTO for anything
+ * else.  Answers to earlier requests (another seq) are skipped too. */
+static int sock_diag_call(int nl_fd, __u32 *seq, __u16 type, __u16 flags,
+			  const struct inet_diag_req_v2 *req)
 {
 	struct {
 		struct nlmsghdr nlh;
@@ -68,37 +68,56 @@ static int tcp_diag_probe(int nl_fd)
 	} msg = {
 		.nlh = {
 			.nlmsg_len = sizeof(msg),
-			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+			.nlmsg_type = type,
+			.nlmsg_flags = NLM_F_REQUEST | flags,
+			.nlmsg_seq = ++*seq,
 		},
-		.req = { .sdiag_family = AF_INET, .sdiag_protocol = IPPROTO_TCP },
+		.req = *req,
 	};
 	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
 	union {
 		struct nlmsghdr nlh;
 		char buf[8192];
 	} reply;
-	ssize_t n;
 
 	if (sendto(nl_fd, &msg, sizeof(msg), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
 		return -errno;
 	for (;;) {
 		struct nlmsghdr *h = &reply.nlh;
+		ssize_t n = recv(nl_fd, &reply, sizeof(reply), 0);
 		unsigned int len;
 
-		n = recv(nl_fd, &reply, sizeof(reply), 0);
 		if (n < 0)
 			return -errno;
 		len = (unsigned int)n; /* the kernel's messages are aligned */
+		if (!NLMSG_OK(h, len))
+			return -EPROTO;
 		for (; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_seq != *seq)
+				continue;
 			if (h->nlmsg_type == NLMSG_ERROR)
 				return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
 			if (h->nlmsg_type == NLMSG_DONE)
 				return h->nlmsg_len >= NLMSG_LENGTH(sizeof(int)) ?
 					       *(int *)NLMSG_DATA(h) :
 					       0;
+			if (!(flags & NLM_F_DUMP))
+				return -EPROTO;
 		}
 	}
+}
+
+/* Whether sock_diag can reach TCP sockets here: a dump that matches no
+ * state answers NLMSG_DONE when the inet_diag and tcp_diag handlers are
+ * in (or load on demand), an error when they are not.  Without them every
+ * SOCK_DESTROY would answer -ENOENT, which looks like a closed socket.
+ * 0 or negative errno. */
+static int tcp_diag_probe(int nl_fd, __u32 *seq)
+{
+	const struct inet_diag_req_v2 req = { .sdiag_family = AF_INET,
+					      .sdiag_protocol = IPPROTO_TCP };
+
+	return sock_diag_call(nl_fd, seq, SOCK_DIAG_BY_FAMILY, NLM_F_DUMP, &req);
 }
 
 int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
@@ -127,7 +146,7 @@ int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
 			"GOAWAY are left to their clients",
 			strerror(errno));
 	} else {
-		int err = tcp_diag_probe(c->nl_fd);
+		int err = tcp_diag_probe(c->nl_fd, &c->seq);
 
 		if (err)
 			pr_warn("h2 close: sock_diag cannot reach TCP sockets (%s: is the "
@@ -161,50 +180,20 @@ void rg_h2_closer_stats(const struct rg_h2_closer *c, struct rg_h2_close_stats *
  * another socket now), or another negative errno. */
 static int sock_destroy(int nl_fd, __u32 *seq, const struct rg_h2_goaway *e)
 {
-	struct {
-		struct nlmsghdr nlh;
-		struct inet_diag_req_v2 req;
-	} msg = {
-		.nlh = {
-			.nlmsg_len = sizeof(msg),
-			.nlmsg_type = SOCK_DESTROY,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK,
-			.nlmsg_seq = ++*seq,
-		},
-		.req = {
-			.sdiag_family = (__u8)e->family,
-			.sdiag_protocol = IPPROTO_TCP,
-			.idiag_states = ~0U,
-			.id = {
-				.idiag_sport = htons(e->local_port),
-				.idiag_dport = htons(e->remote_port),
-				.idiag_cookie = { (__u32)e->cookie, (__u32)(e->cookie >> 32) },
-			},
+	struct inet_diag_req_v2 req = {
+		.sdiag_family = (__u8)e->family,
+		.sdiag_protocol = IPPROTO_TCP,
+		.idiag_states = ~0U,
+		.id = {
+			.idiag_sport = htons(e->local_port),
+			.idiag_dport = htons(e->remote_port),
+			.idiag_cookie = { (__u32)e->cookie, (__u32)(e->cookie >> 32) },
 		},
 	};
-	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
-	union {
-		struct nlmsghdr nlh;
-		char buf[1024];
-	} reply;
-	ssize_t n;
 
-	memcpy(msg.req.id.idiag_src, e->local_ip, sizeof(msg.req.id.idiag_src));
-	memcpy(msg.req.id.idiag_dst, e->remote_ip, sizeof(msg.req.id.idiag_dst));
-	if (sendto(nl_fd, &msg, sizeof(msg), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
-		return -errno;
-	for (;;) {
-		n = recv(nl_fd, &reply, sizeof(reply), 0);
-		if (n < 0)
-			return -errno;
-		if (!NLMSG_OK(&reply.nlh, (unsigned int)n))
-			return -EPROTO;
-		if (reply.nlh.nlmsg_seq != *seq)
-			continue; /* a late answer to an earlier request */
-		if (reply.nlh.nlmsg_type != NLMSG_ERROR)
-			return -EPROTO;
-		return ((struct nlmsgerr *)NLMSG_DATA(&reply.nlh))->error;
-	}
+	memcpy(req.id.idiag_src, e->local_ip, sizeof(req.id.idiag_src));
+	memcpy(req.id.idiag_dst, e->remote_ip, sizeof(req.id.idiag_dst));
+	return sock_diag_call(nl_fd, seq, SOCK_DESTROY, NLM_F_ACK, &req);
 }
 
 struct netns_walk {
