@@ -379,24 +379,15 @@ def scenario_split(a):
         s.sendall(allb[:cut])
         time.sleep(a.gap_ms / 1000.0)  # a segment of its own
         s.sendall(allb[cut:])
-        dec, got, status = hpack.Decoder(), b"", {}
+        dec, status = hpack.Decoder(), {}
         try:
-            while len(status) < 2:
-                b = s.recv(65536)
-                if not b:
+            for ftype, _, sid, payload in frames_of(s):
+                if ftype == HEADERS:
+                    for k, v in dec.decode(payload):
+                        if k in ("grpc-status", b"grpc-status"):
+                            status[sid] = int(v)
+                if len(status) == 2:
                     break
-                got += b
-                while len(got) >= 9:
-                    n = got[0] << 16 | got[1] << 8 | got[2]
-                    if len(got) < 9 + n:
-                        break
-                    ftype, flags = got[3], got[4]
-                    sid = struct.unpack(">I", got[5:9])[0] & 0x7fffffff
-                    if ftype == HEADERS:
-                        for k, v in dec.decode(got[9:9 + n]):
-                            if k in ("grpc-status", b"grpc-status"):
-                                status[sid] = int(v)
-                    got = got[9 + n:]
         except OSError:
             pass
         s.close()
@@ -409,26 +400,34 @@ def scenario_split(a):
             "bytes": len(allb)}
 
 
-def goaway_of(s, with_last=False):
-    """Read frames until a GOAWAY (its error code, and with_last its last
-    stream id) or the end (None)."""
+def frames_of(s):
+    """The frames a socket receives, as (type, flags, stream id, payload),
+    until the server closes; a socket error is raised to the caller."""
     got = b""
     while True:
         while len(got) >= 9:
             n = got[0] << 16 | got[1] << 8 | got[2]
             if len(got) < 9 + n:
                 break
-            if got[3] == GOAWAY:
-                last, code = struct.unpack(">II", got[9:17])
-                return (code, last & 0x7fffffff) if with_last else code
+            yield got[3], got[4], struct.unpack(">I", got[5:9])[0] & 0x7fffffff, got[9:9 + n]
             got = got[9 + n:]
-        try:
-            b = s.recv(65536)
-        except OSError:
-            return None
+        b = s.recv(65536)
         if not b:
-            return None
+            return
         got += b
+
+
+def goaway_of(s, with_last=False):
+    """Read frames until a GOAWAY (its error code, and with_last its last
+    stream id) or the end (None)."""
+    try:
+        for ftype, _, _, payload in frames_of(s):
+            if ftype == GOAWAY:
+                last, code = struct.unpack(">II", payload[:8])
+                return (code, last & 0x7fffffff) if with_last else code
+    except OSError:
+        pass
+    return None
 
 
 def scenario_open_call(a):
@@ -463,27 +462,15 @@ def scenario_open_call(a):
     s.sendall(d3[:9 + 5000])
     time.sleep(gap)
     s.sendall(d3[9 + 5000:])
-    got, answered, end, t0 = b"", set(), None, None
-    goaway = None
+    answered, end, t0, goaway = set(), "eof", None, None
     try:
-        while True:
-            b = s.recv(65536)
-            if not b:
-                end = "eof"
-                break
-            got += b
-            while len(got) >= 9:
-                n = got[0] << 16 | got[1] << 8 | got[2]
-                if len(got) < 9 + n:
-                    break
-                ftype, sid = got[3], struct.unpack(">I", got[5:9])[0] & 0x7fffffff
-                if ftype == HEADERS:
-                    answered.add(sid)
-                elif ftype == GOAWAY and goaway is None:
-                    last, code = struct.unpack(">II", got[9:17])
-                    goaway = (code, last & 0x7fffffff)
-                    t0 = time.monotonic()
-                got = got[9 + n:]
+        for ftype, _, sid, payload in frames_of(s):
+            if ftype == HEADERS:
+                answered.add(sid)
+            elif ftype == GOAWAY and goaway is None:
+                last, code = struct.unpack(">II", payload[:8])
+                goaway = (code, last & 0x7fffffff)
+                t0 = time.monotonic()
     except ConnectionResetError:
         end = "reset"
     except OSError as e:
