@@ -115,6 +115,11 @@ int rg_verdict(struct __sk_buff *skb)
 	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!c)
 		return SK_PASS;
+	/* 6.1's tcp_read_skb hands the verdict a FIN as an empty skb: no
+	 * bytes, and it must not start the connection (a client that closes
+	 * before its preface would make the server's HTTP/2 look HTTP/1) */
+	if (!len)
+		return SK_PASS;
 	c->verdict_build = (__u8)rg_build_id; /* after an upgrade: which verdict runs */
 	if (c->h2)
 		goto h2;
