@@ -414,6 +414,9 @@ static long rg_msg_cb(__u64 idx, void *ctx)
 /* 1: rowgated --grpc-reject keep: a refused message resets its stream
  * instead of closing the connection (docs/grpc.md §6.3). */
 const volatile __u32 rg_h2_keep = 0;
+/* >0: the most concurrent streams a client is told it may open
+ * (--grpc-max-streams); egress lowers the server's first SETTINGS */
+const volatile __u32 rg_h2_max_streams = 0;
 
 /* A refused stream, written by the verdict with the kernel SETTINGS that
  * precedes it; egress answers it at that SETTINGS' ACK, in order. */
@@ -436,8 +439,8 @@ struct rg_h2_out {
 	__u8 closing; /* the verdict stopped following (GOAWAY, or lost) */
 	__u8 ack_untracked; /* the queue overflowed: ACKs cannot be told apart */
 	__u8 pad[4];
-	__u32 left; /* payload bytes of the current frame still to come */
-	__u32 pad2;
+	__u32 left;   /* payload bytes of the current frame still to come */
+	__u32 cap_at; /* egress: the server's first SETTINGS begins here in this msg */
 	__u64 frames;
 	__u64 settings_acks;
 	__u64 owner;	     /* bit (seq % 64): who wrote SETTINGS number seq */
@@ -449,7 +452,8 @@ struct rg_h2_out {
 	__u64 owed_out;	     /* of them, given back with WINDOW_UPDATE by egress */
 	__u32 ack_start;     /* egress: a kernel ACK begins here in this msg */
 	__u8 ack_due;	     /* egress: ... and must be replaced */
-	__u8 pad3[3];
+	__u8 cap_due;	     /* egress: ... and its MAX_CONCURRENT_STREAMS capped */
+	__u8 pad3[2];
 	struct rg_h2_answer ans[RG_H2_ANSWERS];
 	struct rg_response r;	/* egress scratch: the answer's plan */
 	struct rg_resp_buf buf; /* egress scratch: the answer's bytes */
@@ -492,6 +496,14 @@ static __always_inline void rg_h2_out_frame(struct rg_h2_out *o, bool whole, __u
 	if (o->frames == 0 && (type != RG_H2_SETTINGS || (flags & RG_H2_FLAG_ACK))) {
 		rg_h2_out_lose(o); /* not an HTTP/2 server preface */
 		return;
+	}
+	if (o->frames == 0 && rg_h2_max_streams) {
+		if (whole && end >= RG_H2_FRAME_HDR_BYTES) {
+			o->cap_at = end - RG_H2_FRAME_HDR_BYTES;
+			o->cap_due = 1;
+		} else {
+			rg_global_inc(h2_out_streams_uncapped);
+		}
 	}
 	o->frames++;
 	rg_global_inc(h2_out_frames);
@@ -574,8 +586,8 @@ static long rg_h2_out_cb(__u64 idx, void *ctx)
 	w->off += n;
 	if (o->hdr_len == RG_H2_FRAME_HDR_BYTES) {
 		rg_h2_out_frame(o, n == RG_H2_FRAME_HDR_BYTES, w->off);
-		if (o->ack_due)
-			return 1; /* replaced between two runs of the walk */
+		if (o->ack_due || o->cap_due)
+			return 1; /* rewritten between two runs of the walk */
 	}
 	return 0;
 }
@@ -708,6 +720,93 @@ broken:
 	return 0;
 }
 
+#define RG_H2_SETTING_BYTES	       6
+#define RG_H2_SETTINGS_CAPPED_MAX      16 /* parameters looked at */
+#define RG_H2_SETTING_MAX_CONC_STREAMS 0x3
+
+/*
+ * The server's first SETTINGS, whole in this msg at o->cap_at, its payload
+ * o->left bytes: make the MAX_CONCURRENT_STREAMS the client obeys at most
+ * rg_h2_max_streams (docs/grpc.md#h2-max-streams): lower the server's
+ * value in place, or add the parameter when the server sent none (no
+ * limit).  The server's own view is untouched; its stream limit is the
+ * same or higher than what the client now keeps to.  Returns the bytes
+ * added to the frame (0 or 6).
+ */
+__noinline __u32 rg_h2_out_cap_streams(struct sk_msg_md *msg, struct rg_h2_out *o)
+{
+	__u32 start, len, i, at, v, cap = rg_h2_max_streams;
+	__u8 *data, *end, *p;
+
+	if (!msg || !o)
+		return 0;
+	start = o->cap_at;
+	len = o->left;
+	if (len % RG_H2_SETTING_BYTES || len > RG_H2_SETTINGS_CAPPED_MAX * RG_H2_SETTING_BYTES ||
+	    start + RG_H2_FRAME_HDR_BYTES + len > msg->size)
+		goto uncapped;
+	if (bpf_msg_pull_data(msg, start, start + RG_H2_FRAME_HDR_BYTES + len, 0))
+		goto uncapped;
+	data = (__u8 *)(long)msg->data;
+	end = (__u8 *)(long)msg->data_end;
+	for (i = 0; i < RG_H2_SETTINGS_CAPPED_MAX; i++) {
+		at = RG_H2_FRAME_HDR_BYTES + i * RG_H2_SETTING_BYTES;
+		if (i * RG_H2_SETTING_BYTES >= len)
+			break;
+		p = data + at;
+		if (p + RG_H2_SETTING_BYTES > end)
+			goto uncapped;
+		if (p[0] != 0 || p[1] != RG_H2_SETTING_MAX_CONC_STREAMS)
+			continue;
+		v = (__u32)p[2] << 24 | (__u32)p[3] << 16 | (__u32)p[4] << 8 | p[5];
+		if (v <= cap)
+			return 0; /* the server's own limit is lower */
+		p[2] = cap >> 24;
+		p[3] = cap >> 16;
+		p[4] = cap >> 8;
+		p[5] = cap;
+		rg_global_inc(h2_out_streams_capped);
+		return 0;
+	}
+	/* none: the server allows any number.  Push 6 bytes before the
+	 * frame (6.1 cannot push at the end of a msg) and write the frame's
+	 * header, 6 bytes longer, over them and the old header's first 6,
+	 * and the parameter over the rest: the payload follows unmoved. */
+	if (bpf_msg_push_data(msg, start, RG_H2_SETTING_BYTES, 0))
+		goto uncapped;
+	if (bpf_msg_pull_data(msg, start, start + RG_H2_FRAME_HDR_BYTES + RG_H2_SETTING_BYTES, 0))
+		goto broken;
+	data = (__u8 *)(long)msg->data;
+	end = (__u8 *)(long)msg->data_end;
+	if (data + RG_H2_FRAME_HDR_BYTES + RG_H2_SETTING_BYTES > end)
+		goto broken;
+	v = len + RG_H2_SETTING_BYTES;
+	data[0] = v >> 16;
+	data[1] = v >> 8;
+	data[2] = v;
+	data[3] = RG_H2_SETTINGS;
+	data[4] = 0;
+	data[5] = 0;
+	data[6] = 0;
+	data[7] = 0;
+	data[8] = 0;
+	p = data + RG_H2_FRAME_HDR_BYTES;
+	p[0] = 0;
+	p[1] = RG_H2_SETTING_MAX_CONC_STREAMS;
+	p[2] = cap >> 24;
+	p[3] = cap >> 16;
+	p[4] = cap >> 8;
+	p[5] = cap;
+	rg_global_inc(h2_out_streams_capped);
+	return RG_H2_SETTING_BYTES;
+broken:
+	/* the pushed bytes are not the parameter: take them out again */
+	bpf_msg_pop_data(msg, start, RG_H2_SETTING_BYTES, 0);
+uncapped:
+	rg_global_inc(h2_out_streams_uncapped);
+	return 0;
+}
+
 struct rg_h2_round {
 	struct sk_msg_md *msg;
 	struct rg_h2_out_walk *w;
@@ -725,9 +824,17 @@ static long rg_h2_round_cb(__u64 idx, void *ctx)
 	if (!o)
 		return 1;
 	o->ack_due = 0;
+	o->cap_due = 0;
 	/* a header takes at most two steps (split), its payload one */
 	bpf_loop(w->size < RG_MSG_MAX_STEPS / 2 ? 2 * w->size + 2 : RG_MSG_MAX_STEPS, rg_h2_out_cb,
 		 w, 0);
+	if (o->cap_due) {
+		/* the walk stopped after the SETTINGS header: its payload
+		 * is still to come, 6 bytes longer if a parameter went in */
+		o->left += rg_h2_out_cap_streams(r->msg, o);
+		w->size = r->msg->size;
+		return 0;
+	}
 	if (!o->ack_due)
 		return 1;
 	o->ack_due = 0;
@@ -755,8 +862,9 @@ static __always_inline int rg_h2_egress(struct sk_msg_md *msg, __u64 cookie)
 		return SK_PASS;
 	w.o = o;
 	w.size = msg->size;
-	/* one round per answer, and the last to the end */
-	bpf_loop(RG_H2_ANSWERS + 1, rg_h2_round_cb, &r, 0);
+	/* one round per answer, one for the server's first SETTINGS, and
+	 * the last to the end */
+	bpf_loop(RG_H2_ANSWERS + 2, rg_h2_round_cb, &r, 0);
 	if (r.err) {
 		/* the client would see an ACK it never asked for */
 		rg_global_inc(h2_out_answer_failed);

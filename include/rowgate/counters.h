@@ -174,7 +174,14 @@
 	X(h2_goaway_queued, "h2_goaway_queued", "h2_goaway_queued_total", COUNTER,        \
 	  "HTTP/2 connections closed by a kernel GOAWAY, queued for rowgated to reset.") \
 	X(h2_goaway_unqueued, "h2_goaway_unqueued", "h2_goaway_unqueued_total", COUNTER,  \
-	  "Of them, not queued (queue full): left to the client to close.")
+	  "Of them, not queued (queue full): left to the client to close.")              \
+	X(h2_out_streams_capped, "h2_out_streams_capped", "h2_out_streams_capped_total",  \
+	  COUNTER, "Servers' first SETTINGS whose MAX_CONCURRENT_STREAMS egress lowered " \
+	  "to --grpc-max-streams.")                                                      \
+	X(h2_out_streams_uncapped, "h2_out_streams_uncapped",                             \
+	  "h2_out_streams_uncapped_total", COUNTER,                                       \
+	  "Servers' first SETTINGS egress could not cap (split across writes, too many " \
+	  "parameters, no room): the client keeps the server's limit.")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

@@ -48,6 +48,9 @@ rg_check "--grpc 70000: $out" grep -q "expected a guarded TCP port number" <<<"$
 out=$("$RG_ROWGATED" --port 4001 --grpc 4002 2>&1) && rg_fail "--grpc of an unguarded port accepted"
 rg_check "--grpc 4002 without --port 4002: $out" grep -q "not a guarded port (add --port 4002)" <<<"$out"
 "$RG_ROWGATED" --help | grep -q -- "--grpc N" || rg_fail "--help does not document --grpc"
+out=$("$RG_ROWGATED" --grpc-max-streams 0 2>&1) && rg_fail "--grpc-max-streams 0 accepted"
+rg_check "--grpc-max-streams 0: $out" grep -q "expected off or a whole number of streams" <<<"$out"
+"$RG_ROWGATED" --help | grep -q -- "--grpc-max-streams N|off" || rg_fail "--help does not document --grpc-max-streams"
 
 rg_make_cgroup
 PORT=$(rg_free_port) || rg_fail "no free port"

@@ -287,5 +287,9 @@ rg_check "every other refusal kept its connection ($kept): no other GOAWAY or fa
 rg_check "every refusal answered in place of its kernel SETTINGS ACK" \
 	[ "$(rg_global h2_out_answers)" = "$kept" ] && [ "$(rg_global h2_out_answer_failed)" = 0 ] &&
 	[ "$(rg_global h2_out_lost)" = 0 ]
+# the grpc-go server sends no MAX_CONCURRENT_STREAMS (any number): egress
+# appends the parameter to its first SETTINGS (--grpc-max-streams 16)
+rg_check "every server's first SETTINGS capped ($(rg_global h2_out_streams_capped)), none left uncapped" \
+	[ "$(rg_global h2_out_streams_capped)" -gt 0 ] && [ "$(rg_global h2_out_streams_uncapped)" = 0 ]
 rg_check "no internal errors" [ "$(rg_global internal_errors)" = 0 ]
 rg_pass

@@ -71,6 +71,16 @@ static void usage(FILE *out)
 		"                          fail UNAVAILABLE instead of waiting for their\n"
 		"                          deadline; off leaves it to the client;\n"
 		"                          docs/grpc.md#h2-close; default: 2000\n"
+		"      --grpc-max-streams N|off\n"
+		"                          with --grpc-reject keep, tell gRPC clients they\n"
+		"                          may open at most N concurrent streams per\n"
+		"                          connection (the server's first SETTINGS is\n"
+		"                          lowered on its way out; a lower server value\n"
+		"                          stays): more refused streams in flight close\n"
+		"                          connections (h2/tonic servers allow 20 reset\n"
+		"                          streams not yet accepted); off sends the\n"
+		"                          server's value; docs/grpc.md#h2-max-streams;\n"
+		"                          default: 16\n"
 		"      --server-timeout N=SECONDS[,IDLE]\n"
 		"                          the timers of the server on guarded port N: it\n"
 		"                          closes a connection SECONDS after accept while no\n"
@@ -288,7 +298,8 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		OPT_COPY_MEMORY,
 		OPT_COPY_EXPIRY,
 		OPT_GRPC_REJECT,
-		OPT_GRPC_CLOSE_GRACE
+		OPT_GRPC_CLOSE_GRACE,
+		OPT_GRPC_MAX_STREAMS
 	};
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
@@ -306,6 +317,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		{ "no-grpc", required_argument, NULL, OPT_NO_GRPC },
 		{ "grpc-reject", required_argument, NULL, OPT_GRPC_REJECT },
 		{ "grpc-close-grace", required_argument, NULL, OPT_GRPC_CLOSE_GRACE },
+		{ "grpc-max-streams", required_argument, NULL, OPT_GRPC_MAX_STREAMS },
 		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
 		{ "udp", required_argument, NULL, 'u' },
@@ -334,6 +346,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
 	cfg->grpc_keep = true;
 	cfg->grpc_close_grace_ms = RG_GRPC_CLOSE_GRACE_MS;
+	cfg->grpc_max_streams = RG_GRPC_MAX_STREAMS;
 	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:m:u:l:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p':
@@ -509,6 +522,21 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 				return -EINVAL;
 			}
 			break;
+		case OPT_GRPC_MAX_STREAMS: {
+			unsigned long v;
+
+			if (!strcmp(optarg, "off")) {
+				cfg->grpc_max_streams = 0;
+			} else if (parse_whole(optarg, 1, 1U << 31, &v)) {
+				pr_err("--grpc-max-streams '%s': expected off or a whole number of "
+				       "streams from 1 to %u",
+				       optarg, 1U << 31);
+				return -EINVAL;
+			} else {
+				cfg->grpc_max_streams = (__u32)v;
+			}
+			break;
+		}
 		case OPT_GRPC_CLOSE_GRACE: {
 			unsigned long v;
 

@@ -23,6 +23,10 @@
 #define RG_POLL_INTERVAL_MS 1000
 #define RG_GRPC_CLOSE_GRACE_MS 2000 /* --grpc-close-grace default */
 #define RG_GRPC_CLOSE_GRACE_MAX_MS 3600000
+/* --grpc-max-streams default: refusals of more streams in one read trip
+ * h2's limit of 20 reset streams not yet accepted (tonic, GreptimeDB) and
+ * the verdict's 16 resets per skb (docs/grpc.md#h2-max-streams) */
+#define RG_GRPC_MAX_STREAMS 16
 #define RG_GC_INTERVAL_MS   10000 /* state of closed adopted connections */
 #define RG_CONNS_FULL_LOG_MS 10000 /* at most one connection-table alarm per 10 s */
 #define RG_MAX_CONNS_LIMIT  (1U << 22) /* --max-conns: 4 Mi connections */
@@ -61,6 +65,7 @@ struct config {
 	__u64 copy_memory_bytes; /* --copy-memory */
 	__u32 copy_expiry_s;     /* --copy-expiry */
 	__u32 grpc_close_grace_ms; /* --grpc-close-grace, 0 = off */
+	__u32 grpc_max_streams;	   /* --grpc-max-streams, 0 = off */
 	bool cleanup;
 	const char *metrics_addr; /* /metrics listener, NULL = off */
 	const char *xdp_iface;    /* UDP path: interface, NULL = off */
