@@ -11,8 +11,8 @@
 # its last refill, to the nanorow: a lost update (charge or refill without
 # the lock) leaves more tokens than the model, a double charge fewer.  The
 # charged rows equal the client's admitted rows and victoria-metrics' stored
-# rows; the debt stays within one batch per CPU plus the gzip estimates; the
-# admitted rows in every 1 s window stay within the limit.
+# rows; the debt stays within one batch per CPU plus the gzip estimates; no
+# 1 s window of admitted rows is over the limit.
 # Phase B: the same while `rowgatectl limit set` alternates the limit every
 # 50 ms: every counter still exact, and the bucket equals the model with each
 # quota change applied when rowgatectl returned, within the rows those
@@ -157,8 +157,13 @@ read -r wmin wmax < <(windows "$RG_TMP/conca.json")
 # limit that is off by a factor, so it allows 10 %.
 slack=$((2 * NCPU * MAXR + Q / 10))
 rg_log "conca: admitted rows per 1 s window: min $wmin, max $wmax (limit $Q, slack $slack)"
-rg_check "conca: every 1 s window within the limit ± $slack rows" \
-	[ "$wmax" -le $((Q + slack)) -a "$wmin" -ge $((Q - slack)) ]
+rg_check "conca: no 1 s window over the limit + $slack rows" [ "$wmax" -le $((Q + slack)) ]
+# A window under the limit is not asserted: it needs the 8 writers to keep
+# the bucket overloaded every moment, which 2 CPUs shared with the server
+# and rowgated do not promise (seen: 35,128 on an idle machine with no
+# client-side sign of a full bucket; 33,956 in CI).  That the limiter
+# admits what the bucket holds is the model check above, exactly.
+rg_log "conca: the bucket filled $(filled "$RG_TMP/conca.json" "$Q") times, client-side"
 rg_check "conca: debt after the run (${S1[1]}) within one batch per CPU and writer" \
 	[ "${S1[1]}" -le $(((NCPU + PROCS) * MAXR)) ]
 
