@@ -11,6 +11,9 @@ rg_require_cmd victoria-metrics curl ss "$RG_PY"
 rg_mount_bpffs
 rg_start_vm
 CLIENTS=50 LIMIT=500 BOUND_MS=2000
+# under TCG emulation (vmtest) the bound measures the emulator: rowgated
+# took 13.9 s to come up and the worst connection 2.4 s after (6.12 guest)
+[ "${VMTEST:-0}" != 1 ] || BOUND_MS=10000
 # the limit is in the state file before the start: enforced from the start
 printf '{"version":1,"limits":{"adopt":%d}}\n' $LIMIT >"$RG_STATE"
 
