@@ -439,8 +439,8 @@ struct rg_h2_out {
 	__u8 closing; /* the verdict stopped following (GOAWAY, or lost) */
 	__u8 ack_untracked; /* the queue overflowed: ACKs cannot be told apart */
 	__u8 pad[4];
-	__u32 left;   /* payload bytes of the current frame still to come */
-	__u32 cap_at; /* egress: the server's first SETTINGS begins here in this msg */
+	__u32 left; /* payload bytes of the current frame still to come */
+	__u32 pad2;
 	__u64 frames;
 	__u64 settings_acks;
 	__u64 owner;	     /* bit (seq % 64): who wrote SETTINGS number seq */
@@ -498,12 +498,10 @@ static __always_inline void rg_h2_out_frame(struct rg_h2_out *o, bool whole, __u
 		return;
 	}
 	if (o->frames == 0 && rg_h2_max_streams) {
-		if (whole && end >= RG_H2_FRAME_HDR_BYTES) {
-			o->cap_at = end - RG_H2_FRAME_HDR_BYTES;
-			o->cap_due = 1;
-		} else {
+		if (whole && end >= RG_H2_FRAME_HDR_BYTES)
+			o->cap_due = 1; /* the walk stops at end */
+		else
 			rg_global_inc(h2_out_streams_uncapped);
-		}
 	}
 	o->frames++;
 	rg_global_inc(h2_out_frames);
@@ -725,7 +723,7 @@ broken:
 #define RG_H2_SETTING_MAX_CONC_STREAMS 0x3
 
 /*
- * The server's first SETTINGS, whole in this msg at o->cap_at, its payload
+ * The server's first SETTINGS, whole in this msg at start, its payload
  * o->left bytes: make the MAX_CONCURRENT_STREAMS the client obeys at most
  * rg_h2_max_streams (docs/grpc.md#h2-max-streams): lower the server's
  * value in place, or add the parameter when the server sent none (no
@@ -733,14 +731,13 @@ broken:
  * same or higher than what the client now keeps to.  Returns the bytes
  * added to the frame (0 or 6).
  */
-__noinline __u32 rg_h2_out_cap_streams(struct sk_msg_md *msg, struct rg_h2_out *o)
+__noinline __u32 rg_h2_out_cap_streams(struct sk_msg_md *msg, struct rg_h2_out *o, __u32 start)
 {
-	__u32 start, len, i, at, v, cap = rg_h2_max_streams;
+	__u32 len, i, at, v, cap = rg_h2_max_streams;
 	__u8 *data, *end, *p;
 
 	if (!msg || !o)
 		return 0;
-	start = o->cap_at;
 	len = o->left;
 	if (len % RG_H2_SETTING_BYTES || len > RG_H2_SETTINGS_CAPPED_MAX * RG_H2_SETTING_BYTES ||
 	    start + RG_H2_FRAME_HDR_BYTES + len > msg->size)
@@ -761,10 +758,7 @@ __noinline __u32 rg_h2_out_cap_streams(struct sk_msg_md *msg, struct rg_h2_out *
 		v = (__u32)p[2] << 24 | (__u32)p[3] << 16 | (__u32)p[4] << 8 | p[5];
 		if (v <= cap)
 			return 0; /* the server's own limit is lower */
-		p[2] = cap >> 24;
-		p[3] = cap >> 16;
-		p[4] = cap >> 8;
-		p[5] = cap;
+		rg_h2_put_u32(p + 2, cap);
 		rg_global_inc(h2_out_streams_capped);
 		return 0;
 	}
@@ -780,23 +774,11 @@ __noinline __u32 rg_h2_out_cap_streams(struct sk_msg_md *msg, struct rg_h2_out *
 	end = (__u8 *)(long)msg->data_end;
 	if (data + RG_H2_FRAME_HDR_BYTES + RG_H2_SETTING_BYTES > end)
 		goto broken;
-	v = len + RG_H2_SETTING_BYTES;
-	data[0] = v >> 16;
-	data[1] = v >> 8;
-	data[2] = v;
-	data[3] = RG_H2_SETTINGS;
-	data[4] = 0;
-	data[5] = 0;
-	data[6] = 0;
-	data[7] = 0;
-	data[8] = 0;
+	rg_h2_put_frame_hdr(data, len + RG_H2_SETTING_BYTES, RG_H2_SETTINGS, 0, 0);
 	p = data + RG_H2_FRAME_HDR_BYTES;
 	p[0] = 0;
 	p[1] = RG_H2_SETTING_MAX_CONC_STREAMS;
-	p[2] = cap >> 24;
-	p[3] = cap >> 16;
-	p[4] = cap >> 8;
-	p[5] = cap;
+	rg_h2_put_u32(p + 2, cap);
 	rg_global_inc(h2_out_streams_capped);
 	return RG_H2_SETTING_BYTES;
 broken:
@@ -831,7 +813,7 @@ static long rg_h2_round_cb(__u64 idx, void *ctx)
 	if (o->cap_due) {
 		/* the walk stopped after the SETTINGS header: its payload
 		 * is still to come, 6 bytes longer if a parameter went in */
-		o->left += rg_h2_out_cap_streams(r->msg, o);
+		o->left += rg_h2_out_cap_streams(r->msg, o, w->off - RG_H2_FRAME_HDR_BYTES);
 		w->size = r->msg->size;
 		return 0;
 	}
