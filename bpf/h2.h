@@ -156,13 +156,20 @@ struct {
 	__type(value, struct rg_h2_route_key);
 } h2_route_key SEC(".maps");
 
+/* The class of a route found in h2_routes. */
+static __always_inline int rg_h2_route_found(const struct rg_h2_route *r)
+{
+	return r->flags & RG_H2_ROUTE_F_UNCOUNTED ? RG_HPACK_PATH_UNCOUNTED :
+						    RG_HPACK_PATH_ROUTED;
+}
+
 /* The class of the `:path` the HPACK shadow just read: the whole value,
  * then each prefix length, looked up in h2_routes.  A global function:
  * verified once. */
 __attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t)
 {
 	struct rg_h2_route_key *k;
-	struct rg_h2_route *lens;
+	struct rg_h2_route *lens, *r;
 	__u32 i, j, zero = 0;
 	__u8 huff, l;
 
@@ -177,8 +184,9 @@ __attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t)
 		k->len = (__u8)t->slen;
 		k->coding = huff;
 		__builtin_memcpy(k->b, t->path, RG_HPACK_PATH_BYTES);
-		if (bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k))
-			return RG_HPACK_PATH_ROUTED;
+		r = bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k);
+		if (r)
+			return rg_h2_route_found(r);
 	}
 	__builtin_memset(k, 0, sizeof(*k));
 	lens = bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k);
@@ -193,8 +201,9 @@ __attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t)
 		/* the first l bytes, zero after: no branch per byte */
 		for (i = 0; i < RG_HPACK_PATH_BYTES; i++)
 			k->b[i] = t->path[i] & (__u8)(0 - rg_hpack_ge(l, i + 1));
-		if (bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k))
-			return RG_HPACK_PATH_ROUTED;
+		r = bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k);
+		if (r)
+			return rg_h2_route_found(r);
 	}
 	return RG_HPACK_PATH_OTHER;
 }
@@ -856,7 +865,8 @@ static __always_inline int rg_h2_goaway(struct __sk_buff *skb, struct rg_h2_sock
 			last_sid = st->sid_passed;
 	} else {
 		r->kind = RG_RESP_400;
-		r->error = RG_RESP_ERR_H2;
+		r->error = st->err == RG_H2_ERR_UNCOUNTED ? RG_RESP_ERR_H2_UNCOUNTED :
+							    RG_RESP_ERR_H2;
 		/* streams opened in this skb never reached the server */
 		last_sid = st->sid_passed;
 	}
@@ -1078,6 +1088,8 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		}
 		return SK_PASS;
 	}
+	if (st->err == RG_H2_ERR_UNCOUNTED)
+		rg_global_inc(h2_streams_uncounted);
 	if (st->must_pass) {
 		/* only a pass sticks here: the rest passes, unfollowed */
 		st->lost = 1;

@@ -181,7 +181,10 @@
 	X(h2_out_streams_uncapped, "h2_out_streams_uncapped",                             \
 	  "h2_out_streams_uncapped_total", COUNTER,                                       \
 	  "Servers' first SETTINGS egress could not cap (split across writes, too many " \
-	  "parameters, no room): the client keeps the server's limit.")
+	  "parameters, no room): the client keeps the server's limit.")                  \
+	X(h2_streams_uncounted, "h2_streams_uncounted", "h2_streams_uncounted_total",     \
+	  COUNTER, "HTTP/2 streams of a gRPC method whose rows rowgate cannot count "     \
+	  "(--grpc-uncounted): their connection failed closed, also in h2_failclosed.")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

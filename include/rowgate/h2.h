@@ -87,6 +87,7 @@ enum rg_h2_result {
 	RG_H2_ERR_PROTOBUF = -6,  /* a GreptimeRequest the server cannot decode */
 	RG_H2_ERR_HPACK = RG_HPACK_ERR, /* a header block the shadow cannot follow */
 	RG_H2_ERR_UNROUTED = -8,  /* more than RG_H2_UNROUTED_SLOTS unrouted streams */
+	RG_H2_ERR_UNCOUNTED = -9, /* a stream of a method whose rows the kernel cannot count */
 };
 
 enum rg_h2_state {
@@ -709,13 +710,16 @@ RG_INLINE int rg_grpc_step(struct rg_h2_stream *s, __u8 c)
 /* ---- frames -------------------------------------------------------------- */
 
 /* A header block ended: a new stream whose `:path` no route names joins
- * the unrouted set (its DATA is passed unread). */
+ * the unrouted set (its DATA is passed unread); one of an uncounted
+ * method is refused, before any of its bytes reach the server. */
 RG_INLINE int rg_h2_block_end(struct rg_h2_conn *h)
 {
 	int r = rg_hpack_block_end(&h->hp), i;
 
 	if (r < 0)
 		return RG_H2_ERR_HPACK;
+	if (h->hb_new && r == RG_HPACK_PATH_UNCOUNTED)
+		return RG_H2_ERR_UNCOUNTED;
 	if (!h->hb_new || r != RG_HPACK_PATH_OTHER)
 		return 0;
 	h->unrouted_streams++;

@@ -35,6 +35,8 @@ enum rg_hpack_cls {
 	RG_HPACK_NOT_PATH = 0,
 	RG_HPACK_PATH_OTHER = 1,  /* a `:path` no route names */
 	RG_HPACK_PATH_ROUTED = 2, /* a routed gRPC method */
+	/* a method that writes rows the kernel cannot count: refused */
+	RG_HPACK_PATH_UNCOUNTED = 3,
 };
 
 /* ent_flags: bit 0 the name is `:path`, bits 1-2 enum rg_hpack_cls */
@@ -66,10 +68,10 @@ enum rg_hpack_rep {
  * first len bytes of a longer value: a route path followed by '?' or '#'
  * is that route to a server that routes by the URI's path (tonic). */
 #define RG_MAP_H2_ROUTES    h2_routes
-#define RG_H2_ROUTE_HUFFMAN 1 /* key.coding: Huffman coded */
-#define RG_H2_ROUTE_PREFIX  2 /* key.coding: matches a longer value */
-#define RG_H2_ROUTE_LENS    8 /* distinct prefix lengths */
-#define RG_H2_MAX_ROUTES    64
+#define RG_H2_ROUTE_HUFFMAN 1  /* key.coding: Huffman coded */
+#define RG_H2_ROUTE_PREFIX  2  /* key.coding: matches a longer value */
+#define RG_H2_ROUTE_LENS    24 /* distinct prefix lengths */
+#define RG_H2_MAX_ROUTES    128
 struct rg_h2_route_key {
 	__u8 len;    /* 0 with coding 0: the entry listing prefix lengths */
 	__u8 coding; /* RG_H2_ROUTE_* */
@@ -77,8 +79,11 @@ struct rg_h2_route_key {
 	__u8 b[RG_HPACK_PATH_BYTES];
 };
 
+/* route.flags: the method writes rows the kernel cannot count (its
+ * database or rows are out of the verdict's reach): its streams are refused */
+#define RG_H2_ROUTE_F_UNCOUNTED 1
 struct rg_h2_route {
-	__u32 flags;			    /* reserved */
+	__u32 flags;			    /* RG_H2_ROUTE_F_* */
 	__u8 prefix_lens[RG_H2_ROUTE_LENS]; /* lengths of prefix keys, 0: none */
 };
 
@@ -630,13 +635,16 @@ RG_INLINE void rg_hpack_block_start(struct rg_hpack *t)
 }
 
 /* The block ended: -1 if it ended inside a representation, else its
- * `:path` class: a routed path, or no `:path` (the server refuses the
- * request), is RG_HPACK_PATH_ROUTED (followed); only `:path`s no route
- * names make RG_HPACK_PATH_OTHER. */
+ * `:path` class: an uncounted method's path anywhere in it makes
+ * RG_HPACK_PATH_UNCOUNTED (refused); a routed path, or no `:path` (the
+ * server refuses the request), is RG_HPACK_PATH_ROUTED (followed); only
+ * `:path`s no route names make RG_HPACK_PATH_OTHER. */
 RG_INLINE int rg_hpack_block_end(const struct rg_hpack *t)
 {
 	if (t->st != RG_HPS_REP)
 		return RG_HPACK_ERR;
+	if (t->blk & (1U << RG_HPACK_PATH_UNCOUNTED))
+		return RG_HPACK_PATH_UNCOUNTED;
 	if (t->blk == (1U << RG_HPACK_PATH_OTHER))
 		return RG_HPACK_PATH_OTHER;
 	return RG_HPACK_PATH_ROUTED;

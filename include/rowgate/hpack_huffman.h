@@ -96,46 +96,97 @@ static inline int rg_huff_encode(const void *s, size_t n, uint8_t *out, size_t c
 }
 
 /*
- * The h2_routes keys of one gRPC method path (docs/grpc.md#7-path-routing):
- * its raw and Huffman-coded wire bytes, and prefix keys for the path
- * followed by '?' or '#' (a query or fragment a URI-path router drops):
- * raw, path + the character; Huffman, the whole bytes of the code of path
- * + the character, which every longer value starting so shares (a value
- * sharing only those bits is followed too: the safe side).  Returns the
- * number of keys written (at most RG_H2_ROUTE_KEYS_PER_PATH), or -1 when
- * the path is empty, not absolute, or too long for a key.
+ * The gRPC methods rowgated writes into h2_routes
+ * (docs/grpc.md#7-path-routing).  GreptimeDatabase's writes are followed:
+ * database and rows are read from each message.  GreptimeDB's other
+ * methods that store rows name their database in HPACK metadata
+ * (`x-greptime-db-name`) or carry rows the verdict cannot count (Arrow
+ * IPC, nested OTLP, compressed): their streams are refused, fail closed,
+ * unless rowgated runs with --grpc-uncounted pass.  Which of them current
+ * GreptimeDB serves: docs/grpc.md section 3.
+ */
+struct rg_h2_route_path {
+	const char *path;
+	uint32_t flags; /* RG_H2_ROUTE_F_* */
+};
+
+static const struct rg_h2_route_path rg_h2_route_paths[] = {
+	{ "/greptime.v1.GreptimeDatabase/Handle", 0 },
+	{ "/greptime.v1.GreptimeDatabase/HandleRequests", 0 },
+	{ "/arrow.flight.protocol.FlightService/DoPut", RG_H2_ROUTE_F_UNCOUNTED },
+	{ "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+	  RG_H2_ROUTE_F_UNCOUNTED },
+	{ "/opentelemetry.proto.collector.trace.v1.TraceService/Export", RG_H2_ROUTE_F_UNCOUNTED },
+	{ "/opentelemetry.proto.collector.logs.v1.LogsService/Export", RG_H2_ROUTE_F_UNCOUNTED },
+	{ "/opentelemetry.proto.experimental.arrow.v1.ArrowMetricsService/ArrowMetrics",
+	  RG_H2_ROUTE_F_UNCOUNTED },
+	{ "/opentelemetry.proto.experimental.arrow.v1.ArrowTracesService/ArrowTraces",
+	  RG_H2_ROUTE_F_UNCOUNTED },
+	{ "/opentelemetry.proto.experimental.arrow.v1.ArrowLogsService/ArrowLogs",
+	  RG_H2_ROUTE_F_UNCOUNTED },
+};
+
+#define RG_H2_ROUTE_PATHS    (sizeof(rg_h2_route_paths) / sizeof(rg_h2_route_paths[0]))
+#define RG_H2_ROUTE_PATH_MAX 255 /* bytes of a route path */
+
+/* Append a key of len bytes of b, coded so, unless it is there already: a
+ * coding longer than a key matches by its first RG_HPACK_PATH_BYTES. */
+static inline int rg_h2_route_key_add(struct rg_h2_route_key *k, int nk, const uint8_t *b,
+				      size_t len, uint8_t coding)
+{
+	int i;
+
+	if (len > RG_HPACK_PATH_BYTES) {
+		len = RG_HPACK_PATH_BYTES;
+		coding |= RG_H2_ROUTE_PREFIX;
+	}
+	memset(&k[nk], 0, sizeof(k[nk]));
+	k[nk].len = (uint8_t)len;
+	k[nk].coding = coding;
+	memcpy(k[nk].b, b, len);
+	for (i = 0; i < nk; i++)
+		if (!memcmp(&k[i], &k[nk], sizeof(k[i])))
+			return nk;
+	return nk + 1;
+}
+
+/*
+ * The h2_routes keys of one gRPC method path: its raw and Huffman-coded
+ * wire bytes, and prefix keys for the path followed by '?' or '#' (a query
+ * or fragment a URI-path router drops): raw, path + the character;
+ * Huffman, the whole bytes of the code of path + the character, which
+ * every longer value starting so shares (a value sharing only those bits
+ * matches too: the safe side, for a followed and a refused route alike).
+ * A coding longer than a key has no exact key, only a prefix key of its
+ * first RG_HPACK_PATH_BYTES bytes.  Returns the number of distinct keys
+ * written (at most RG_H2_ROUTE_KEYS_PER_PATH), or -1 when the path is
+ * empty, not absolute, or over RG_H2_ROUTE_PATH_MAX bytes.
  */
 #define RG_H2_ROUTE_KEYS_PER_PATH 6
 static inline int rg_h2_route_keys(const char *path, struct rg_h2_route_key *k)
 {
 	static const char ends[2] = { '?', '#' };
-	char tmp[RG_HPACK_PATH_BYTES + 2];
+	/* the longest code is 30 bits: 4 bytes a symbol at most */
+	uint8_t code[4 * (RG_H2_ROUTE_PATH_MAX + 1)];
+	char tmp[RG_H2_ROUTE_PATH_MAX + 1];
 	size_t n = strlen(path), bits;
-	int e, c, len, nk = 0;
+	int e, len, nk = 0;
 
-	if (n == 0 || path[0] != '/' || n + 1 > RG_HPACK_PATH_BYTES)
+	if (n == 0 || path[0] != '/' || n > RG_H2_ROUTE_PATH_MAX)
 		return -1;
-	memset(k, 0, sizeof(*k) * RG_H2_ROUTE_KEYS_PER_PATH);
-	k[nk].len = (uint8_t)n;
-	memcpy(k[nk++].b, path, n);
-	len = rg_huff_encode(path, n, k[nk].b, RG_HPACK_PATH_BYTES, NULL);
+	nk = rg_h2_route_key_add(k, nk, (const uint8_t *)path, n, 0);
+	len = rg_huff_encode(path, n, code, sizeof(code), NULL);
 	if (len < 0)
 		return -1;
-	k[nk].len = (uint8_t)len;
-	k[nk++].coding = RG_H2_ROUTE_HUFFMAN;
+	nk = rg_h2_route_key_add(k, nk, code, (size_t)len, RG_H2_ROUTE_HUFFMAN);
 	for (e = 0; e < 2; e++) {
 		memcpy(tmp, path, n);
 		tmp[n] = ends[e];
-		k[nk].len = (uint8_t)(n + 1);
-		k[nk].coding = RG_H2_ROUTE_PREFIX;
-		memcpy(k[nk++].b, tmp, n + 1);
-		c = rg_huff_encode(tmp, n + 1, k[nk].b, RG_HPACK_PATH_BYTES, &bits);
-		if (c < 0)
+		nk = rg_h2_route_key_add(k, nk, (const uint8_t *)tmp, n + 1, RG_H2_ROUTE_PREFIX);
+		if (rg_huff_encode(tmp, n + 1, code, sizeof(code), &bits) < 0)
 			return -1;
-		len = (int)(bits / 8);
-		memset(k[nk].b + len, 0, RG_HPACK_PATH_BYTES - (size_t)len);
-		k[nk].len = (uint8_t)len;
-		k[nk++].coding = RG_H2_ROUTE_HUFFMAN | RG_H2_ROUTE_PREFIX;
+		nk = rg_h2_route_key_add(k, nk, code, bits / 8,
+					 RG_H2_ROUTE_HUFFMAN | RG_H2_ROUTE_PREFIX);
 	}
 	return nk;
 }

@@ -54,6 +54,8 @@
 #define RG_STR_FRAMING	  "ambiguous or invalid message framing"
 #define RG_STR_TOO_LARGE  "request head too large"
 #define RG_STR_H2	  "HTTP/2 the kernel cannot follow"
+#define RG_STR_H2_UNCOUNTED \
+	"a gRPC method whose rows the kernel cannot count (rowgated --grpc-uncounted)"
 
 /* The same responses as printf templates: the reference the unit tests
  * format.  Conversions in order: Retry-After, OWS, connection,
@@ -83,6 +85,7 @@ enum rg_resp_error { /* the message of a 400 */
 		     RG_RESP_ERR_FRAMING,
 		     RG_RESP_ERR_TOO_LARGE,
 		     RG_RESP_ERR_H2, /* only in an HTTP/2 GOAWAY (bpf/h2.h) */
+		     RG_RESP_ERR_H2_UNCOUNTED, /* the same, for a refused method */
 };
 
 struct rg_response {
@@ -149,6 +152,7 @@ RG_INLINE __u32 rg_resp_error_len(__u8 error)
 	return error == RG_RESP_ERR_TOO_LARGE ? RG_STRLEN(RG_STR_TOO_LARGE) :
 	       error == RG_RESP_ERR_FRAMING   ? RG_STRLEN(RG_STR_FRAMING) :
 	       error == RG_RESP_ERR_H2	      ? RG_STRLEN(RG_STR_H2) :
+	       error == RG_RESP_ERR_H2_UNCOUNTED ? RG_STRLEN(RG_STR_H2_UNCOUNTED) :
 						RG_STRLEN(RG_STR_MALFORMED);
 }
 
@@ -305,6 +309,7 @@ RG_PIECE(rg_p_malformed, RG_STR_MALFORMED)
 RG_PIECE(rg_p_framing, RG_STR_FRAMING)
 RG_PIECE(rg_p_too_large, RG_STR_TOO_LARGE)
 RG_PIECE(rg_p_h2, RG_STR_H2)
+RG_PIECE(rg_p_h2_uncounted, RG_STR_H2_UNCOUNTED)
 
 /* Copy a piece (whole words; the bytes past it are overwritten next). */
 #define RG_PUT(o, off, piece, text) rg_put_words((o), (off), (piece), RG_STRLEN(text))
@@ -353,6 +358,8 @@ RG_INLINE __u32 rg_response_write_body(struct rg_resp_buf *o, __u32 off,
 			off = RG_PUT(o, off, rg_p_framing, RG_STR_FRAMING);
 		else if (r->error == RG_RESP_ERR_H2)
 			off = RG_PUT(o, off, rg_p_h2, RG_STR_H2);
+		else if (r->error == RG_RESP_ERR_H2_UNCOUNTED)
+			off = RG_PUT(o, off, rg_p_h2_uncounted, RG_STR_H2_UNCOUNTED);
 		else
 			off = RG_PUT(o, off, rg_p_malformed, RG_STR_MALFORMED);
 		return RG_PUT(o, off, rg_p_400_b1, RG_400_B1);

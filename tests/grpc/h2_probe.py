@@ -29,7 +29,9 @@ scenarios: mix (rejected and admitted calls interleaved on one connection),
            grpc-status 8, the connection open),
            open_call (a refusal that falls back to GOAWAY while an earlier
            call's body is unfinished and a later call was answered: the
-           GOAWAY's last stream, how and when the connection ends).
+           GOAWAY's last stream, how and when the connection ends),
+           uncounted (one call of --path, its :path a raw literal: the
+           GOAWAY that refuses it, or its grpc-status).
 """
 import argparse
 import json
@@ -430,6 +432,44 @@ def goaway_of(s, with_last=False):
     return None
 
 
+def scenario_uncounted(a):
+    """One call of --path, an empty message, on a new connection whose
+    :path is a raw literal with incremental indexing (python-hpack with
+    Huffman off; grpc-go and nghttp2 send Huffman).  Returns how it ended:
+    the GOAWAY's code, last stream id and debug text, or the call's
+    grpc-status."""
+    s = socket.create_connection(("127.0.0.1", a.port), timeout=10)
+    block = hpack.Encoder().encode([
+        (":method", "POST"), (":scheme", "http"), (":path", a.path),
+        (":authority", "127.0.0.1:%d" % a.port),
+        ("content-type", "application/grpc"), ("te", "trailers"),
+    ], huffman=False)
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, END_HEADERS, 1, block) +
+              frame(DATA, END_STREAM, 1, struct.pack(">BI", 0, 0)))
+    dec = hpack.Decoder()
+    out = {"goaway": None, "grpc_status": None}
+    try:
+        for ftype, flags, sid, payload in frames_of(s):
+            if ftype == SETTINGS and not flags & ACK:
+                s.sendall(frame(SETTINGS, ACK, 0))
+            elif ftype == GOAWAY:
+                last, code = struct.unpack(">II", payload[:8])
+                out["goaway"] = {"code": code, "last": last & 0x7fffffff,
+                                 "debug": payload[8:].decode("utf-8", "replace").strip()}
+                break
+            elif ftype == HEADERS and sid == 1:
+                # the server's blocks: END_HEADERS, no padding or priority
+                for k, v in dec.decode(payload):
+                    if k == "grpc-status":
+                        out["grpc_status"] = int(v)
+                if out["grpc_status"] is not None:
+                    break
+    except OSError as e:
+        out["error"] = str(e)
+    s.close()
+    return out
+
+
 def scenario_open_call(a):
     """A refusal that falls back to GOAWAY while stream 1's body is
     unfinished and stream 5, opened after the refused stream 3, was
@@ -587,8 +627,11 @@ def scenario_fallback(a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, required=True, help="server's gRPC port")
-    ap.add_argument("--scenario", choices=("mix", "window", "split", "fallback", "open_call"),
+    ap.add_argument("--scenario",
+                    choices=("mix", "window", "split", "fallback", "open_call", "uncounted"),
                     required=True)
+    ap.add_argument("--path", default="/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+                    help="uncounted: the method path called")
     ap.add_argument("--rejects", type=int, default=100, help="rejected streams (default 100)")
     ap.add_argument("--admit-every", type=int, default=10,
                     help="an admitted call before every K-th rejection (default 10, 0: none)")
@@ -618,6 +661,9 @@ def main():
         return
     if a.scenario == "open_call":
         print(json.dumps(scenario_open_call(a)))
+        return
+    if a.scenario == "uncounted":
+        print(json.dumps(scenario_uncounted(a)))
         return
     c = Conn(a.port)
     if not c.wait(lambda: c.settings_acks >= 1, 10):

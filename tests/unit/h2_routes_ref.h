@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The h2_routes map as rowgated fills it for GreptimeDatabase, and the
+/* The h2_routes map as rowgated fills it (rg_h2_route_paths), and the
  * lookups bpf/h2.h makes in it, for the userspace runs of rowgate/hpack.h
  * (unit/test_h2, fuzz_h2).  The includer declares
  *	static int test_route(const struct rg_hpack *t);
@@ -14,32 +14,38 @@
 #define ROUTE_HANDLE	      "/greptime.v1.GreptimeDatabase/Handle"
 #define ROUTE_HANDLE_REQUESTS "/greptime.v1.GreptimeDatabase/HandleRequests"
 
-static struct rg_h2_route_key route_keys[2 * RG_H2_ROUTE_KEYS_PER_PATH];
+static struct rg_h2_route_key route_keys[RG_H2_ROUTE_PATHS * RG_H2_ROUTE_KEYS_PER_PATH];
+static uint32_t route_flags[RG_H2_ROUTE_PATHS * RG_H2_ROUTE_KEYS_PER_PATH];
 static int nroute_keys;
 
+/* rowgated's rg_h2_route_paths, as rgd_populate_h2_routes writes them
+ * (--grpc-uncounted refuse): a key two paths share keeps the later one */
 static void routes_init(void)
 {
-	static const char *const paths[] = { ROUTE_HANDLE, ROUTE_HANDLE_REQUESTS };
 	size_t i;
 
 	if (nroute_keys)
 		return;
-	for (i = 0; i < 2; i++) {
-		int n = rg_h2_route_keys(paths[i], route_keys + nroute_keys);
+	for (i = 0; i < RG_H2_ROUTE_PATHS; i++) {
+		int n = rg_h2_route_keys(rg_h2_route_paths[i].path, route_keys + nroute_keys);
 
+		for (int k = 0; k < n; k++)
+			route_flags[nroute_keys + k] = rg_h2_route_paths[i].flags;
 		if (n > 0)
 			nroute_keys += n;
 	}
 }
 
-static bool route_found(const struct rg_h2_route_key *k)
+/* The class of key k in the map, 0 if absent. */
+static int route_found(const struct rg_h2_route_key *k)
 {
-	int i;
+	int i, cls = 0;
 
 	for (i = 0; i < nroute_keys; i++)
 		if (!memcmp(&route_keys[i], k, sizeof(*k)))
-			return true;
-	return false;
+			cls = route_flags[i] & RG_H2_ROUTE_F_UNCOUNTED ? RG_HPACK_PATH_UNCOUNTED :
+									 RG_HPACK_PATH_ROUTED;
+	return cls;
 }
 
 /* The lookups bpf/h2.h makes in h2_routes: the whole value, then each
@@ -47,15 +53,16 @@ static bool route_found(const struct rg_h2_route_key *k)
 static int test_route(const struct rg_hpack *t)
 {
 	struct rg_h2_route_key k;
-	int i;
+	int i, cls;
 
 	memset(&k, 0, sizeof(k));
 	if (t->slen <= RG_HPACK_PATH_BYTES) {
 		k.len = (uint8_t)t->slen;
 		k.coding = t->huff ? RG_H2_ROUTE_HUFFMAN : 0;
 		memcpy(k.b, t->path, t->slen);
-		if (route_found(&k))
-			return RG_HPACK_PATH_ROUTED;
+		cls = route_found(&k);
+		if (cls)
+			return cls;
 	}
 	for (i = 0; i < nroute_keys; i++) {
 		uint8_t l = route_keys[i].len;
@@ -66,8 +73,9 @@ static int test_route(const struct rg_hpack *t)
 		k.len = l;
 		k.coding = (t->huff ? RG_H2_ROUTE_HUFFMAN : 0) | RG_H2_ROUTE_PREFIX;
 		memcpy(k.b, t->path, l);
-		if (route_found(&k))
-			return RG_HPACK_PATH_ROUTED;
+		cls = route_found(&k);
+		if (cls)
+			return cls;
 	}
 	return RG_HPACK_PATH_OTHER;
 }

@@ -12,7 +12,7 @@
 static inline int format_ref(char *out, size_t n, const struct rg_response *r, const char *db)
 {
 	static const char *const msgs[] = { RG_STR_MALFORMED, RG_STR_FRAMING, RG_STR_TOO_LARGE,
-					     RG_STR_H2 };
+					     RG_STR_H2, RG_STR_H2_UNCOUNTED };
 	const char *ows = r->ows ? RG_STR_OWS : "";
 	const char *conn = r->close ? RG_STR_CLOSE : RG_STR_KEEP_ALIVE;
 

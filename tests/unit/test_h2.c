@@ -1440,6 +1440,109 @@ static void test_hpack_errors(void)
 	}
 }
 
+/* Streams of the methods whose rows the kernel cannot count are refused at
+ * the end of their header block (RG_H2_ERR_UNCOUNTED), in every coding of
+ * their :path (raw, Huffman, with a query, a path longer than a key, from
+ * the dynamic table), at every split; GreptimeDatabase and other methods
+ * on the same connection before them are followed or passed as before. */
+static void test_uncounted(void)
+{
+	static const char *const paths[] = {
+		"/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+		"/opentelemetry.proto.collector.trace.v1.TraceService/Export?x=1",
+		"/arrow.flight.protocol.FlightService/DoPut",
+		"/arrow.flight.protocol.FlightService/DoPut#f",
+		"/opentelemetry.proto.experimental.arrow.v1.ArrowMetricsService/ArrowMetrics",
+		"/opentelemetry.proto.experimental.arrow.v1.ArrowLogsService/ArrowLogs?q",
+	};
+	struct buf req = { 0 }, msg = { 0 };
+	size_t i;
+	int h, n = 0;
+
+	CHECK(RG_H2_ROUTE_PATHS * RG_H2_ROUTE_KEYS_PER_PATH + 1 <= RG_H2_MAX_ROUTES,
+	      "h2_routes holds every key");
+	{ /* the prefix lengths fit the kernel's list */
+		uint8_t lens[64];
+		int nl = 0, k, j;
+
+		for (k = 0; k < nroute_keys; k++) {
+			if (!(route_keys[k].coding & RG_H2_ROUTE_PREFIX))
+				continue;
+			for (j = 0; j < nl && lens[j] != route_keys[k].len; j++)
+				;
+			if (j == nl && nl < 64)
+				lens[nl++] = route_keys[k].len;
+		}
+		CHECK(nl <= RG_H2_ROUTE_LENS, "%d prefix lengths, the kernel lists %d", nl,
+		      RG_H2_ROUTE_LENS);
+	}
+	build_req(&req, NULL, NULL, "uc", 5);
+	grpc_msg(&msg, &req, 0);
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		for (h = 0; h < 2; h++) {
+			struct buf c = { 0 }, b = { 0 }, g = { 0 }, o_blk = { 0 };
+			struct outcome o;
+			char what[160];
+
+			m_reset();
+			start(&c);
+			/* a GreptimeDatabase write and another service first */
+			hp_common(&g);
+			hp_path(&g, 0x40, NAME_IDX, ROUTE_HANDLE, h);
+			frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, 1, g.p, g.len);
+			frame(&c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, 1, msg.p, msg.len);
+			hp_path(&o_blk, 0x00, NAME_IDX, OTHER_PATH, h);
+			frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, 3, o_blk.p, o_blk.len);
+			frame(&c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, 3, other_msg,
+			      sizeof(other_msg));
+			/* the uncounted call, indexed: then named by its index */
+			hp_path(&b, 0x40, h ? NAME_HUFF : NAME_RAW, paths[i], h);
+			frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, 5, b.p, b.len);
+			frame(&c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, 5, msg.p, msg.len);
+			snprintf(what, sizeof(what), "%s (%s)", paths[i], h ? "huffman" : "raw");
+			feed(&c, NULL, 0, true, &o);
+			CHECK(o.err == RG_H2_ERR_UNCOUNTED, "%s: err %d", what, o.err);
+			CHECK_EQ_U64(o.nev, 1, "the GreptimeDatabase write before it");
+			CHECK_EQ_U64(o.unrouted, 1, "the other call before it");
+			if (o.err == RG_H2_ERR_UNCOUNTED)
+				check_splits(what, &c, &o);
+			n++;
+			freebuf(&c);
+			freebuf(&b);
+			freebuf(&g);
+			freebuf(&o_blk);
+		}
+	}
+	{ /* DoPut's block split by CONTINUATION, and with no body */
+		struct buf c = { 0 }, b = { 0 };
+		struct outcome o;
+
+		m_reset();
+		start(&c);
+		hp_common(&b);
+		hp_path(&b, 0x40, NAME_IDX, paths[2], true);
+		/* its first block ends in another fragment: CONTINUATION */
+		frame(&c, RG_H2_HEADERS, 0, 1, b.p, b.len - 3);
+		frame(&c, RG_H2_CONTINUATION, RG_H2_FLAG_END_HEADERS, 1, b.p + b.len - 3, 3);
+		feed(&c, NULL, 0, true, &o);
+		CHECK(o.err == RG_H2_ERR_UNCOUNTED, "DoPut across CONTINUATION: err %d", o.err);
+		CHECK(o.err_at >= c.len - 3, "refused at the block's end (at %zu of %zu)",
+		      o.err_at, c.len);
+		/* with END_STREAM on HEADERS (no body) too */
+		freebuf(&c);
+		start(&c);
+		frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS | RG_H2_FLAG_END_STREAM, 1, b.p,
+		      b.len);
+		feed(&c, NULL, 0, true, &o);
+		CHECK(o.err == RG_H2_ERR_UNCOUNTED, "DoPut with no body: err %d", o.err);
+		freebuf(&c);
+		freebuf(&b);
+	}
+	CHECK(n == 12, "cases run: %d", n);
+	freebuf(&req);
+	freebuf(&msg);
+}
+
 int main(void)
 {
 	routes_init();
@@ -1456,5 +1559,6 @@ int main(void)
 	test_real_clients();
 	test_stash();
 	test_refused_slots();
+	test_uncounted();
 	return check_report("test_h2");
 }

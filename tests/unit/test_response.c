@@ -97,7 +97,7 @@ static void test_plan_and_write(void)
 		memset(&out, 0x5a, sizeof(out));
 		memset(&db, 0, sizeof(db));
 		r.kind = xorshift(&s) % 4 ? RG_RESP_429 : RG_RESP_400;
-		r.error = (uint8_t)(xorshift(&s) % 4);
+		r.error = (uint8_t)(xorshift(&s) % (RG_RESP_ERR_H2_UNCOUNTED + 1));
 		r.retry_after_s = any_u64(&s);
 		r.rows = any_u64(&s);
 		r.quota_rows_per_s = any_u64(&s);

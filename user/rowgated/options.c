@@ -81,6 +81,14 @@ static void usage(FILE *out)
 		"                          streams not yet accepted); off sends the\n"
 		"                          server's value; docs/grpc.md#h2-max-streams;\n"
 		"                          default: 16\n"
+		"      --grpc-uncounted refuse|pass\n"
+		"                          gRPC methods that store rows rowgate cannot count\n"
+		"                          in the kernel (GreptimeDB's Arrow Flight DoPut,\n"
+		"                          OTLP/gRPC and OTel Arrow exports): refuse closes\n"
+		"                          the connection with GOAWAY before the call\n"
+		"                          reaches the server (counted h2_streams_uncounted);\n"
+		"                          pass lets them through unlimited, as any gRPC\n"
+		"                          service rowgate does not route; default: refuse\n"
 		"      --server-timeout N=SECONDS[,IDLE]\n"
 		"                          the timers of the server on guarded port N: it\n"
 		"                          closes a connection SECONDS after accept while no\n"
@@ -299,7 +307,8 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		OPT_COPY_EXPIRY,
 		OPT_GRPC_REJECT,
 		OPT_GRPC_CLOSE_GRACE,
-		OPT_GRPC_MAX_STREAMS
+		OPT_GRPC_MAX_STREAMS,
+		OPT_GRPC_UNCOUNTED
 	};
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
@@ -318,6 +327,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		{ "grpc-reject", required_argument, NULL, OPT_GRPC_REJECT },
 		{ "grpc-close-grace", required_argument, NULL, OPT_GRPC_CLOSE_GRACE },
 		{ "grpc-max-streams", required_argument, NULL, OPT_GRPC_MAX_STREAMS },
+		{ "grpc-uncounted", required_argument, NULL, OPT_GRPC_UNCOUNTED },
 		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
 		{ "udp", required_argument, NULL, 'u' },
@@ -519,6 +529,16 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 				cfg->grpc_keep = true;
 			} else {
 				pr_err("--grpc-reject '%s': expected keep or close", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_GRPC_UNCOUNTED:
+			if (!strcmp(optarg, "refuse")) {
+				cfg->grpc_uncounted_pass = false;
+			} else if (!strcmp(optarg, "pass")) {
+				cfg->grpc_uncounted_pass = true;
+			} else {
+				pr_err("--grpc-uncounted '%s': expected refuse or pass", optarg);
 				return -EINVAL;
 			}
 			break;

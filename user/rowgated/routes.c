@@ -200,15 +200,12 @@ int rgd_populate_ports_routes(struct daemon *d)
 	return 0;
 }
 
-/* gRPC methods the HTTP/2 verdict follows as GreptimeDatabase writes
- * (docs/grpc.md#7-path-routing); a stream of any other method passes. */
-static const char *const h2_route_paths[] = {
-	"/greptime.v1.GreptimeDatabase/Handle",
-	"/greptime.v1.GreptimeDatabase/HandleRequests",
-};
-
-/* Write h2_routes: each path's raw and Huffman keys and prefix keys, and
- * the entry listing the prefix lengths (key {0, 0}). */
+/* Write h2_routes: each route path's raw and Huffman keys and prefix keys
+ * (rg_h2_route_paths: the GreptimeDatabase writes, followed, and the
+ * methods whose rows the kernel cannot count, refused unless
+ * --grpc-uncounted pass leaves them unrouted), and the entry listing the
+ * prefix lengths (key {0, 0}), last: until it exists every stream is
+ * followed. */
 int rgd_populate_h2_routes(struct daemon *d)
 {
 	int fd = bpf_map__fd(d->skel->maps.RG_MAP_H2_ROUTES);
@@ -217,8 +214,11 @@ int rgd_populate_h2_routes(struct daemon *d)
 	size_t i;
 	int n, k, j, nlens = 0;
 
-	for (i = 0; i < sizeof(h2_route_paths) / sizeof(h2_route_paths[0]); i++) {
-		n = rg_h2_route_keys(h2_route_paths[i], keys);
+	for (i = 0; i < RG_H2_ROUTE_PATHS; i++) {
+		route.flags = rg_h2_route_paths[i].flags;
+		if ((route.flags & RG_H2_ROUTE_F_UNCOUNTED) && d->cfg->grpc_uncounted_pass)
+			continue;
+		n = rg_h2_route_keys(rg_h2_route_paths[i].path, keys);
 		if (n < 0)
 			return -EINVAL;
 		for (k = 0; k < n; k++) {

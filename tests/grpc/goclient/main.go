@@ -22,8 +22,8 @@ import (
 
 	protov1 "github.com/golang/protobuf/proto"
 	"google.golang.org/grpc"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/encoding/gzip"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -82,6 +82,8 @@ func main() {
 	target := flag.String("target", "", "server HOST:PORT (required)")
 	db := flag.String("db", "", "RequestHeader.dbname (required); A,B,... takes them in turn, message by message")
 	mode := flag.String("mode", "unary", "unary (Handle) or stream (HandleRequests)")
+	method := flag.String("method", "/greptime.v1.GreptimeDatabase/Handle",
+		"the method path of unary calls (another path: the same GreptimeRequest to that method)")
 	calls := flag.Int("calls", 10, "calls to make")
 	perCall := flag.Int("per-call", 3, "messages per HandleRequests call")
 	rows := flag.Int("rows", 10, "rows per message")
@@ -193,7 +195,7 @@ func main() {
 		n := *rows
 		var err error
 		if *mode == "unary" {
-			err = conn.Invoke(ctx, "/greptime.v1.GreptimeDatabase/Handle", message(), resp, grpc.Trailer(&trailer))
+			err = conn.Invoke(ctx, *method, message(), resp, grpc.Trailer(&trailer))
 		} else {
 			n = *rows * *perCall
 			var cs grpc.ClientStream

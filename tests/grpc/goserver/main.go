@@ -3,13 +3,17 @@
 // server on grpc-go: Handle and HandleRequests store rows per database
 // (dbname, else catalog/schema lower-cased, as greptimedb) and GET /stats on
 // the admin port answers {"rows": {...}, "calls": N, "messages": N,
-// "other_rows": N, "other_calls": N, "conns": N, "streams": N,
+// "other_rows": N, "other_calls": N, "uncounted_rows": N,
+// "uncounted_calls": N, "conns": N, "streams": N,
 // "streams_open": N, "streams_open_max": N} (connections accepted; streams
 // begun, open now, most open at once: what a refused stream the kernel
 // resets costs the server's stream limit).  On the same port it serves two
 // other services, which rowgate must pass untouched: grpc.health.v1.Health
 // (service "rowgate.test" SERVING) and rowgate.test.Other/Handle, which
-// takes a GreptimeRequest too and counts its rows apart.  It is
+// takes a GreptimeRequest too and counts its rows apart; and, as unary
+// GreptimeRequest handlers counted in uncounted_*, three methods that store
+// rows in GreptimeDB and that rowgate refuses (OTLP metrics Export, Flight
+// DoPut, OTel Arrow ArrowMetrics).  It is
 // the second server implementation the HTTP/2 design probes run against
 // (tests/grpc/h2_probe.py); the main test server is greptime_server.py.
 package main
@@ -65,6 +69,9 @@ type store struct {
 	Streams    uint64            `json:"streams"`
 	Open       uint64            `json:"streams_open"`
 	OpenMax    uint64            `json:"streams_open_max"`
+	// calls of the methods rowgate refuses by default (--grpc-uncounted)
+	UncountedRows  uint64 `json:"uncounted_rows"`
+	UncountedCalls uint64 `json:"uncounted_calls"`
 }
 
 // streamStats counts connections and streams from grpc-go's stats events:
@@ -222,6 +229,34 @@ func main() {
 		}},
 	}
 	srv.RegisterService(&other, struct{}{})
+	// Methods of GreptimeDB's that store rows rowgate cannot count
+	// (rowgated --grpc-uncounted): unary GreptimeRequest handlers here, so
+	// a call that reaches the server is counted in uncounted_calls.
+	for _, sm := range [][2]string{
+		{"opentelemetry.proto.collector.metrics.v1.MetricsService", "Export"},
+		{"arrow.flight.protocol.FlightService", "DoPut"},
+		{"opentelemetry.proto.experimental.arrow.v1.ArrowMetricsService", "ArrowMetrics"},
+	} {
+		srv.RegisterService(&grpc.ServiceDesc{
+			ServiceName: sm[0],
+			HandlerType: (*interface{})(nil),
+			Methods: []grpc.MethodDesc{{
+				MethodName: sm[1],
+				Handler: func(_ interface{}, ctx context.Context, dec func(interface{}) error, _ grpc.UnaryServerInterceptor) (interface{}, error) {
+					r := &GreptimeRequest{}
+					if err := dec(r); err != nil {
+						return nil, err
+					}
+					n := rowsOf(r)
+					st.mu.Lock()
+					st.UncountedRows += n
+					st.UncountedCalls++
+					st.mu.Unlock()
+					return response(n), nil
+				},
+			}},
+		}, struct{}{})
+	}
 	hs := health.NewServer()
 	hs.SetServingStatus("rowgate.test", healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
