@@ -549,7 +549,7 @@ run_vm() { # name -> counts in K_PASS K_FAIL K_SKIP
 	cat "$WORK/userland.cpio" ${MODCPIO:+"$MODCPIO"} >"$initrd"
 	[ "$ACCEL" != auto ] || kvm_works || true
 	: >"$con"; : >"$res"
-	cmdline="console=ttyS0 rdinit=/init panic=-1 mitigations=off VMTEST_KERNEL_NAME=$KNAME ${VMTEST_CMDLINE:-}"
+	cmdline="console=ttyS0 rdinit=/init panic=-1 mitigations=off VMTEST_KERNEL_NAME=$KNAME${KTESTS:+ VMTEST_KERNEL_TESTS=$KTESTS} ${VMTEST_CMDLINE:-}"
 	read -r -a accel <<<"$(accel_args)"
 	local qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
 		"${accel[@]}" -smp "$SMP" -m "$MEM" -kernel "$VMLINUZ" -initrd "$initrd"
@@ -629,18 +629,18 @@ main() {
 		flock "$lockfd"
 	fi
 	ensure_host_tools
-	while read -r kname src _; do
+	while read -r kname src ktests _; do
 		case $kname in '' | '#'*) continue ;; esac
 		if [ -n "${VMTEST_KERNELS:-}" ]; then
 			[[ ",${VMTEST_KERNELS// /,}," == *",$kname,"* ]] || continue
 		fi
-		selected+=("$kname $src")
+		selected+=("$kname $src ${ktests:-}")
 	done <"$KERNELS_FILE"
 	[ ${#selected[@]} -gt 0 ] || die "no kernel selected (VMTEST_KERNELS=${VMTEST_KERNELS:-} in $KERNELS_FILE)"
 
 	if [ "${1:-}" = --deps-only ]; then
 		for k in "${selected[@]}"; do
-			read -r kname src <<<"$k"
+			read -r kname src _ <<<"$k"
 			prepare_kernel "$src" || die "kernel $kname ($src) unavailable"
 			info "$kname: $VMLINUZ"
 		done
@@ -654,9 +654,9 @@ main() {
 	rm -rf "$LOGS"
 
 	for k in "${selected[@]}"; do
-		read -r KNAME src <<<"$k"
+		read -r KNAME src KTESTS <<<"$k"
 		echo
-		echo "== vmtest $KNAME ($src)"
+		echo "== vmtest $KNAME ($src${KTESTS:+; tests $KTESTS})"
 		if ! prepare_kernel "$src"; then
 			echo "FAIL     vm: kernel $src unavailable"
 			total_fail=$((total_fail + 1))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Restarts keep enforcing: rowgated stopped 20 times under load from
+# Restarts keep enforcing: rowgated stopped 20 times (8 in vmtest) under load from
 # keep-alive clients (SIGTERM and kill -9 alternating) and started again.
 # The rows admitted never exceed what the bucket allows, over the run and
 # over every window between samples taken around each stop and start; every
@@ -9,7 +9,15 @@
 RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_setup
-LIMIT=400 THREADS=8 MAXROWS=40 RESTARTS=20
+LIMIT=400 THREADS=8 MAXROWS=40 RESTARTS=20 DOWN_WAIT_S=3
+# TCG: a start costs ~20 s of verifier time, so fewer of them; and the old
+# wait of 2 (whole) seconds, 1-2 s, with each look at the pinned counters
+# (bpftool, python) slow in the guest, saw a rejection in only 9 of 20
+# stops once (6.1): 5 s keeps "the kernel rejects while the daemon is down"
+# a fact of the limiter, not of the emulator's speed.  (A lower limit is no
+# way out: clients rejected for seconds meet the server's header timeout,
+# which this test does not race.)
+[ "${VMTEST:-0}" != 1 ] || RESTARTS=8 DOWN_WAIT_S=5
 rg_ctl limit set rst $LIMIT >/dev/null || rg_fail "limit set"
 
 pinned_rejected() { # from the pins: the daemon may be down
@@ -42,7 +50,7 @@ for i in $(seq 1 $RESTARTS); do
 	RG_PID=""
 	before=$(pinned_rejected)
 	# the daemon is down: the kernel alone decides
-	if rg_wait_for 2 rejected_above "$before"; then
+	if rg_wait_for $DOWN_WAIT_S rejected_above "$before"; then
 		down_rejections=$((down_rejections + 1))
 	fi
 	rg_start_rowgated
