@@ -334,9 +334,13 @@ gz_resets=$(($(rg_global h2_goaway_resets) - resets0))
 rg_log "grpc-go, a gzip message: $(cat "$RG_TMP/gzip.json"), h2_goaway_resets +$gz_resets"
 gz_waited() { [ "$(jget "$RG_TMP/gzip.json" "(d['codes'], 1.5 <= d['seconds'] < 20)")" = "({'14': 1}, True)" ] && [ "$gz_resets" = 1 ]; }
 gz_at_once() { [ "$(jget "$RG_TMP/gzip.json" "(d['codes'], d['seconds'] < 1.5, 'draining' in d.get('last_error', ''))")" = "({'14': 1}, True, True)" ] && [ "$gz_resets" = 0 ]; }
-gz_failed_closed() { { gz_waited || gz_at_once; } && [ "$(rg_global h2_failclosed)" = $((fc + 1)) ]; }
+# counted as fail-closed (seen once at +0 right after the call, in a run
+# with another test loading the machine: looked at until it is there)
+failclosed_above() { [ "$(rg_global h2_failclosed)" -gt "$1" ]; }
+gz_failed_closed() { { gz_waited || gz_at_once; } && rg_wait_for 3 failclosed_above "$fc"; }
 rg_check "grpc-go: a gzip message fails closed, its call UNAVAILABLE $(jget "$RG_TMP/gzip.json" "d['seconds']") s later (reset after the 2 s grace, or at once if the server saw nothing of it), not at its deadline" \
 	gz_failed_closed
+rg_log "h2_failclosed +$(($(rg_global h2_failclosed) - fc)), h2_reject_closed $(rg_global h2_reject_closed)"
 # A client that connects and closes before its preface, while the server
 # has not accepted yet: 6.1 hands the verdict the FIN as an empty skb
 # before the grpc-go server writes its SETTINGS.  Those are HTTP/2 all
