@@ -175,6 +175,7 @@ static __always_inline void rg_copied_request_end(struct __sk_buff *skb, struct 
 		rec->end_ns = bpf_ktime_get_ns();
 		rec->admitted = admitted;
 		rec->complete = 1;
+		rec->aborted = 0;
 		__builtin_memset(rec->pad, 0, sizeof(rec->pad));
 		bpf_ringbuf_submit(rec, 0);
 	} else {
@@ -185,6 +186,40 @@ static __always_inline void rg_copied_request_end(struct __sk_buff *skb, struct 
 			__sync_fetch_and_add(&ps->unreconciled_bytes, c->body_bytes);
 		}
 	}
+}
+
+/*
+ * The connection closed inside a copied body (sockops, at TCP_CLOSE): its
+ * request never ends, and a server that inserts while it decodes (gzip line
+ * protocol on victoria-metrics) stored what arrived.  rowgated counts the
+ * bytes it holds as the server read them and corrects what was charged
+ * while they arrived (docs/design.md#aborted-copies).  A rejected body
+ * never reached the server; an unlimited one was not charged.
+ */
+static __always_inline void rg_copy_aborted(struct rg_conn *c, __u64 cookie)
+{
+	struct rg_body_end *rec;
+
+	if (!c->copy_body || c->copy_lost || c->phase == RG_PHASE_HEAD ||
+	    (c->verdict != RG_REQ_ADMIT && c->verdict != RG_REQ_UNENFORCED))
+		return;
+	rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
+	if (!rec) {
+		rg_global_inc(body_ring_full);
+		return;
+	}
+	rec->h.type = RG_BODY_END;
+	rec->h.len = 0;
+	rec->h.cookie = cookie;
+	rec->h.seq = c->requests;
+	rec->body_bytes = c->body_bytes;
+	rec->estimated_rows = c->charged_rows;
+	rec->end_ns = bpf_ktime_get_ns();
+	rec->admitted = 1;
+	rec->complete = 1;
+	rec->aborted = 1;
+	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
+	bpf_ringbuf_submit(rec, 0);
 }
 
 #endif /* ROWGATE_BPF_COPY_H */

@@ -390,6 +390,12 @@ int rg_sockops(struct bpf_sock_ops *skops)
 			 * is set, and egress on a --grpc port: a lookup is
 			 * cheaper than two deletes */
 			c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+			if (c)
+				rg_copy_aborted(c, cookie);
+			/* the verdict runs only once the server accepted; data
+			 * queued before a reset is still read by the server */
+			if (c && !c->started && skops->bytes_received)
+				rg_global_inc(closed_unseen);
 			if (!c || c->h2 || (c->port_flags & RG_PORT_GRPC)) {
 				bpf_map_delete_elem(&RG_MAP_H2_CONNS, &cookie);
 				bpf_map_delete_elem(&RG_MAP_H2_OUT, &cookie);

@@ -255,7 +255,8 @@ struct rg_body_end {
 	__u64 end_ns;   /* bpf_ktime_get_ns() at the request's end */
 	__u8 admitted;
 	__u8 complete;  /* every DATA record made it into the ring */
-	__u8 pad[6];
+	__u8 aborted;   /* the connection closed inside the body: no more */
+	__u8 pad[5];
 };
 
 /* Input of the rg_reconcile program (run with BPF_PROG_TEST_RUN): correct a

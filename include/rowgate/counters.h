@@ -184,7 +184,10 @@
 	  "parameters, no room): the client keeps the server's limit.")                  \
 	X(h2_streams_uncounted, "h2_streams_uncounted", "h2_streams_uncounted_total",     \
 	  COUNTER, "HTTP/2 streams of a gRPC method whose rows rowgate cannot count "     \
-	  "(--grpc-uncounted): their connection failed closed, also in h2_failclosed.")
+	  "(--grpc-uncounted): their connection failed closed, also in h2_failclosed.")  \
+	X(closed_unseen, "closed_unseen", "closed_unseen_total", COUNTER,                 \
+	  "Connections reset before the server accepted them, with bytes no verdict "    \
+	  "saw: the server may still read them, unenforced (docs/threat-model.md).")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also
@@ -276,7 +279,15 @@
 	X(incomplete, "incomplete_copies", "incomplete_copies_total", COUNTER,            \
 	  "Body copies with records lost or over a cap: worst case charged.")           \
 	X(expired, "expired_copies", "expired_copies_total", COUNTER,                     \
-	  "Body copies freed without their end (aborted requests): estimate stands.")   \
+	  "Body copies freed without their end, their connection open: estimate "      \
+	  "stands.")                                                                    \
+	X(aborted, "aborted_copies", "aborted_copies_total", COUNTER,                     \
+	  "Body copies whose connection closed inside the body: line protocol "        \
+	  "charged as far as it arrived and decodes.")                                  \
+	X(aborted_estimated, "aborted_copies_estimated", "aborted_copies_estimated_total",\
+	  COUNTER,                                                                      \
+	  "Body copies whose connection closed inside the body, not line protocol or " \
+	  "chunked: estimate of what arrived stands.")                                  \
 	X(corrections, "corrections", "corrections_total", COUNTER,                       \
 	  "Bucket corrections run (one per database of a counted body).")               \
 	X(late_refunds, "late_refunds", "late_refunds_total", COUNTER,                    \

@@ -108,6 +108,12 @@ struct rg_count_limits {
 	bool db_label_vm;        /* a series' `db` label, a line's `db` tag
 				  * names its database (the last non-empty one),
 				  * not GreptimeDB's labels (victoria-metrics) */
+	bool body_cut;           /* the body stops early (its connection closed
+				  * inside it): line protocol whose coding is
+				  * cut short is counted as far as it decodes,
+				  * its last line too, as a server inserting
+				  * while it decodes reads it; other
+				  * protocols fail as before */
 };
 
 /* rg_count_limits with the defaults (what rg_count_payload uses for NULL):
@@ -131,6 +137,7 @@ struct rg_db_rows {
 
 #define RG_COUNT_F_SERVER_REFUSES (1U << 0) /* the server will store nothing */
 #define RG_COUNT_F_PER_SERIES_DB  (1U << 1) /* some rows named their own db */
+#define RG_COUNT_F_CUT            (1U << 2) /* body_cut: the coding ended early */
 
 struct rg_row_counts {
 	uint64_t rows;            /* all rows the server will store */

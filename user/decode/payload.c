@@ -244,6 +244,10 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 					    out->err_msg, sizeof(out->err_msg));
 			/* kept on failure: the worst case is counted from it */
 			out->decoded_bytes = ls.sink.total;
+			if (err == RG_COUNT_E_TRUNCATED && lim->body_cut) {
+				out->flags |= RG_COUNT_F_CUT;
+				err = RG_COUNT_OK;
+			}
 			if (err)
 				goto out;
 			rg_counts_add_db(out, NULL, 0, ls.rows);
@@ -253,6 +257,11 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 		rg_buf_sink_init(&stage[cur], (size_t)cap);
 		err = rg_decompress(codecs[i], data, dlen, cap, &stage[cur].sink,
 				    out->err_msg, sizeof(out->err_msg));
+		/* cut line protocol: what decodes */
+		if (err == RG_COUNT_E_TRUNCATED && lim->body_cut && p == RG_PAYLOAD_LINE) {
+			out->flags |= RG_COUNT_F_CUT;
+			err = RG_COUNT_OK;
+		}
 		if (err) {
 			out->decoded_bytes = stage[cur].sink.total;
 			goto out;

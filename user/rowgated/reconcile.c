@@ -305,6 +305,40 @@ static bool make_room(struct rg_reconciler *r, const struct pending *self, __u64
 	return true;
 }
 
+/*
+ * The connection closed inside the body (rg_copy_aborted): the request never
+ * ended, and victoria-metrics stores gzip line protocol as it decodes it.
+ * Line protocol is counted as far as it arrived and decodes, its last line
+ * too (the kernel's rule for plain line protocol, docs/design.md#aborted-
+ * copies), in place of the estimate charged while the bytes arrived.  Other
+ * bodies are read whole by their servers (nothing stored), and a chunked
+ * one is not dechunked cut: their estimate stands.
+ */
+static void finish_aborted(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e,
+			   const char *ce, const char *ct, __u64 lag)
+{
+	const struct rg_body_start *s = &p->start;
+	enum rg_payload_protocol proto = rg_payload_of(s->protocol);
+	struct rg_count_limits lim = r->limits[s->profile < RG_PROFILE_MAX ? s->profile : 0];
+	struct rg_row_counts counts = { 0 };
+	__u32 i;
+
+	lim.body_cut = true;
+	if (s->chunked || proto != RG_PAYLOAD_LINE ||
+	    rg_count_payload(proto, ce[0] ? ce : NULL, ct[0] ? ct : NULL, p->buf, p->len, &lim,
+			     &counts) ||
+	    counts.err != RG_COUNT_OK) {
+		STAT_ADD(r, aborted_estimated, 1);
+		return;
+	}
+	correct(r, s, s->db.name, false, e->estimated_rows,
+		counts.default_rows + counts.overflow_rows, e->admitted, false, lag);
+	for (i = 0; i < counts.n_dbs && i < RG_COUNT_MAX_DBS; i++)
+		correct(r, s, counts.dbs[i].name, true, 0, counts.dbs[i].rows, e->admitted, false,
+			lag);
+	STAT_ADD(r, aborted, 1);
+}
+
 static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e)
 {
 	const struct rg_body_start *s = &p->start;
@@ -317,6 +351,10 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 
 	memcpy(ct, s->content_type, RG_CT_BYTES);
 	memcpy(ce, s->content_encoding, RG_CE_BYTES);
+	if (e->aborted && !p->overflow) {
+		finish_aborted(r, p, e, ce, ct, lag);
+		return;
+	}
 	if (!e->complete || p->overflow) {
 		STAT_ADD(r, incomplete, 1);
 		/* a copy over a cap: its bytes at the smallest row */
