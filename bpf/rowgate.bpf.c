@@ -412,26 +412,83 @@ int rg_sockops(struct bpf_sock_ops *skops)
 #define RG_IPPROTO_TCP 6
 #define RG_IPV6_HDR_BYTES 40
 
-/* Bytes of TCP payload in an ingress packet (the skb starts at the IP
- * header); -1 when the headers cannot be read, which counts as data. */
-static __always_inline int rg_tcp_payload(struct __sk_buff *skb)
+/* Where the TCP header of an ingress packet starts (the skb starts at the
+ * IP header); -1 when the headers cannot be read. */
+static __always_inline int rg_tcp_header_at(struct __sk_buff *skb)
 {
-	__u32 ip_bytes = RG_IPV6_HDR_BYTES;
 	__u8 b;
 
 	if (skb->protocol == bpf_htons(RG_ETH_P_IP)) {
 		if (bpf_skb_load_bytes(skb, 0, &b, 1))
 			return -1;
-		ip_bytes = (b & 0xf) * 4;
-	} else if (skb->protocol == bpf_htons(RG_ETH_P_IPV6)) {
-		if (bpf_skb_load_bytes(skb, 6, &b, 1) || b != RG_IPPROTO_TCP)
-			return -1; /* extension headers: treat as data */
-	} else {
-		return -1;
+		return (b & 0xf) * 4;
 	}
-	if (bpf_skb_load_bytes(skb, ip_bytes + 12, &b, 1))
+	if (skb->protocol == bpf_htons(RG_ETH_P_IPV6)) {
+		if (bpf_skb_load_bytes(skb, 6, &b, 1) || b != RG_IPPROTO_TCP)
+			return -1; /* extension headers */
+		return RG_IPV6_HDR_BYTES;
+	}
+	return -1;
+}
+
+/* Bytes of TCP payload in an ingress packet; -1 when the headers cannot be
+ * read, which counts as data. */
+static __always_inline int rg_tcp_payload(struct __sk_buff *skb)
+{
+	int at = rg_tcp_header_at(skb);
+	__u8 b;
+
+	if (at < 0 || at > 60 || bpf_skb_load_bytes(skb, at + 12, &b, 1))
 		return -1;
-	return (int)skb->len - (int)ip_bytes - (int)((b >> 4) * 4);
+	return (int)skb->len - at - (int)((b >> 4) * 4);
+}
+
+#define RG_TCP_FLAG_RST 0x04
+
+/*
+ * A reset that would close a connection before any verdict saw its data is
+ * dropped.  No verdict runs before the server accepts, and a reset then
+ * takes the socket out of the sockhash, yet the server still accepts it and
+ * reads what was queued: a write no verdict ever saw (docs/design.md#pre-
+ * accept-data).  Held, the connection stays open: the server accepts it,
+ * the accept-time drain runs the verdict on its data, and the reset the
+ * client's host sends to the server's answer (or its keepalive) closes it,
+ * now with the verdict done.  Runs for every packet of the cgroup: all but
+ * a reset leave after one load of its flags.
+ */
+SEC("cgroup_skb/ingress")
+int rg_hold_reset(struct __sk_buff *skb)
+{
+	struct bpf_sock *sk = skb->sk;
+	struct bpf_tcp_sock *tp;
+	struct rg_conn *c;
+	__u64 cookie;
+	__u32 port;
+	int at;
+	__u8 flags;
+
+	if (sk)
+		sk = bpf_sk_fullsock(sk);
+	if (!sk || sk->protocol != RG_IPPROTO_TCP ||
+	    (sk->state != BPF_TCP_ESTABLISHED && sk->state != BPF_TCP_CLOSE_WAIT))
+		return 1;
+	at = rg_tcp_header_at(skb);
+	if (at < 0 || at > 60 || bpf_skb_load_bytes(skb, at + 13, &flags, 1) ||
+	    !(flags & RG_TCP_FLAG_RST))
+		return 1;
+	port = sk->src_port;
+	if (!bpf_map_lookup_elem(&RG_MAP_PORTS, &port))
+		return 1;
+	cookie = bpf_get_socket_cookie(skb);
+	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+	/* an adopted connection was accepted long ago */
+	if (!c || c->started || bpf_map_lookup_elem(&RG_MAP_ADOPT, &cookie))
+		return 1;
+	tp = bpf_tcp_sock(sk);
+	if (!tp || !tp->bytes_received)
+		return 1;
+	rg_global_inc(resets_held);
+	return 0;
 }
 
 /*

@@ -186,8 +186,11 @@
 	  COUNTER, "HTTP/2 streams of a gRPC method whose rows rowgate cannot count "     \
 	  "(--grpc-uncounted): their connection failed closed, also in h2_failclosed.")  \
 	X(closed_unseen, "closed_unseen", "closed_unseen_total", COUNTER,                 \
-	  "Connections reset before the server accepted them, with bytes no verdict "    \
-	  "saw: the server may still read them, unenforced (docs/threat-model.md).")
+	  "Connections closed before the server accepted them, with bytes no verdict "   \
+	  "saw: the server may still read them, unenforced (docs/threat-model.md).")     \
+	X(resets_held, "resets_held", "resets_held_total", COUNTER,                       \
+	  "Resets dropped because no verdict had seen the connection's data yet (not "   \
+	  "accepted): the verdict runs at accept, the next reset closes it.")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

@@ -15,6 +15,7 @@
 #define RG_PIN_LINK_PEER4   "link_getpeername4"
 #define RG_PIN_LINK_PEER6   "link_getpeername6"
 #define RG_PIN_LINK_REFUSE  "link_refuse" /* --conns-full=fail-closed only */
+#define RG_PIN_LINK_RESETS  "link_resets" /* rg_hold_reset, cgroup ingress */
 #define RG_PIN_PROG_VERDICT "prog_verdict" /* what is attached to the sockhash: rg_entry */
 #define RG_PIN_PROG_EGRESS  "prog_egress" /* sk_msg on the sockhash */
 

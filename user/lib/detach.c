@@ -39,6 +39,7 @@ void rg_detach_all(const char *dir)
 	rg_detach_pinned_link(dir, RG_PIN_LINK_PEER4);
 	rg_detach_pinned_link(dir, RG_PIN_LINK_PEER6);
 	rg_detach_pinned_link(dir, RG_PIN_LINK_REFUSE);
+	rg_detach_pinned_link(dir, RG_PIN_LINK_RESETS);
 	rg_pin_path(path, sizeof(path), dir, RG_STR(RG_MAP_SOCKHASH));
 	sockhash_fd = bpf_obj_get(path);
 	rg_pin_path(path, sizeof(path), dir, RG_PIN_PROG_VERDICT);

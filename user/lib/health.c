@@ -206,6 +206,7 @@ int rg_health_read(const char *dir, struct rg_health *h)
 	h->peer4 = link_effective(dir, RG_PIN_LINK_PEER4, cgroup_fd, BPF_CGROUP_INET4_GETPEERNAME);
 	h->peer6 = link_effective(dir, RG_PIN_LINK_PEER6, cgroup_fd, BPF_CGROUP_INET6_GETPEERNAME);
 	h->refuse = link_effective(dir, RG_PIN_LINK_REFUSE, cgroup_fd, BPF_CGROUP_INET_INGRESS);
+	h->resets = link_effective(dir, RG_PIN_LINK_RESETS, cgroup_fd, BPF_CGROUP_INET_INGRESS);
 	if (cgroup_fd >= 0)
 		close(cgroup_fd);
 
@@ -280,6 +281,9 @@ int rg_health_read(const char *dir, struct rg_health *h)
 		why(h, "the sockops program is not in force in the cgroup");
 	else if (!h->peer4 || !h->peer6)
 		why(h, "the getpeername programs are not in force in the cgroup");
+	else if (!h->resets)
+		why(h, "the ingress program that holds resets of unseen connections is not in "
+		       "force in the cgroup");
 	else if (h->refuse_wanted && !h->refuse)
 		why(h, "--conns-full=fail-closed but its ingress filter is not attached");
 	h->enforcing = !h->reason[0];
@@ -319,6 +323,7 @@ json_t *rg_health_json(const struct rg_health *h)
 	json_object_set_new(progs, "getpeername4", json_boolean(h->peer4));
 	json_object_set_new(progs, "getpeername6", json_boolean(h->peer6));
 	json_object_set_new(progs, "verdict", json_boolean(h->verdict));
+	json_object_set_new(progs, "hold_resets", json_boolean(h->resets));
 	if (h->entry) {
 		set_u64(progs, "verdict_slot_prog_id", h->slot_prog_id);
 		set_u64(progs, "verdict_slot_build", h->slot_build);

@@ -17,6 +17,7 @@ struct rg_health {
 	bool pins;		    /* the ports map is pinned: rowgate was set up */
 	bool sockops, peer4, peer6; /* links attached and effective in the cgroup */
 	bool refuse_wanted, refuse; /* fail-closed filter: asked for, attached */
+	bool resets;                /* rg_hold_reset in force */
 	bool verdict;		    /* the verdict is attached to the sockhash */
 	bool entry;		    /* ... and it is the entry: the slot decides */
 	__u32 slot_prog_id;	    /* the verdict in the verdict slot, 0 = empty */

@@ -247,9 +247,10 @@ static void print_status(const struct rg_health *h, bool daemon_up)
 	if (h->cgroup_present)
 		printf(", id %llu", (unsigned long long)h->cgroup_id_now);
 	printf(", programs attached to id %llu)\n", (unsigned long long)h->cgroup_id_attached);
-	printf("programs: sockops %s, getpeername4 %s, getpeername6 %s, verdict %s", 
+	printf("programs: sockops %s, getpeername4 %s, getpeername6 %s, verdict %s, "
+	       "hold resets %s",
 	       h->sockops ? "yes" : "NO", h->peer4 ? "yes" : "NO", h->peer6 ? "yes" : "NO",
-	       h->verdict ? "yes" : "NO");
+	       h->verdict ? "yes" : "NO", h->resets ? "yes" : "NO");
 	if (h->refuse_wanted)
 		printf(", fail-closed filter %s", h->refuse ? "yes" : "NO");
 	if (h->entry && h->slot_prog_id)

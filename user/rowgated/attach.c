@@ -155,6 +155,10 @@ static int attach_cgroup(struct daemon *d)
 	if (!err)
 		err = attach_cgroup_link(skel->progs.rg_getpeername6, cgroup_fd, guard.cgroup_id,
 					 d->cfg->bpffs, RG_PIN_LINK_PEER6);
+	/* before sockops: no connection it guards can be reset unseen */
+	if (!err)
+		err = attach_cgroup_link(skel->progs.rg_hold_reset, cgroup_fd, guard.cgroup_id,
+					 d->cfg->bpffs, RG_PIN_LINK_RESETS);
 	if (!err)
 		err = attach_cgroup_link(skel->progs.rg_sockops, cgroup_fd, guard.cgroup_id,
 					 d->cfg->bpffs, RG_PIN_LINK_SOCKOPS);
