@@ -15,6 +15,9 @@ raw=$BL_TMP/fig4
 # whose run time includes the verdict runs it triggers
 CONN_PINS=(link_sockops link_refuse)
 DRAIN_PINS=(link_getpeername4 link_getpeername6)
+# per packet of the cgroup, both directions' ACKs included: the cgroup
+# ingress program that holds resets of connections no verdict has seen
+PKT_PINS=(link_resets)
 CASES=(
 	"pass-get|GET /health (no body, no route)|path=/health method=GET"
 	"pass-post|POST /api/v1/import/prometheus, 20 samples (no route)|path=/api/v1/import/prometheus lines=20 fmt=prom"
@@ -47,33 +50,37 @@ for ((r = 1; r <= RUNS; r++)); do
 		read -r ct0 cn0 < <(bl_prog_stats "${CONN_PINS[@]}")
 		read -r dt0 dn0 < <(bl_prog_stats "${DRAIN_PINS[@]}")
 		read -r et0 en0 < <(bl_prog_stats prog_egress)
+		read -r pt0 pn0 < <(bl_prog_stats "${PKT_PINS[@]}")
 		# shellcheck disable=SC2086
 		bl_wrk "$raw.$key.wrk" -- $args statuses=1
 		read -r t1 n1 < <(bl_verdict_stats)
 		read -r ct1 cn1 < <(bl_prog_stats "${CONN_PINS[@]}")
 		read -r dt1 dn1 < <(bl_prog_stats "${DRAIN_PINS[@]}")
 		read -r et1 en1 < <(bl_prog_stats prog_egress)
+		read -r pt1 pn1 < <(bl_prog_stats "${PKT_PINS[@]}")
 		tail -n1 "$raw.$key.wrk" | tr -d '\n' >>"$raw.$key"
 		echo " run_ns=$((t1 - t0)) calls=$((n1 - n0))" \
 			"conn_ns=$((ct1 - ct0)) conn_calls=$((cn1 - cn0))" \
 			"drain_ns=$((dt1 - dt0)) drain_calls=$((dn1 - dn0))" \
-			"egress_ns=$((et1 - et0)) egress_calls=$((en1 - en0))" >>"$raw.$key"
+			"egress_ns=$((et1 - et0)) egress_calls=$((en1 - en0))" \
+			"pkt_ns=$((pt1 - pt0)) pkt_calls=$((pn1 - pn0))" >>"$raw.$key"
 	done
 done
 [ -n "${BENCH_RAW:-}" ] && cp "$raw".* "$BENCH_RAW/"
 
 rows() {
-	local c key what args ns calls per_req conn total drain eg st
+	local c key what args ns calls per_req conn total drain eg pkt pkt_call st
 	for c in "${CASES[@]}"; do
 		IFS='|' read -r key what args <<<"$c"
-		read -r ns calls per_req conn total drain eg < <(bl_agg "$raw.$key" "run_ns/calls" \
-			"calls/requests" "run_ns/requests" "conn_ns/requests" \
-			"(run_ns+conn_ns)/requests" "drain_ns/requests" "egress_ns/requests")
+		read -r ns calls per_req conn total drain eg pkt pkt_call < <(bl_agg "$raw.$key" \
+			"run_ns/calls" "calls/requests" "run_ns/requests" "conn_ns/requests" \
+			"(run_ns+conn_ns+pkt_ns)/requests" "drain_ns/requests" "egress_ns/requests" \
+			"pkt_ns/requests" "pkt_ns/max(pkt_calls, 1)")
 		st=$(bl_agg "$raw.$key" s204 s429 sother | awk '{ printf "%d×2xx %d×429 %d other", $1, $2, $3 }')
-		printf '| %s | %s | %s | %s | %s | **%s** | %s | %s | %s |\n' "$what" \
+		printf '| %s | %s | %s | %s | %s | %s (%s a packet) | **%s** | %s | %s | %s |\n' "$what" \
 			"$(bl_fmt "$ns" .0f)" "$(bl_fmt "$calls" .2f)" "$(bl_fmt "$per_req" .0f)" \
-			"$(bl_fmt "$conn" .0f)" "$(bl_fmt "$total" .0f)" "$(bl_fmt "$drain" .0f)" \
-			"$(bl_fmt "$eg" .0f)" "$st"
+			"$(bl_fmt "$conn" .0f)" "$(bl_fmt "$pkt" .0f)" "$(bl_fmt "$pkt_call" .0f)" \
+			"$(bl_fmt "$total" .0f)" "$(bl_fmt "$drain" .0f)" "$(bl_fmt "$eg" .0f)" "$st"
 	done
 }
 
@@ -87,8 +94,10 @@ sockhash, the entry \`rg_entry\`, whose figures include the verdict it
 tail-calls (a tail call never returns to it, and the verdict's own
 \`bpf_stats\` stay 0); a call is one skb, and requests of ~1 KB arrive as
 one skb each.  *Sockops* runs per connection: ~0 on keep-alive, once a
-request for the tiny reject, which opens a connection per request.  The
-*ingress* total is the two.  *Drain* is the accept-time getpeername
+request for the tiny reject, which opens a connection per request.
+*Hold resets* is the cgroup ingress program \`rg_hold_reset\`
+(docs/design.md#pre-accept-data), which runs for every packet the
+server's cgroup receives (ACKs too).  The *ingress* total is the three.  *Drain* is the accept-time getpeername
 program (docs/design.md#pre-accept-data), apart: its run time includes
 the verdict runs it triggers for data that arrived before accept (the
 tiny reject's request, counted in the verdict column too) and the
@@ -96,8 +105,8 @@ kernel's receive work under them.  *Egress* is the sk_msg program on the
 server's responses (entry and \`rg_egress\`), one run per response,
 apart too.  bpf_stats itself adds two clock reads a call.
 
-| request | verdict ns per call | calls per request | verdict ns per request | sockops ns per request | ingress ns per request | drain ns per request | egress ns per response | statuses (median run) |
-|---|---|---|---|---|---|---|---|---|
+| request | verdict ns per call | calls per request | verdict ns per request | sockops ns per request | hold resets ns per request | ingress ns per request | drain ns per request | egress ns per response | statuses (median run) |
+|---|---|---|---|---|---|---|---|---|---|
 $(rows)
 
 For scale (docs/design.md#bpf-cost, this VM kind): empty verdict ~90 ns, cookie + state
