@@ -138,11 +138,34 @@ __noinline int rg_emit_start(struct __sk_buff *skb, struct rg_conn *c)
 	return 0;
 }
 
+/* Tell rowgated a copied request ended (aborted: its connection closed
+ * inside the body) and what it was charged; -1 when the ring is full. */
+static __always_inline int rg_body_end_submit(struct rg_conn *c, __u64 cookie, __u64 est,
+					      bool admitted, bool aborted)
+{
+	struct rg_body_end *rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
+
+	if (!rec)
+		return -1;
+	rec->h.type = RG_BODY_END;
+	rec->h.len = 0;
+	rec->h.cookie = cookie;
+	rec->h.seq = c->requests;
+	rec->body_bytes = c->body_bytes;
+	rec->estimated_rows = est;
+	rec->end_ns = bpf_ktime_get_ns();
+	rec->admitted = admitted;
+	rec->complete = 1;
+	rec->aborted = aborted;
+	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
+	bpf_ringbuf_submit(rec, 0);
+	return 0;
+}
+
 /* The end of a copied request: charge the estimate, tell rowgated. */
 static __always_inline void rg_copied_request_end(struct __sk_buff *skb, struct rg_conn *c)
 {
 	struct rg_proto_stats *ps = rg_proto_stats_get(c);
-	struct rg_body_end *rec;
 	/* an unlimited database is not charged: nothing to correct there */
 	__u64 est = c->verdict == RG_REQ_PASS ? 0 : rg_estimate_rows(c);
 	bool admitted = c->verdict != RG_REQ_REJECT;
@@ -164,21 +187,8 @@ static __always_inline void rg_copied_request_end(struct __sk_buff *skb, struct 
 			__sync_fetch_and_add(&ps->rejected_rows, est);
 		}
 	}
-	rec = c->copy_lost ? NULL : bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
-	if (rec) {
-		rec->h.type = RG_BODY_END;
-		rec->h.len = 0;
-		rec->h.cookie = bpf_get_socket_cookie(skb);
-		rec->h.seq = c->requests;
-		rec->body_bytes = c->body_bytes;
-		rec->estimated_rows = est;
-		rec->end_ns = bpf_ktime_get_ns();
-		rec->admitted = admitted;
-		rec->complete = 1;
-		rec->aborted = 0;
-		__builtin_memset(rec->pad, 0, sizeof(rec->pad));
-		bpf_ringbuf_submit(rec, 0);
-	} else {
+	if (c->copy_lost ||
+	    rg_body_end_submit(c, bpf_get_socket_cookie(skb), est, admitted, false)) {
 		if (!c->copy_lost)
 			rg_global_inc(body_ring_full);
 		if (ps) {
@@ -198,28 +208,11 @@ static __always_inline void rg_copied_request_end(struct __sk_buff *skb, struct 
  */
 static __always_inline void rg_copy_aborted(struct rg_conn *c, __u64 cookie)
 {
-	struct rg_body_end *rec;
-
 	if (!c->copy_body || c->copy_lost || c->phase == RG_PHASE_HEAD ||
 	    (c->verdict != RG_REQ_ADMIT && c->verdict != RG_REQ_UNENFORCED))
 		return;
-	rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
-	if (!rec) {
+	if (rg_body_end_submit(c, cookie, c->charged_rows, true, true))
 		rg_global_inc(body_ring_full);
-		return;
-	}
-	rec->h.type = RG_BODY_END;
-	rec->h.len = 0;
-	rec->h.cookie = cookie;
-	rec->h.seq = c->requests;
-	rec->body_bytes = c->body_bytes;
-	rec->estimated_rows = c->charged_rows;
-	rec->end_ns = bpf_ktime_get_ns();
-	rec->admitted = 1;
-	rec->complete = 1;
-	rec->aborted = 1;
-	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
-	bpf_ringbuf_submit(rec, 0);
 }
 
 #endif /* ROWGATE_BPF_COPY_H */

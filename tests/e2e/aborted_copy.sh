@@ -30,7 +30,7 @@ rg_ctl limit set abdense 1000000000 >/dev/null || rg_fail "limit set"
 
 PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" "$RG_ROWGATECTL" "$RG_SOCK" "$RG_BPFFS" \
 	>"$RG_TMP/client.out" 2>&1 <<'PY' ||
-import fcntl, gzip, json, socket, struct, subprocess, sys, termios, time, zlib
+import gzip, json, subprocess, sys, time, zlib
 from rgclient import Conn, lines, build_request
 port, ctl = int(sys.argv[1]), sys.argv[2:5]
 
@@ -47,13 +47,8 @@ def aborted(db, gz, sent):
     # the verdict has seen every byte once the server acknowledged it all
     # and accepted the connection (before accept no verdict runs, and a
     # reset then is closed_unseen, case 3): it charged the bytes' estimate
-    deadline = time.time() + 10
-    while (struct.unpack("i", fcntl.ioctl(c.sock, termios.TIOCOUTQ, b"\0" * 4))[0] or
-           not charged(db)):
-        assert time.time() < deadline, "the server never acknowledged the body"
-        time.sleep(0.01)
-    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    c.sock.close()  # reset: the request never ends
+    c.wait_acked(also=lambda: charged(db))
+    c.reset()  # the request never ends
     decoded = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(gz[:sent])
     return decoded
 
@@ -119,17 +114,13 @@ held0=$(rg_global resets_held) unseen0=$(rg_global closed_unseen)
 kill -STOP "$VM_PID"
 rg_on_exit "kill -CONT $VM_PID"
 PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" <<'PY' || rg_fail "client (reset before accept) failed"
-import fcntl, socket, struct, sys, termios, time
+import sys
 from rgclient import Conn, lines, build_request
 for db in ("abpre", "abprefree"):
     c = Conn(int(sys.argv[1]))
     c.send(build_request("/write?db=" + db, lines(100, series="rg_" + db, tag="req=p")))
-    deadline = time.time() + 10
-    while struct.unpack("i", fcntl.ioctl(c.sock, termios.TIOCOUTQ, b"\0" * 4))[0]:
-        assert time.time() < deadline, "the kernel never acknowledged the write"
-        time.sleep(0.01)
-    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-    c.sock.close()
+    c.wait_acked()
+    c.reset()
 PY
 kill -CONT "$VM_PID"
 stored_free=$(rg_vm_rows_wait '{__name__="rg_abprefree_v"}' 100)

@@ -19,11 +19,14 @@ it with PYTHONPATH=tests/e2e) and as a command:
       first 429, and in all admitted rows, connections opened and errors.
 """
 import argparse
+import fcntl
 import json
 import os
 import random
 import socket
+import struct
 import sys
+import termios
 import threading
 import time
 
@@ -92,6 +95,20 @@ class Conn:
             return False
         except ConnectionResetError:
             return True
+
+    def wait_acked(self, timeout=10.0, also=None):
+        """Wait until the peer's kernel acknowledged every byte sent (and
+        also(), when given, holds)."""
+        deadline = time.time() + timeout
+        while (struct.unpack("i", fcntl.ioctl(self.sock, termios.TIOCOUTQ, b"\0" * 4))[0] or
+               (also is not None and not also())):
+            assert time.time() < deadline, "the peer never acknowledged what was sent"
+            time.sleep(0.01)
+
+    def reset(self):
+        """Close with a reset (SO_LINGER 0): a request cut off mid-way."""
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.sock.close()
 
     def close(self):
         self.sock.close()

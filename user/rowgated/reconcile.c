@@ -305,6 +305,29 @@ static bool make_room(struct rg_reconciler *r, const struct pending *self, __u64
 	return true;
 }
 
+/* Correct what was charged to counted rows: the request's own database takes
+ * the rows without a label of their own (and those of names too long to be
+ * a database), each database named inside the body its own. */
+static void correct_counted(struct rg_reconciler *r, const struct rg_body_start *s,
+			    const struct rg_body_end *e, const struct rg_row_counts *counts,
+			    __u64 lag)
+{
+	__u32 i;
+
+	correct(r, s, s->db.name, false, e->estimated_rows,
+		counts->default_rows + counts->overflow_rows, e->admitted, false, lag);
+	for (i = 0; i < counts->n_dbs && i < RG_COUNT_MAX_DBS; i++)
+		correct(r, s, counts->dbs[i].name, true, 0, counts->dbs[i].rows, e->admitted,
+			false, lag);
+}
+
+/* The counting rules of the port's profile the body came through. */
+static const struct rg_count_limits *limits_of(const struct rg_reconciler *r,
+					       const struct rg_body_start *s)
+{
+	return &r->limits[s->profile < RG_PROFILE_MAX ? s->profile : 0];
+}
+
 /*
  * The connection closed inside the body (rg_copy_aborted): the request never
  * ended, and victoria-metrics stores gzip line protocol as it decodes it.
@@ -319,9 +342,8 @@ static void finish_aborted(struct rg_reconciler *r, struct pending *p, const str
 {
 	const struct rg_body_start *s = &p->start;
 	enum rg_payload_protocol proto = rg_payload_of(s->protocol);
-	struct rg_count_limits lim = r->limits[s->profile < RG_PROFILE_MAX ? s->profile : 0];
+	struct rg_count_limits lim = *limits_of(r, s);
 	struct rg_row_counts counts = { 0 };
-	__u32 i;
 
 	lim.body_cut = true;
 	if (s->chunked || proto != RG_PAYLOAD_LINE ||
@@ -331,11 +353,7 @@ static void finish_aborted(struct rg_reconciler *r, struct pending *p, const str
 		STAT_ADD(r, aborted_estimated, 1);
 		return;
 	}
-	correct(r, s, s->db.name, false, e->estimated_rows,
-		counts.default_rows + counts.overflow_rows, e->admitted, false, lag);
-	for (i = 0; i < counts.n_dbs && i < RG_COUNT_MAX_DBS; i++)
-		correct(r, s, counts.dbs[i].name, true, 0, counts.dbs[i].rows, e->admitted, false,
-			lag);
+	correct_counted(r, s, e, &counts, lag);
 	STAT_ADD(r, aborted, 1);
 }
 
@@ -347,7 +365,6 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 	char ct[RG_CT_BYTES + 1] = "", ce[RG_CE_BYTES + 1] = "";
 	long len = (long)p->len;
 	enum rg_payload_protocol proto = rg_payload_of(s->protocol);
-	__u32 i;
 
 	memcpy(ct, s->content_type, RG_CT_BYTES);
 	memcpy(ce, s->content_encoding, RG_CE_BYTES);
@@ -368,7 +385,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 		len = rg_dechunk(p->buf, p->len);
 	if (len < 0 || proto == RG_PAYLOAD_INVALID ||
 	    rg_count_payload(proto, ce[0] ? ce : NULL, ct[0] ? ct : NULL, p->buf, (size_t)len,
-			     &r->limits[s->profile < RG_PROFILE_MAX ? s->profile : 0], &counts) ||
+			     limits_of(r, s), &counts) ||
 	    counts.err != RG_COUNT_OK) {
 		STAT_ADD(r, undecodable, 1);
 		pr_info("body of a %s request to %s not counted: %s", rg_payload_protocol_name(proto),
@@ -384,13 +401,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 			e->admitted, true, lag);
 		return;
 	}
-	/* the request's own database takes the rows without a label of
-	 * their own (and those of names too long to be a database) */
-	correct(r, s, s->db.name, false, e->estimated_rows,
-		counts.default_rows + counts.overflow_rows, e->admitted, false, lag);
-	for (i = 0; i < counts.n_dbs && i < RG_COUNT_MAX_DBS; i++)
-		correct(r, s, counts.dbs[i].name, true, 0, counts.dbs[i].rows, e->admitted, false,
-			lag);
+	correct_counted(r, s, e, &counts, lag);
 	learn_ratio(r, s, e->body_bytes, counts.rows);
 	STAT_ADD(r, reconciled, 1);
 	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = rg_monotonic_ns() - e->end_ns;
