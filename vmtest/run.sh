@@ -13,7 +13,7 @@
 # (2400)  TEST_TIMEOUT=secs per test (600)  TESTS=glob on test names
 # VMTEST_SHELL=1  VMTEST_MEM=2G  VMTEST_SMP=2  VMTEST_ACCEL=auto|kvm|tcg
 # VMTEST_PYTHON=auto|0|1  VMTEST_LIST=file  VMTEST_CMDLINE=extra kernel args
-# VMTEST_COMPRESS=none|gzip|zstd  V=1 (guest test output on the console, live)
+# VMTEST_COMPRESS=none|gzip|zstd  VMTEST_CRASH_RETRIES=n (2)  V=1 (guest test output on the console, live)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -25,6 +25,7 @@ LOGS=$OUT/logs
 LIST=${VMTEST_LIST:-vmtest/tests.list}
 KERNELS_FILE=${VMTEST_KERNELS_FILE:-vmtest/kernels}
 VM_TIMEOUT=${VMTEST_TIMEOUT:-2400}
+CRASH_RETRIES=${VMTEST_CRASH_RETRIES:-2}
 TEST_TIMEOUT=${TEST_TIMEOUT:-600}
 MEM=${VMTEST_MEM:-2G}
 SMP=${VMTEST_SMP:-2}
@@ -536,29 +537,29 @@ handle_line() {
 		echo "guest kernel: $GUEST_KVER ($(printf '%s' "$f2" | b64d))$([ "$SHELL_MODE" = 1 ] || echo ", up in ${BOOT_SECS}s")"
 		;;
 	START) CURRENT=$f1 ;;
-	RESULT) CURRENT=; print_result "$f1" "$f2" "$f3" "$f4" "$f5" ;;
+	RESULT) CURRENT=; LAST_DONE=$f1; print_result "$f1" "$f2" "$f3" "$f4" "$f5" ;;
 	DONE) GUEST_DONE=1 ;;
 	esac
 	return 0
 }
 
-run_vm() { # name -> counts in K_PASS K_FAIL K_SKIP
-	local con=$WORK/$KNAME.console res=$WORK/$KNAME.results initrd=$WORK/$KNAME.initrd
-	local qpid partial='' line cmdline timed_out=0 rfd cfd secs accel
-	K_PASS=0 K_FAIL=0 K_SKIP=0 GUEST_DONE=0 GUEST_KVER='' CURRENT='' BOOT_SECS=
-	cat "$WORK/userland.cpio" ${MODCPIO:+"$MODCPIO"} >"$initrd"
-	[ "$ACCEL" != auto ] || kvm_works || true
+# One boot of the guest, running the suite after test $1 (all if empty):
+# results stream into K_PASS K_FAIL K_SKIP; sets GUEST_DONE GUEST_KVER
+# CURRENT (the test running when the guest stopped) LAST_DONE TIMED_OUT.
+boot_vm() {
+	local resume_after=$1 con=$WORK/$KNAME.console res=$WORK/$KNAME.results
+	local qpid partial='' line cmdline rfd cfd secs accel
+	GUEST_DONE=0 GUEST_KVER='' CURRENT='' BOOT_SECS='' TIMED_OUT=0
 	: >"$con"; : >"$res"
-	cmdline="console=ttyS0 rdinit=/init panic=-1 mitigations=off VMTEST_KERNEL_NAME=$KNAME${KTESTS:+ VMTEST_KERNEL_TESTS=$KTESTS} ${VMTEST_CMDLINE:-}"
+	cmdline="console=ttyS0 rdinit=/init panic=-1 mitigations=off VMTEST_KERNEL_NAME=$KNAME${KTESTS:+ VMTEST_KERNEL_TESTS=$KTESTS}${resume_after:+ VMTEST_RESUME_AFTER=$resume_after} ${VMTEST_CMDLINE:-}"
 	read -r -a accel <<<"$(accel_args)"
 	local qemu=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
-		"${accel[@]}" -smp "$SMP" -m "$MEM" -kernel "$VMLINUZ" -initrd "$initrd"
+		"${accel[@]}" -smp "$SMP" -m "$MEM" -kernel "$VMLINUZ" -initrd "$WORK/$KNAME.initrd"
 		-append "$cmdline")
 	T0=$EPOCHREALTIME
 	if [ "$SHELL_MODE" = 1 ]; then
 		"${qemu[@]}" -serial mon:stdio -chardev "file,id=res,path=$res" -serial chardev:res || true
 		while IFS= read -r line; do handle_line "$line"; done <"$res"
-		K_SECS=$(awk -v a="$T0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 		return 0
 	fi
 	"${qemu[@]}" -chardev "file,id=con,path=$con" -serial chardev:con \
@@ -576,7 +577,7 @@ run_vm() { # name -> counts in K_PASS K_FAIL K_SKIP
 		kill -0 "$qpid" 2>/dev/null || break
 		secs=$(awk -v a="$T0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a }')
 		if [ "$secs" -ge "$VM_TIMEOUT" ]; then
-			timed_out=1
+			TIMED_OUT=1
 			kill "$qpid" 2>/dev/null
 			sleep 1
 			kill -KILL "$qpid" 2>/dev/null || true
@@ -588,12 +589,51 @@ run_vm() { # name -> counts in K_PASS K_FAIL K_SKIP
 	while IFS= read -r line <&"$rfd"; do handle_line "$partial$line"; partial=; done
 	[ -n "$partial$line" ] && handle_line "$partial$line"
 	exec {rfd}<&- {cfd}<&-
-	K_SECS=$(awk -v a="$T0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+	return 0
+}
+
+# Multi-threaded TCG races the kernel's int3-based text patching (static
+# keys flipped by cgroup attach, boot-time alternatives): a vCPU now and then
+# traps on an int3 the patcher has already removed, and the kernel dies with
+# "Oops: int3" in an unrelated function (seen on 6.12: at boot 1 in ~8, and
+# once in a suite inside __alloc_pages).  It is the emulator's, not a test's:
+# such a guest, or one that never booted, is booted again and the suite goes
+# on from the test it died in, at most VMTEST_CRASH_RETRIES times a kernel.
+# Any other crash, or a timeout, fails.
+emulator_crash() {
+	[ "$TIMED_OUT" = 0 ] || return 1
+	[ -z "$GUEST_KVER" ] || grep -q 'Oops: int3' "$WORK/$KNAME.console"
+}
+
+run_vm() { # name -> counts in K_PASS K_FAIL K_SKIP
+	local con=$WORK/$KNAME.console crashes=0 t_start=$EPOCHREALTIME why
+	K_PASS=0 K_FAIL=0 K_SKIP=0 LAST_DONE='' K_CRASHES=0
+	cat "$WORK/userland.cpio" ${MODCPIO:+"$MODCPIO"} >"$WORK/$KNAME.initrd"
+	[ "$ACCEL" != auto ] || kvm_works || true
+	rm -f "$con".crash*
+	while :; do
+		boot_vm "$LAST_DONE"
+		if [ "$SHELL_MODE" = 1 ] || [ "$GUEST_DONE" = 1 ] || ! emulator_crash ||
+			[ "$crashes" -ge "$CRASH_RETRIES" ]; then
+			break
+		fi
+		crashes=$((crashes + 1))
+		cp "$con" "$con.crash$crashes"
+		printf 'RETRY    %-40s (the guest kernel %s; booting again%s, %d/%d)\n' \
+			"${CURRENT:-boot}" \
+			"$([ -n "$GUEST_KVER" ] && echo "oopsed on an int3 of text patching" || echo "did not boot")" \
+			"${LAST_DONE:+ after $LAST_DONE}" "$crashes" "$CRASH_RETRIES"
+		{ grep -E -B 1 -A 3 'Oops|Kernel panic' "$con.crash$crashes" || true; } | head -n 12 |
+			tr -d '\r' | sed 's/^/    | /'
+		echo "    (console: $con.crash$crashes)"
+	done
+	K_CRASHES=$crashes
+	K_SECS=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
+	[ "$SHELL_MODE" != 1 ] || return 0
 
 	if [ "$GUEST_DONE" != 1 ]; then
 		K_FAIL=$((K_FAIL + 1))
-		local why
-		if [ "$timed_out" = 1 ]; then
+		if [ "$TIMED_OUT" = 1 ]; then
 			why="timed out after ${VM_TIMEOUT}s (VMTEST_TIMEOUT)"
 		elif [ -z "$GUEST_KVER" ]; then
 			why="the guest did not boot"
@@ -665,19 +705,11 @@ main() {
 		fi
 		build_modules
 		run_vm
-		if [ -z "$GUEST_KVER" ] && [ "$SHELL_MODE" != 1 ]; then
-			# A guest that never reached init failed in the emulator, not
-			# in a test (seen: 6.12 oopsed on an int3 of boot-time text
-			# patching under multi-threaded TCG, 1 boot in ~8): once more.
-			info "$KNAME: the guest did not boot; booting it once more"
-			cp "$WORK/$KNAME.console" "$WORK/$KNAME.console.first-boot"
-			run_vm
-		fi
 		any=1
 		total_pass=$((total_pass + K_PASS))
 		total_fail=$((total_fail + K_FAIL))
 		total_skip=$((total_skip + K_SKIP))
-		summary+=("$KNAME ${GUEST_KVER:-?}: $K_PASS passed, $K_FAIL failed, $K_SKIP skipped (${K_SECS}s)")
+		summary+=("$KNAME ${GUEST_KVER:-?}: $K_PASS passed, $K_FAIL failed, $K_SKIP skipped (${K_SECS}s$([ "$K_CRASHES" = 0 ] || echo ", $K_CRASHES emulator crashes rebooted"))")
 	done
 	echo
 	echo "== vmtest summary"
