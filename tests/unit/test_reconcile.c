@@ -77,16 +77,38 @@ static void test_copy_grow(void)
 			}
 }
 
-static long dechunk(const char *in, char *out)
+static long dechunk_as(const char *in, char *out, bool cut)
 {
 	size_t n = strlen(in);
 	long r;
 
 	memcpy(out, in, n);
-	r = rg_dechunk((unsigned char *)out, n);
+	r = rg_dechunk((unsigned char *)out, n, cut);
 	if (r >= 0)
 		out[r] = 0;
 	return r;
+}
+
+static long dechunk(const char *in, char *out)
+{
+	return dechunk_as(in, out, false);
+}
+
+/* A body cut by its connection: what arrived is what the server read. */
+static void test_dechunk_cut(void)
+{
+	char buf[256];
+
+	CHECK(dechunk_as("5\r\nhello\r\n6\r\n wor", buf, true) == 9 && !strcmp(buf, "hello wor"),
+	      "cut inside a chunk's data: %s", buf);
+	CHECK(dechunk_as("5\r\nhello\r\n6", buf, true) == 5 && !strcmp(buf, "hello"),
+	      "cut in a size line: %s", buf);
+	CHECK(dechunk_as("5\r\nhello\r", buf, true) == 5, "cut in the CRLF after data");
+	CHECK(dechunk_as("", buf, true) == 0, "cut before any chunk");
+	CHECK(dechunk_as("5\r\nhelloXX", buf, true) < 0, "framing error before the cut");
+	CHECK(dechunk_as("zz\r\n", buf, true) < 0, "bad size before the cut");
+	CHECK(dechunk_as("3\r\nabc\r\n0\r\n\r\n", buf, true) == 3, "a complete body");
+	CHECK(dechunk_as("5\r\nhello\r\n6\r\n wor", buf, false) < 0, "not cut: incomplete");
 }
 
 int main(void)
@@ -107,6 +129,7 @@ int main(void)
 	CHECK(dechunk("5\nhello\r\n0\r\n\r\n", buf) < 0, "bare LF after the size");
 	CHECK(dechunk("5x\r\nhello\r\n0\r\n\r\n", buf) < 0, "junk after the size");
 	CHECK(dechunk("3\r\nabc\r\n0\r\nTrai", buf) == 3, "copy ends in the trailers");
+	test_dechunk_cut();
 	test_parse_bytes();
 	test_copy_grow();
 	return check_report("reconcile");

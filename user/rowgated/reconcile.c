@@ -173,7 +173,7 @@ static void pending_free(struct rg_reconciler *r, struct pending *p)
 	free(p);
 }
 
-long rg_dechunk(unsigned char *buf, size_t len)
+long rg_dechunk(unsigned char *buf, size_t len, bool cut)
 {
 	struct rg_chunked st;
 	size_t in, out = 0;
@@ -191,8 +191,10 @@ long rg_dechunk(unsigned char *buf, size_t len)
 			return -1;
 		}
 	}
-	/* the copy may stop in the trailers: the data is complete */
-	return st.last_chunk ? (long)out : -1;
+	/* the copy may stop in the trailers: the data is complete; a body
+	 * cut by its connection ends anywhere, and a Go server has read the
+	 * data of a chunk begun (its chunked reader returns what arrived) */
+	return st.last_chunk || cut ? (long)out : -1;
 }
 
 static void correct(struct rg_reconciler *r, const struct rg_body_start *s, const char *db,
@@ -331,11 +333,11 @@ static const struct rg_count_limits *limits_of(const struct rg_reconciler *r,
 /*
  * The connection closed inside the body (rg_copy_aborted): the request never
  * ended, and victoria-metrics stores gzip line protocol as it decodes it.
- * Line protocol is counted as far as it arrived and decodes, its last line
- * too (the kernel's rule for plain line protocol, docs/design.md#aborted-
- * copies), in place of the estimate charged while the bytes arrived.  Other
- * bodies are read whole by their servers (nothing stored), and a chunked
- * one is not dechunked cut: their estimate stands.
+ * Line protocol is counted as far as it arrived, dechunked and decodes, its
+ * last line too (the kernel's rule for plain line protocol,
+ * docs/design.md#aborted-copies), in place of the estimate charged while the
+ * bytes arrived.  Other bodies are read whole by their servers (nothing
+ * stored): their estimate stands.
  */
 static void finish_aborted(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e,
 			   const char *ce, const char *ct, __u64 lag)
@@ -344,10 +346,13 @@ static void finish_aborted(struct rg_reconciler *r, struct pending *p, const str
 	enum rg_payload_protocol proto = rg_payload_of(s->protocol);
 	struct rg_count_limits lim = *limits_of(r, s);
 	struct rg_row_counts counts = { 0 };
+	long len = (long)p->len;
 
 	lim.body_cut = true;
-	if (s->chunked || proto != RG_PAYLOAD_LINE ||
-	    rg_count_payload(proto, ce[0] ? ce : NULL, ct[0] ? ct : NULL, p->buf, p->len, &lim,
+	if (s->chunked)
+		len = rg_dechunk(p->buf, p->len, true);
+	if (len < 0 || proto != RG_PAYLOAD_LINE ||
+	    rg_count_payload(proto, ce[0] ? ce : NULL, ct[0] ? ct : NULL, p->buf, (size_t)len, &lim,
 			     &counts) ||
 	    counts.err != RG_COUNT_OK) {
 		STAT_ADD(r, aborted_estimated, 1);
@@ -382,7 +387,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 		return;
 	}
 	if (s->chunked)
-		len = rg_dechunk(p->buf, p->len);
+		len = rg_dechunk(p->buf, p->len, false);
 	if (len < 0 || proto == RG_PAYLOAD_INVALID ||
 	    rg_count_payload(proto, ce[0] ? ce : NULL, ct[0] ? ct : NULL, p->buf, (size_t)len,
 			     limits_of(r, s), &counts) ||

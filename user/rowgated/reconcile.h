@@ -9,6 +9,7 @@
 #define ROWGATE_USER_ROWGATED_RECONCILE_H
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <linux/types.h>
 
 struct rg_reconciler;
@@ -58,7 +59,9 @@ int rg_parse_bytes(const char *s, __u64 *out);
 #define RG_COPY_BUF_MIN_BYTES 65536
 __u64 rg_copy_grow(__u64 held, __u64 limit, __u64 cap, __u64 need);
 
-/* Remove HTTP/1.1 chunked framing in place; returns the data length or -1. */
-long rg_dechunk(unsigned char *buf, size_t len);
+/* Remove HTTP/1.1 chunked framing in place; returns the data length or -1.
+ * cut: the body ended with its connection, anywhere: the data that arrived,
+ * a chunk begun included. */
+long rg_dechunk(unsigned char *buf, size_t len, bool cut);
 
 #endif /* ROWGATE_USER_ROWGATED_RECONCILE_H */
