@@ -329,15 +329,43 @@ int rg_egress_entry(struct sk_msg_md *msg)
 }
 
 /* --conns-full: 0 = fail-open (an untracked connection passes, counted),
- * 1 = fail-closed (rg_refuse drops its data). */
+ * 1 = fail-closed (rg_refuse drops its data, rowgated resets it). */
 const volatile __u32 rg_conns_full_close = 0;
 
-static __always_inline void rg_conn_untracked(void)
+/*
+ * A connection the full table refused gets none of its data to the server
+ * (rg_refuse), but no BPF helper of 6.1 can close it: without more, its
+ * client would wait for its own timeout.  It is queued for rowgated, which
+ * resets it at once with SOCK_DESTROY (h2_close.c; at_ns 0 marks it).
+ */
+static __always_inline void rg_conn_untracked(struct bpf_sock_ops *skops, __u64 cookie)
 {
-	if (rg_conns_full_close)
-		rg_guard_add(conns_refused, 1);
-	else
+	struct rg_h2_goaway ev = {
+		.cookie = cookie,
+		.family = skops->family,
+		.local_port = (__u16)skops->local_port,
+		.remote_port = (__u16)bpf_ntohl(skops->remote_port),
+	};
+
+	if (!rg_conns_full_close) {
 		rg_global_inc(conns_untracked);
+		return;
+	}
+	rg_guard_add(conns_refused, 1);
+	if (ev.family == AF_INET6) {
+		ev.local_ip[0] = skops->local_ip6[0];
+		ev.local_ip[1] = skops->local_ip6[1];
+		ev.local_ip[2] = skops->local_ip6[2];
+		ev.local_ip[3] = skops->local_ip6[3];
+		ev.remote_ip[0] = skops->remote_ip6[0];
+		ev.remote_ip[1] = skops->remote_ip6[1];
+		ev.remote_ip[2] = skops->remote_ip6[2];
+		ev.remote_ip[3] = skops->remote_ip6[3];
+	} else {
+		ev.local_ip[0] = skops->local_ip4;
+		ev.remote_ip[0] = skops->remote_ip4;
+	}
+	bpf_map_push_elem(&RG_MAP_H2_GOAWAY, &ev, 0);
 }
 
 /* Guard accepted connections on our ports: state, sockhash, close callback. */
@@ -359,7 +387,7 @@ int rg_sockops(struct bpf_sock_ops *skops)
 		if (!tmpl)
 			break;
 		if (bpf_map_update_elem(&RG_MAP_CONNS, &cookie, tmpl, BPF_NOEXIST)) {
-			rg_conn_untracked();
+			rg_conn_untracked(skops, cookie);
 			break;
 		}
 		c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
@@ -376,7 +404,7 @@ int rg_sockops(struct bpf_sock_ops *skops)
 		}
 		if (!c || bpf_sock_hash_update(skops, &RG_MAP_SOCKHASH, &cookie, BPF_NOEXIST)) {
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
-			rg_conn_untracked();
+			rg_conn_untracked(skops, cookie);
 			break;
 		}
 		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |

@@ -259,8 +259,8 @@
 	X(egress_missing, "egress_missing", "egress_missing_total", COUNTER,              \
 	  "Server sends not followed: the egress slot was empty.")
 
-/* rowgated's resets of connections the kernel closed with GOAWAY
- * (user/rowgated/h2_close.c): its own memory, not a map. */
+/* rowgated's resets of connections the kernel closed with GOAWAY, and of
+ * those a full table refused (user/rowgated/h2_close.c): its own memory. */
 #define RG_H2_CLOSE_STATS_FIELDS(X)                                                       \
 	X(resets, "h2_goaway_resets", "h2_goaway_resets_total", COUNTER,                  \
 	  "HTTP/2 connections reset by rowgated --grpc-close-grace after a kernel GOAWAY.") \
@@ -269,7 +269,12 @@
 	X(failed, "h2_goaway_reset_failed", "h2_goaway_reset_failed_total", COUNTER,      \
 	  "Of the queued, not reset: sock_diag refused (logged once).")                 \
 	X(pending, "h2_goaway_pending", "h2_goaway_pending", GAUGE,                       \
-	  "Queued connections waiting for their grace to end.")
+	  "Queued connections waiting for their grace to end.")                         \
+	X(refused_resets, "conns_refused_resets", "conns_refused_resets_total",           \
+	  COUNTER, "Connections the full table refused, reset by rowgated.")             \
+	X(refused_reset_failed, "conns_refused_reset_failed",                             \
+	  "conns_refused_reset_failed_total", COUNTER,                                    \
+	  "Of those, not reset: sock_diag refused (logged once).")
 
 /* rowgated's reconciler (user/rowgated/reconcile.c): not a map, rowgated's own
  * memory; the body copies it holds are bounded by --copy-memory

@@ -3,8 +3,9 @@
 # The connection table filled (--max-conns 4 with 4 idle keep-alive
 # connections): with --conns-full=fail-open a fifth connection writes
 # without a limit, counted and logged; with fail-closed none of its bytes
-# reach the server (its write times out), counted and logged, while the
-# tracked connections are still served and limited.
+# reach the server and rowgated resets it (before: its write timed out),
+# counted and logged, while the tracked connections are still served and
+# limited.
 RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 MAX=4
@@ -21,7 +22,8 @@ from rgclient import Conn, lines
 port, n, series = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 held = [Conn(port) for _ in range(n)]
 time.sleep(0.2)  # sockops ran for all of them
-extra = Conn(port, timeout=1.5)
+extra = Conn(port, timeout=10)
+t0 = time.monotonic()
 out = []
 for i in range(3):
     try:
@@ -29,6 +31,10 @@ for i in range(3):
     except socket.timeout:
         out.append("timeout")
         break
+    except ConnectionError:  # reset, or closed
+        out.append("reset")
+        break
+print("extra connection done after %.1f s" % (time.monotonic() - t0), file=sys.stderr)
 time.sleep(1.1)  # a full bucket for a tracked connection
 out.append(str(held[0].request("/write?db=full", lines(150, series=series + "_held")).status))
 out.append(str(held[0].request("/write?db=full", lines(150, series=series + "_held")).status))
@@ -50,9 +56,11 @@ rg_ctl status | grep -q "when full: fail-open" || rg_fail "status does not show 
 rg_stop_rowgated
 rg_start_rowgated --max-conns $MAX --conns-full fail-closed
 sleep 1.1
-got=$(fill_and_write rg_closed)
-rg_log "fail-closed: extra connection got [$(extra "$got")], tracked one [$(tracked "$got")]"
-rg_check "fail-closed: the untracked connection's write never reached the server" [ "$(extra "$got")" = "timeout" ]
+got=$(fill_and_write rg_closed 2>"$RG_TMP/extra.err")
+rg_log "fail-closed: extra connection got [$(extra "$got")] ($(cat "$RG_TMP/extra.err")), tracked one [$(tracked "$got")]"
+rg_check "fail-closed: the untracked connection was reset, its write never answered" [ "$(extra "$got")" = "reset" ]
+resets=$(rg_global conns_refused_resets)
+rg_check "fail-closed: rowgated reset it (conns_refused_resets $resets)" [ "$resets" -ge 1 ]
 rg_check "fail-closed: a tracked connection is still served and limited" [ "$(tracked "$got")" = "204 429" ]
 stored=$(rg_vm_rows '{__name__="rg_closed_v"}')
 rg_check "fail-closed: nothing of it was stored ($stored rows)" [ "$stored" -eq 0 ]

@@ -135,23 +135,19 @@ int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
 	c->queue_fd = queue_fd;
 	c->grace_ms = grace_ms;
 	c->cgroup = cgroup;
-	if (!grace_ms) {
-		c->nl_fd = -1;
-		*out = c;
-		return 0;
-	}
+	/* with no grace too: connections the full table refused are reset */
 	c->nl_fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
 	if (c->nl_fd < 0) {
-		pr_warn("h2 close: no sock_diag socket (%s): connections closed by a kernel "
-			"GOAWAY are left to their clients",
+		pr_warn("no sock_diag socket (%s): connections closed by a kernel GOAWAY, or "
+			"refused by a full table, are left to their clients",
 			strerror(errno));
 	} else {
 		int err = tcp_diag_probe(c->nl_fd, &c->seq);
 
 		if (err)
-			pr_warn("h2 close: sock_diag cannot reach TCP sockets (%s: is the "
-				"tcp_diag module available?): connections closed by a kernel "
-				"GOAWAY are left to their clients",
+			pr_warn("sock_diag cannot reach TCP sockets (%s: is the tcp_diag module "
+				"available?): connections closed by a kernel GOAWAY, or refused "
+				"by a full table, are left to their clients",
 				strerror(-err));
 	}
 	*out = c;
@@ -276,9 +272,18 @@ static void walk_cgroup(struct netns_walk *w, const char *dir, int depth)
 	closedir(d);
 }
 
+/* A connection the full table refused (--conns-full=fail-closed; the
+ * kernel queues it with at_ns 0) is reset at once: none of its data reaches
+ * the server, and its client would otherwise wait for its own timeout. */
+static bool refused_by_table(const struct rg_h2_goaway *e)
+{
+	return !e->at_ns;
+}
+
 static void reset_one(struct rg_h2_closer *c, const struct rg_h2_goaway *e)
 {
 	struct netns_walk w = { .e = e, .seq = &c->seq, .ret = -ENOENT };
+	bool refused = refused_by_table(e);
 	struct stat sb;
 
 	if (c->nl_fd >= 0)
@@ -288,18 +293,22 @@ static void reset_one(struct rg_h2_closer *c, const struct rg_h2_goaway *e)
 		walk_cgroup(&w, c->cgroup, 0);
 	}
 	if (!w.ret) {
-		stat_add(&c->st.resets, 1);
-		pr_debug("h2 close: reset connection %llu (%u -> %u)",
-			 (unsigned long long)e->cookie, e->remote_port, e->local_port);
+		stat_add(refused ? &c->st.refused_resets : &c->st.resets, 1);
+		pr_debug("%s: reset connection %llu (%u -> %u)",
+			 refused ? "table full" : "h2 close", (unsigned long long)e->cookie,
+			 e->remote_port, e->local_port);
 	} else if (w.ret == -ENOENT || w.ret == -ESTALE) {
 		stat_add(&c->st.gone, 1);
 	} else {
-		stat_add(&c->st.failed, 1);
+		stat_add(refused ? &c->st.refused_reset_failed : &c->st.failed, 1);
 		if (!c->warned)
-			pr_warn("h2 close: cannot reset a connection closed by GOAWAY (%s%s); "
-				"its client closes it, or waits for its calls' deadlines",
+			pr_warn("cannot reset a connection %s (%s%s); %s",
+				refused ? "the full table refused" : "closed by GOAWAY",
 				strerror(-w.ret),
-				w.ret == -EOPNOTSUPP ? ": no CONFIG_INET_DIAG_DESTROY" : "");
+				w.ret == -EOPNOTSUPP ? ": no CONFIG_INET_DIAG_DESTROY" : "",
+				refused ?
+					"its client waits for its own timeout" :
+					"its client closes it, or waits for its calls' deadlines");
 		c->warned = true;
 	}
 }
@@ -311,12 +320,13 @@ int rg_h2_closer_tick(struct rg_h2_closer *c, __u64 now_ns)
 
 	while (c->npending < RG_H2_CLOSE_PENDING_MAX &&
 	       !bpf_map_lookup_and_delete_elem(c->queue_fd, NULL, &c->pending[c->npending]))
-		if (c->grace_ms)
+		if (c->grace_ms || refused_by_table(&c->pending[c->npending]))
 			c->npending++;
 	for (i = 0; i < c->npending; i++) {
 		const struct rg_h2_goaway *e = &c->pending[i];
 
-		if (now_ns - e->at_ns >= grace_ns) { /* at_ns > now_ns: wraps, due */
+		/* at_ns > now_ns: wraps, due */
+		if (refused_by_table(e) || now_ns - e->at_ns >= grace_ns) {
 			reset_one(c, e);
 			continue;
 		}

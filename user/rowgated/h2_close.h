@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Resetting the HTTP/2 connections the kernel closed with GOAWAY, once the
- * client had --grpc-close-grace to read it (docs/grpc.md#h2-close). */
+ * client had --grpc-close-grace to read it (docs/grpc.md#h2-close), and at
+ * once the connections a full table refused (--conns-full=fail-closed). */
 #ifndef ROWGATE_USER_ROWGATED_H2_CLOSE_H
 #define ROWGATE_USER_ROWGATED_H2_CLOSE_H
 
@@ -9,8 +10,8 @@
 struct rg_h2_closer;
 struct rg_h2_close_stats;
 
-/* queue_fd: the h2_goaway queue map; grace_ms 0: drain the queue, reset
- * nothing; cgroup: the guarded cgroup, whose processes' network namespaces
+/* queue_fd: the h2_goaway queue map; grace_ms 0: reset no GOAWAY'd
+ * connection (refused ones still); cgroup: the guarded cgroup, whose processes' network namespaces
  * are searched for a socket not in rowgated's own.  0 or negative errno. */
 int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
 		     struct rg_h2_closer **out);
