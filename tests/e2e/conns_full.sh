@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # The connection table filled (--max-conns 4 with 4 idle keep-alive
 # connections): with --conns-full=fail-open a fifth connection writes
-# without a limit, counted and logged; with fail-closed none of its bytes
-# reach the server and rowgated resets it (before: its write timed out),
+# without a limit, counted and logged; with fail-closed (the default) none
+# of its bytes reach the server and rowgated resets it (before: its write timed out),
 # counted and logged, while the tracked connections are still served and
 # limited.
 RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 MAX=4
-rg_setup --max-conns $MAX
+rg_setup --max-conns $MAX --conns-full fail-open
 rg_ctl limit set full 100 >/dev/null || rg_fail "limit set"
 
 # hold MAX tracked connections, then write 3 x 150 rows on one more; prints
@@ -53,8 +53,10 @@ rg_check "fail-open: conns_untracked counted ($untracked)" [ "$untracked" -ge 1 
 rg_check "fail-open: logged" rg_wait_for 5 grep -q "passed UNLIMITED" "$RG_TMP/rowgated.log"
 rg_ctl status | grep -q "when full: fail-open" || rg_fail "status does not show the policy"
 
+# fail-closed is the default
 rg_stop_rowgated
-rg_start_rowgated --max-conns $MAX --conns-full fail-closed
+rg_start_rowgated --max-conns $MAX
+rg_ctl status | grep -q "when full: fail-closed" || rg_fail "fail-closed is not the default"
 sleep 1.1
 got=$(fill_and_write rg_closed 2>"$RG_TMP/extra.err")
 rg_log "fail-closed: extra connection got [$(extra "$got")] ($(cat "$RG_TMP/extra.err")), tracked one [$(tracked "$got")]"
@@ -76,4 +78,40 @@ rg_stop_rowgated
 rg_log "$(cat "$RG_TMP/resize.log")"
 rg_check "a different --max-conns is refused clearly" grep -q "not --max-conns 8" "$RG_TMP/resize.log"
 rg_check "... and enforcement stayed on" rg_ctl status
+
+# A connection neither sockops nor adoption saw (in the accept queue of a
+# stopped server when rowgated first attaches: no fd to adopt it by) gets
+# no data through under fail-closed; the sweep at attach resets it, where
+# before its writes were dropped until its client gave up.
+rg_ctl detach >/dev/null || rg_fail "detach"
+kill -STOP "$VM_PID"
+rg_on_exit "kill -CONT $VM_PID"
+resets0=$(rg_global conns_refused_resets 2>/dev/null || echo 0)
+PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" "$RG_TMP/attached" >"$RG_TMP/backlog.out" 2>&1 <<'PY' &
+import os, socket, sys, time
+from rgclient import Conn, lines
+c = Conn(int(sys.argv[1]), timeout=10)
+print("connected", flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.05)
+try:
+    out = str(c.request("/write?db=full", lines(10, series="rg_backlog")).status)
+except socket.timeout:
+    out = "timeout"
+except ConnectionError:
+    out = "reset"
+print(out, flush=True)
+PY
+py_pid=$!
+rg_on_exit "kill $py_pid"
+rg_wait_for 5 grep -q connected "$RG_TMP/backlog.out" || rg_fail "no connection: $(cat "$RG_TMP/backlog.out")"
+rg_start_rowgated --max-conns $MAX
+rg_check "the sweep found the connection in the accept queue" \
+	rg_wait_for 10 grep -q "not in the connection table" "$RG_TMP/rowgated.log"
+kill -CONT "$VM_PID"
+touch "$RG_TMP/attached"
+wait "$py_pid"
+rg_log "accept-queue connection: [$(tail -n 1 "$RG_TMP/backlog.out")], conns_refused_resets $(rg_global conns_refused_resets)"
+rg_check "it was reset, not left hanging" [ "$(tail -n 1 "$RG_TMP/backlog.out")" = reset ]
+rg_check "nothing of it stored" [ "$(rg_vm_rows '{__name__="rg_backlog_v"}')" -eq 0 ]
 rg_pass

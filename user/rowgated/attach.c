@@ -19,6 +19,7 @@
 #include "../lib/health.h"
 #include "../lib/log.h"
 #include "../lib/maps.h"
+#include "h2_close.h"
 #include "rowgated.h"
 
 /* Attach prog to the cgroup through a pinned link, or adopt the link a
@@ -98,6 +99,9 @@ static void adopt_now(struct daemon *d)
 	struct rg_adopt_maps m = rgd_adopt_maps(d);
 	struct rg_adopt_result r;
 	__u64 t0 = rg_monotonic_ns();
+	const char *unadopted = d->cfg->conns_full_close ?
+					"they are reset (--conns-full=fail-closed)" :
+					"they pass unlimited until they reconnect";
 
 	if (rg_adopt_existing(d->cfg->cgroup, d->cfg->ports, d->cfg->nports, &m, &r)) {
 		pr_warn("cannot look for established connections: out of memory");
@@ -113,13 +117,32 @@ static void adopt_now(struct daemon *d)
 			r.at_boundary, r.tracked, r.failed);
 	if (r.failed)
 		pr_warn("%u established connection(s) could not be adopted (connection table "
-			"full?): they pass unlimited until they reconnect",
-			r.failed);
+			"full?): %s",
+			r.failed, unadopted);
 	if (r.unreadable)
 		pr_warn("%u socket(s) of the guarded servers could not be taken with "
 			"pidfd_getfd() (ptrace restrictions?): connections among them are not "
-			"adopted and pass unlimited until they reconnect",
-			r.unreadable);
+			"adopted: %s",
+			r.unreadable, unadopted);
+}
+
+/* fail-closed: what the table does not hold gets no data to the server, so
+ * a connection neither sockops nor adoption saw is reset, not left hanging. */
+static void sweep_untracked(struct daemon *d)
+{
+	int n = rg_h2_closer_sweep(d->closer, bpf_map__fd(d->skel->maps.RG_MAP_CONNS),
+				   bpf_map__value_size(d->skel->maps.RG_MAP_CONNS), d->cfg->ports,
+				   d->cfg->nports);
+
+	if (n > 0)
+		pr_warn("%d established connection(s) on the guarded ports are not in the "
+			"connection table (not adopted, or refused by a full table): reset, "
+			"their clients reconnect (--conns-full=fail-closed)",
+			n);
+	else if (n < 0)
+		pr_warn("cannot look for untracked connections (%s): any not adopted get no "
+			"data through until they reconnect (--conns-full=fail-closed)",
+			strerror(-n));
 }
 
 /* The cgroup hooks, and the record rowgatectl status and the re-attach
@@ -164,10 +187,12 @@ static int attach_cgroup(struct daemon *d)
 					 d->cfg->bpffs, RG_PIN_LINK_SOCKOPS);
 	if (!err)
 		adopt_now(d);
-	if (!err && d->cfg->conns_full_close)
+	if (!err && d->cfg->conns_full_close) {
 		err = attach_cgroup_link(skel->progs.rg_refuse, cgroup_fd, guard.cgroup_id,
 					 d->cfg->bpffs, RG_PIN_LINK_REFUSE);
-	else if (!err)
+		if (!err)
+			sweep_untracked(d);
+	} else if (!err)
 		rg_detach_pinned_link(d->cfg->bpffs, RG_PIN_LINK_REFUSE); /* fail-open now */
 	close(cgroup_fd);
 	return err;

@@ -27,6 +27,7 @@
 
 #include <bpf/bpf.h>
 #include <linux/inet_diag.h>
+#include <netinet/tcp.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 
@@ -311,6 +312,106 @@ static void reset_one(struct rg_h2_closer *c, const struct rg_h2_goaway *e)
 					"its client closes it, or waits for its calls' deadlines");
 		c->warned = true;
 	}
+}
+
+/* One dump of the TCP sockets of a family in these states; each entry's
+ * inet_diag_msg goes to fn.  0 or negative errno. */
+static int sock_diag_dump(int nl_fd, __u32 *seq, __u8 family, __u32 states,
+			  void (*fn)(const struct inet_diag_msg *m, void *arg), void *arg)
+{
+	struct {
+		struct nlmsghdr nlh;
+		struct inet_diag_req_v2 req;
+	} msg = {
+		.nlh = {
+			.nlmsg_len = sizeof(msg),
+			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
+			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
+			.nlmsg_seq = ++*seq,
+		},
+		.req = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP,
+			 .idiag_states = states },
+	};
+	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
+	union {
+		struct nlmsghdr nlh;
+		char buf[32768];
+	} reply;
+
+	if (sendto(nl_fd, &msg, sizeof(msg), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
+		return -errno;
+	for (;;) {
+		struct nlmsghdr *h = &reply.nlh;
+		ssize_t n = recv(nl_fd, &reply, sizeof(reply), 0);
+		unsigned int len;
+
+		if (n < 0)
+			return -errno;
+		len = (unsigned int)n;
+		if (!NLMSG_OK(h, len))
+			return -EPROTO;
+		for (; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+			if (h->nlmsg_seq != *seq)
+				continue;
+			if (h->nlmsg_type == NLMSG_ERROR)
+				return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
+			if (h->nlmsg_type == NLMSG_DONE)
+				return 0;
+			if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+				fn(NLMSG_DATA(h), arg);
+		}
+	}
+}
+
+struct sweep {
+	struct rg_h2_closer *c;
+	int conns_fd;
+	void *conn;
+	const __u32 *ports;
+	int nports;
+	unsigned int found;
+};
+
+static void sweep_one(const struct inet_diag_msg *m, void *arg)
+{
+	struct sweep *w = arg;
+	struct rg_h2_goaway e = {
+		.cookie = (__u64)m->id.idiag_cookie[1] << 32 | m->id.idiag_cookie[0],
+		.family = m->idiag_family,
+		.local_port = ntohs(m->id.idiag_sport),
+		.remote_port = ntohs(m->id.idiag_dport),
+	};
+	int i;
+
+	for (i = 0; i < w->nports && w->ports[i] != e.local_port; i++)
+		;
+	if (i == w->nports || !bpf_map_lookup_elem(w->conns_fd, &e.cookie, w->conn) ||
+	    w->c->npending >= RG_H2_CLOSE_PENDING_MAX)
+		return;
+	memcpy(e.local_ip, m->id.idiag_src, sizeof(e.local_ip));
+	memcpy(e.remote_ip, m->id.idiag_dst, sizeof(e.remote_ip));
+	w->c->pending[w->c->npending++] = e; /* at_ns 0: reset at the next tick */
+	w->found++;
+}
+
+int rg_h2_closer_sweep(struct rg_h2_closer *c, int conns_fd, __u32 conn_value_size,
+		       const __u32 *ports, int nports)
+{
+	const __u32 states = 1U << TCP_ESTABLISHED | 1U << TCP_CLOSE_WAIT;
+	struct sweep w = { .c = c, .conns_fd = conns_fd, .ports = ports, .nports = nports };
+	int err;
+
+	if (c->nl_fd < 0)
+		return -EOPNOTSUPP;
+	w.conn = malloc(conn_value_size);
+	if (!w.conn)
+		return -ENOMEM;
+	err = sock_diag_dump(c->nl_fd, &c->seq, AF_INET, states, sweep_one, &w);
+	if (!err)
+		err = sock_diag_dump(c->nl_fd, &c->seq, AF_INET6, states, sweep_one, &w);
+	free(w.conn);
+	__atomic_store_n(&c->st.pending, c->npending, __ATOMIC_RELAXED);
+	return err ? err : (int)w.found;
 }
 
 int rg_h2_closer_tick(struct rg_h2_closer *c, __u64 now_ns)

@@ -21,6 +21,16 @@ void rg_h2_closer_free(struct rg_h2_closer *c);
  * next is due, or -1 when nothing waits. */
 int rg_h2_closer_tick(struct rg_h2_closer *c, __u64 now_ns);
 
+/* --conns-full=fail-closed, at attach: the established connections on the
+ * guarded ports (in rowgated's network namespace) the table does not hold
+ * are queued to be reset at the next tick, as a full table's refusals are:
+ * rg_refuse drops their data, and no sockops event will come for them
+ * (accepted before sockops was attached and not adopted: in the accept
+ * queue, or their server's fds out of reach).  Returns how many, or a
+ * negative errno. */
+int rg_h2_closer_sweep(struct rg_h2_closer *c, int conns_fd, __u32 conn_value_size,
+		       const __u32 *ports, int nports);
+
 /* Safe from another thread (the /metrics one). */
 void rg_h2_closer_stats(const struct rg_h2_closer *c, struct rg_h2_close_stats *out);
 

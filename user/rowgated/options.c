@@ -127,13 +127,12 @@ static void usage(FILE *out)
 		"                          needs 'rowgatectl detach' first (it releases the\n"
 		"                          guarded connections)\n"
 		"      --conns-full POLICY what a connection gets when the table is full:\n"
+		"                          fail-closed (default): none of its data reaches\n"
+		"                          the server (dropped in the cgroup's ingress) and\n"
+		"                          rowgated resets it within a second, counted\n"
+		"                          (conns_refused, conns_refused_resets) and logged;\n"
 		"                          fail-open: it passes unlimited, counted\n"
-		"                          (conns_untracked) and logged; fail-closed: none\n"
-		"                          of its data reaches the server (dropped in the\n"
-		"                          cgroup's ingress) and rowgated resets it within\n"
-		"                          a second, counted (conns_refused,\n"
-		"                          conns_refused_resets) and logged (default\n"
-		"                          fail-open)\n"
+		"                          (conns_untracked) and logged\n"
 		"      --egress on|off     follow the servers' responses (sk_msg) and refund\n"
 		"                          writes they refuse unstored: 401, 403, 404, 413,\n"
 		"                          431 (default on)\n"
@@ -358,6 +357,8 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 	cfg->admin_group = RG_ADMIN_ROOT_ONLY;
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
 	cfg->grpc_keep = true;
+	/* whoever holds --max-conns idle connections must not unlimit the rest */
+	cfg->conns_full_close = true;
 	cfg->grpc_close_grace_ms = RG_GRPC_CLOSE_GRACE_MS;
 	cfg->grpc_max_streams = RG_GRPC_MAX_STREAMS;
 	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:m:u:l:hV", opts, NULL)) != -1) {
