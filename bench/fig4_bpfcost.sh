@@ -10,14 +10,15 @@
 source "$(dirname "$0")/lib.sh"
 RUNS=${FIG4_RUNS:-3}
 raw=$BL_TMP/fig4
-# the programs that run per connection, not per skb: sockops (and the
-# fail-closed refuse program, when attached), and the accept-time drain,
-# whose run time includes the verdict runs it triggers
-CONN_PINS=(link_sockops link_refuse)
+# the programs that run per connection, not per skb: sockops, and the
+# accept-time drain, whose run time includes the verdict runs it triggers
+CONN_PINS=(link_sockops)
 DRAIN_PINS=(link_getpeername4 link_getpeername6)
-# per packet of the cgroup, both directions' ACKs included: the cgroup
-# ingress program that holds resets of connections no verdict has seen
-PKT_PINS=(link_resets)
+# per packet the cgroup receives, ACKs included: the cgroup ingress
+# programs that hold resets of connections no verdict has seen and, under
+# --conns-full=fail-closed (the default), drop the data of connections the
+# table does not hold
+PKT_PINS=(link_resets link_refuse)
 CASES=(
 	"pass-get|GET /health (no body, no route)|path=/health method=GET"
 	"pass-post|POST /api/v1/import/prometheus, 20 samples (no route)|path=/api/v1/import/prometheus lines=20 fmt=prom"
@@ -77,7 +78,7 @@ rows() {
 			"(run_ns+conn_ns+pkt_ns)/requests" "drain_ns/requests" "egress_ns/requests" \
 			"pkt_ns/requests" "pkt_ns/max(pkt_calls, 1)")
 		st=$(bl_agg "$raw.$key" s204 s429 sother | awk '{ printf "%d×2xx %d×429 %d other", $1, $2, $3 }')
-		printf '| %s | %s | %s | %s | %s | %s (%s a packet) | **%s** | %s | %s | %s |\n' "$what" \
+		printf '| %s | %s | %s | %s | %s | %s (%s a run) | **%s** | %s | %s | %s |\n' "$what" \
 			"$(bl_fmt "$ns" .0f)" "$(bl_fmt "$calls" .2f)" "$(bl_fmt "$per_req" .0f)" \
 			"$(bl_fmt "$conn" .0f)" "$(bl_fmt "$pkt" .0f)" "$(bl_fmt "$pkt_call" .0f)" \
 			"$(bl_fmt "$total" .0f)" "$(bl_fmt "$drain" .0f)" "$(bl_fmt "$eg" .0f)" "$st"
@@ -95,9 +96,10 @@ tail-calls (a tail call never returns to it, and the verdict's own
 \`bpf_stats\` stay 0); a call is one skb, and requests of ~1 KB arrive as
 one skb each.  *Sockops* runs per connection: ~0 on keep-alive, once a
 request for the tiny reject, which opens a connection per request.
-*Hold resets* is the cgroup ingress program \`rg_hold_reset\`
-(docs/design.md#pre-accept-data), which runs for every packet the
-server's cgroup receives (ACKs too).  The *ingress* total is the three.  *Drain* is the accept-time getpeername
+*Cgroup ingress* is the two cgroup ingress programs, \`rg_hold_reset\`
+(docs/design.md#pre-accept-data) and \`rg_refuse\` (attached under
+\`--conns-full=fail-closed\`, the default; docs/design.md#full-table),
+which run for every packet the server's cgroup receives (ACKs too).  The *ingress* total is the three.  *Drain* is the accept-time getpeername
 program (docs/design.md#pre-accept-data), apart: its run time includes
 the verdict runs it triggers for data that arrived before accept (the
 tiny reject's request, counted in the verdict column too) and the
@@ -105,7 +107,7 @@ kernel's receive work under them.  *Egress* is the sk_msg program on the
 server's responses (entry and \`rg_egress\`), one run per response,
 apart too.  bpf_stats itself adds two clock reads a call.
 
-| request | verdict ns per call | calls per request | verdict ns per request | sockops ns per request | hold resets ns per request | ingress ns per request | drain ns per request | egress ns per response | statuses (median run) |
+| request | verdict ns per call | calls per request | verdict ns per request | sockops ns per request | cgroup ingress ns per request | ingress ns per request | drain ns per request | egress ns per response | statuses (median run) |
 |---|---|---|---|---|---|---|---|---|---|
 $(rows)
 
