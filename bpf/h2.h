@@ -968,36 +968,42 @@ static __always_inline struct rg_h2_sock *rg_h2_sock_get(__u64 cookie)
 	return bpf_map_lookup_elem(&RG_MAP_H2_CONNS, &cookie);
 }
 
-/* Nothing more of this connection reaches the server: queue it for
- * rowgated to reset once the client had time to read the GOAWAY
- * (docs/grpc.md#h2-close). */
 #ifndef AF_INET6
 #define AF_INET6 10 /* a macro: not in vmlinux.h */
 #endif
 
+/* The close queue's record of a socket from a context that carries its
+ * addresses: __sk_buff and bpf_sock_ops name them alike (ports: local in
+ * host order, remote in network order in the upper half).  A macro: each
+ * access must stay a load from the context itself. */
+#define rg_close_event_fill(ev, ctx)                                      \
+	do {                                                              \
+		(ev)->family = (ctx)->family;                             \
+		(ev)->local_port = (__u16)(ctx)->local_port;              \
+		(ev)->remote_port = (__u16)bpf_ntohl((ctx)->remote_port); \
+		if ((ev)->family == AF_INET6) {                           \
+			(ev)->local_ip[0] = (ctx)->local_ip6[0];          \
+			(ev)->local_ip[1] = (ctx)->local_ip6[1];          \
+			(ev)->local_ip[2] = (ctx)->local_ip6[2];          \
+			(ev)->local_ip[3] = (ctx)->local_ip6[3];          \
+			(ev)->remote_ip[0] = (ctx)->remote_ip6[0];        \
+			(ev)->remote_ip[1] = (ctx)->remote_ip6[1];        \
+			(ev)->remote_ip[2] = (ctx)->remote_ip6[2];        \
+			(ev)->remote_ip[3] = (ctx)->remote_ip6[3];        \
+		} else {                                                  \
+			(ev)->local_ip[0] = (ctx)->local_ip4;             \
+			(ev)->remote_ip[0] = (ctx)->remote_ip4;           \
+		}                                                         \
+	} while (0)
+
+/* Nothing more of this connection reaches the server: queue it for
+ * rowgated to reset once the client had time to read the GOAWAY
+ * (docs/grpc.md#h2-close). */
 static __noinline void rg_h2_queue_close(struct __sk_buff *skb, __u64 cookie)
 {
-	struct rg_h2_goaway ev = {
-		.cookie = cookie,
-		.at_ns = bpf_ktime_get_ns(),
-		.family = skb->family,
-		.local_port = (__u16)skb->local_port,
-		.remote_port = (__u16)bpf_ntohl(skb->remote_port),
-	};
+	struct rg_h2_goaway ev = { .cookie = cookie, .at_ns = bpf_ktime_get_ns() };
 
-	if (ev.family == AF_INET6) {
-		ev.local_ip[0] = skb->local_ip6[0];
-		ev.local_ip[1] = skb->local_ip6[1];
-		ev.local_ip[2] = skb->local_ip6[2];
-		ev.local_ip[3] = skb->local_ip6[3];
-		ev.remote_ip[0] = skb->remote_ip6[0];
-		ev.remote_ip[1] = skb->remote_ip6[1];
-		ev.remote_ip[2] = skb->remote_ip6[2];
-		ev.remote_ip[3] = skb->remote_ip6[3];
-	} else {
-		ev.local_ip[0] = skb->local_ip4;
-		ev.remote_ip[0] = skb->remote_ip4;
-	}
+	rg_close_event_fill(&ev, skb);
 	if (bpf_map_push_elem(&RG_MAP_H2_GOAWAY, &ev, 0))
 		rg_global_inc(h2_goaway_unqueued);
 	else

@@ -340,31 +340,14 @@ const volatile __u32 rg_conns_full_close = 0;
  */
 static __always_inline void rg_conn_untracked(struct bpf_sock_ops *skops, __u64 cookie)
 {
-	struct rg_h2_goaway ev = {
-		.cookie = cookie,
-		.family = skops->family,
-		.local_port = (__u16)skops->local_port,
-		.remote_port = (__u16)bpf_ntohl(skops->remote_port),
-	};
+	struct rg_h2_goaway ev = { .cookie = cookie };
 
 	if (!rg_conns_full_close) {
 		rg_global_inc(conns_untracked);
 		return;
 	}
 	rg_guard_add(conns_refused, 1);
-	if (ev.family == AF_INET6) {
-		ev.local_ip[0] = skops->local_ip6[0];
-		ev.local_ip[1] = skops->local_ip6[1];
-		ev.local_ip[2] = skops->local_ip6[2];
-		ev.local_ip[3] = skops->local_ip6[3];
-		ev.remote_ip[0] = skops->remote_ip6[0];
-		ev.remote_ip[1] = skops->remote_ip6[1];
-		ev.remote_ip[2] = skops->remote_ip6[2];
-		ev.remote_ip[3] = skops->remote_ip6[3];
-	} else {
-		ev.local_ip[0] = skops->local_ip4;
-		ev.remote_ip[0] = skops->remote_ip4;
-	}
+	rg_close_event_fill(&ev, skops);
 	bpf_map_push_elem(&RG_MAP_H2_GOAWAY, &ev, 0);
 }
 

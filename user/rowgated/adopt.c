@@ -47,7 +47,7 @@ static bool seen_add(struct seen *s, unsigned long ino)
 	return true;
 }
 
-static bool port_guarded(const __u32 *ports, int nports, __u32 port)
+bool rg_port_guarded(const __u32 *ports, int nports, __u32 port)
 {
 	for (int i = 0; i < nports; i++)
 		if (ports[i] == port)
@@ -85,7 +85,7 @@ static void adopt_fd(int fd, const __u32 *ports, int nports, const struct rg_ado
 	len = sizeof(int);
 	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) || listening)
 		return;
-	if (!port_guarded(ports, nports, local_port(fd)))
+	if (!rg_port_guarded(ports, nports, local_port(fd)))
 		return;
 	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &tlen) || ti.tcpi_state != TCP_ESTABLISHED)
 		return;

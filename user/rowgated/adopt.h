@@ -13,6 +13,7 @@
 #ifndef ROWGATE_USER_ROWGATED_ADOPT_H
 #define ROWGATE_USER_ROWGATED_ADOPT_H
 
+#include <stdbool.h>
 #include <linux/types.h>
 
 struct rg_adopt_maps {
@@ -37,5 +38,8 @@ int rg_adopt_existing(const char *cgroup, const __u32 *ports, int nports,
  * table and adopting entries whose socket left the sockhash, once seen
  * twice (a new connection is in the table a moment before the sockhash). */
 void rg_adopt_gc(const struct rg_adopt_maps *m);
+
+/* Whether port is one of the guarded ports. */
+bool rg_port_guarded(const __u32 *ports, int nports, __u32 port);
 
 #endif /* ROWGATE_USER_ROWGATED_ADOPT_H */

@@ -33,6 +33,7 @@
 
 #include "../lib/counters.h"
 #include "../lib/log.h"
+#include "adopt.h"
 #include "h2_close.h"
 #include "rowgate/abi.h"
 
@@ -56,12 +57,16 @@ static void stat_add(__u64 *field, __u64 v)
 	__atomic_store_n(field, *field + v, __ATOMIC_RELAXED);
 }
 
+/* A dump's entries, one inet_diag_msg each. */
+typedef void (*rg_diag_entry_fn)(const struct inet_diag_msg *m, void *arg);
+
 /* One sock_diag request for TCP sockets and its answer: 0 or a negative
  * errno from the kernel's NLMSG_ERROR (an acknowledged request) or
- * NLMSG_DONE (a dump, whose entries are skipped); -EPROTO for anything
- * else.  Answers to earlier requests (another seq) are skipped too. */
+ * NLMSG_DONE (a dump, whose entries go to fn, or are skipped without one);
+ * -EPROTO for anything else.  Answers to earlier requests (another seq)
+ * are skipped too. */
 static int sock_diag_call(int nl_fd, __u32 *seq, __u16 type, __u16 flags,
-			  const struct inet_diag_req_v2 *req)
+			  const struct inet_diag_req_v2 *req, rg_diag_entry_fn fn, void *arg)
 {
 	struct {
 		struct nlmsghdr nlh;
@@ -78,7 +83,7 @@ static int sock_diag_call(int nl_fd, __u32 *seq, __u16 type, __u16 flags,
 	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
 	union {
 		struct nlmsghdr nlh;
-		char buf[8192];
+		char buf[32768]; /* a dump's batch */
 	} reply;
 
 	if (sendto(nl_fd, &msg, sizeof(msg), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
@@ -104,6 +109,8 @@ static int sock_diag_call(int nl_fd, __u32 *seq, __u16 type, __u16 flags,
 					       0;
 			if (!(flags & NLM_F_DUMP))
 				return -EPROTO;
+			if (fn && h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+				fn(NLMSG_DATA(h), arg);
 		}
 	}
 }
@@ -118,7 +125,7 @@ static int tcp_diag_probe(int nl_fd, __u32 *seq)
 	const struct inet_diag_req_v2 req = { .sdiag_family = AF_INET,
 					      .sdiag_protocol = IPPROTO_TCP };
 
-	return sock_diag_call(nl_fd, seq, SOCK_DIAG_BY_FAMILY, NLM_F_DUMP, &req);
+	return sock_diag_call(nl_fd, seq, SOCK_DIAG_BY_FAMILY, NLM_F_DUMP, &req, NULL, NULL);
 }
 
 int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
@@ -190,7 +197,7 @@ static int sock_destroy(int nl_fd, __u32 *seq, const struct rg_h2_goaway *e)
 
 	memcpy(req.id.idiag_src, e->local_ip, sizeof(req.id.idiag_src));
 	memcpy(req.id.idiag_dst, e->remote_ip, sizeof(req.id.idiag_dst));
-	return sock_diag_call(nl_fd, seq, SOCK_DESTROY, NLM_F_ACK, &req);
+	return sock_diag_call(nl_fd, seq, SOCK_DESTROY, NLM_F_ACK, &req, NULL, NULL);
 }
 
 struct netns_walk {
@@ -314,53 +321,15 @@ static void reset_one(struct rg_h2_closer *c, const struct rg_h2_goaway *e)
 	}
 }
 
-/* One dump of the TCP sockets of a family in these states; each entry's
- * inet_diag_msg goes to fn.  0 or negative errno. */
-static int sock_diag_dump(int nl_fd, __u32 *seq, __u8 family, __u32 states,
-			  void (*fn)(const struct inet_diag_msg *m, void *arg), void *arg)
+/* One dump of the TCP sockets of a family in these states, to fn. */
+static int sock_diag_dump(int nl_fd, __u32 *seq, __u8 family, __u32 states, rg_diag_entry_fn fn,
+			  void *arg)
 {
-	struct {
-		struct nlmsghdr nlh;
-		struct inet_diag_req_v2 req;
-	} msg = {
-		.nlh = {
-			.nlmsg_len = sizeof(msg),
-			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-			.nlmsg_seq = ++*seq,
-		},
-		.req = { .sdiag_family = family, .sdiag_protocol = IPPROTO_TCP,
-			 .idiag_states = states },
-	};
-	struct sockaddr_nl nl = { .nl_family = AF_NETLINK };
-	union {
-		struct nlmsghdr nlh;
-		char buf[32768];
-	} reply;
+	const struct inet_diag_req_v2 req = { .sdiag_family = family,
+					      .sdiag_protocol = IPPROTO_TCP,
+					      .idiag_states = states };
 
-	if (sendto(nl_fd, &msg, sizeof(msg), 0, (struct sockaddr *)&nl, sizeof(nl)) < 0)
-		return -errno;
-	for (;;) {
-		struct nlmsghdr *h = &reply.nlh;
-		ssize_t n = recv(nl_fd, &reply, sizeof(reply), 0);
-		unsigned int len;
-
-		if (n < 0)
-			return -errno;
-		len = (unsigned int)n;
-		if (!NLMSG_OK(h, len))
-			return -EPROTO;
-		for (; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-			if (h->nlmsg_seq != *seq)
-				continue;
-			if (h->nlmsg_type == NLMSG_ERROR)
-				return ((struct nlmsgerr *)NLMSG_DATA(h))->error;
-			if (h->nlmsg_type == NLMSG_DONE)
-				return 0;
-			if (h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
-				fn(NLMSG_DATA(h), arg);
-		}
-	}
+	return sock_diag_call(nl_fd, seq, SOCK_DIAG_BY_FAMILY, NLM_F_DUMP, &req, fn, arg);
 }
 
 struct sweep {
@@ -381,11 +350,9 @@ static void sweep_one(const struct inet_diag_msg *m, void *arg)
 		.local_port = ntohs(m->id.idiag_sport),
 		.remote_port = ntohs(m->id.idiag_dport),
 	};
-	int i;
 
-	for (i = 0; i < w->nports && w->ports[i] != e.local_port; i++)
-		;
-	if (i == w->nports || !bpf_map_lookup_elem(w->conns_fd, &e.cookie, w->conn) ||
+	if (!rg_port_guarded(w->ports, w->nports, e.local_port) ||
+	    !bpf_map_lookup_elem(w->conns_fd, &e.cookie, w->conn) ||
 	    w->c->npending >= RG_H2_CLOSE_PENDING_MAX)
 		return;
 	memcpy(e.local_ip, m->id.idiag_src, sizeof(e.local_ip));
