@@ -58,15 +58,15 @@ static __always_inline __u64 rg_estimate_rows(struct rg_conn *c)
 
 struct rg_emit_ctx {
 	struct __sk_buff *skb;
-	struct rg_conn *conn;
+	__u64 seq;
 	__u32 from;
 	__u32 to;
+	__u32 lost;
 };
 
 static long rg_emit_cb(__u64 idx, void *ctx)
 {
 	struct rg_emit_ctx *e = ctx;
-	struct rg_conn *c = e->conn;
 	__u32 off = e->from + (__u32)idx * RG_BODY_DATA_BYTES;
 	struct rg_body_data *rec;
 	__u32 n;
@@ -78,7 +78,7 @@ static long rg_emit_cb(__u64 idx, void *ctx)
 		n = RG_BODY_DATA_BYTES;
 	rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
 	if (!rec) {
-		c->copy_lost = 1;
+		e->lost = 1;
 		rg_global_inc(body_ring_full);
 		return 1;
 	}
@@ -86,26 +86,36 @@ static long rg_emit_cb(__u64 idx, void *ctx)
 	n = ((n - 1) & (RG_BODY_DATA_BYTES - 1)) + 1;
 	if (bpf_skb_load_bytes(e->skb, off, rec->data, n)) {
 		bpf_ringbuf_discard(rec, 0);
-		c->copy_lost = 1;
+		e->lost = 1;
 		return 1;
 	}
 	rec->h.type = RG_BODY_DATA;
 	rec->h.len = n;
 	rec->h.cookie = bpf_get_socket_cookie(e->skb);
-	rec->h.seq = c->requests;
+	rec->h.seq = e->seq;
 	bpf_ringbuf_submit(rec, 0);
 	return 0;
 }
 
-/* Copy body bytes [from, to) of this skb to rowgated. */
-__noinline int rg_emit_body(struct __sk_buff *skb, struct rg_conn *c, __u32 from, __u32 to)
+/* Copy bytes [from, to) of this skb to rowgated as body records of copy
+ * seq; -1 when some were lost (ring full). */
+__noinline int rg_emit_bytes(struct __sk_buff *skb, __u64 seq, __u32 from, __u32 to)
 {
-	struct rg_emit_ctx e = { .skb = skb, .conn = c, .from = from, .to = to };
+	struct rg_emit_ctx e = { .skb = skb, .seq = seq, .from = from, .to = to };
 
-	if (!skb || !c || from >= to || c->copy_lost)
+	if (!skb || from >= to)
 		return 0;
 	bpf_loop((to - from + RG_BODY_DATA_BYTES - 1) / RG_BODY_DATA_BYTES, rg_emit_cb, &e, 0);
-	return 0;
+	return e.lost ? -1 : 0;
+}
+
+/* Copy body bytes [from, to) of this skb to rowgated (inline: the call
+ * stack of rg_verdict has no frame to spare). */
+static __always_inline void rg_emit_body(struct __sk_buff *skb, struct rg_conn *c, __u32 from,
+					 __u32 to)
+{
+	if (!c->copy_lost && rg_emit_bytes(skb, c->requests, from, to))
+		c->copy_lost = 1;
 }
 
 /* The start record of a copied request: what rowgated needs to decode it. */
@@ -140,7 +150,7 @@ __noinline int rg_emit_start(struct __sk_buff *skb, struct rg_conn *c)
 
 /* Tell rowgated a copied request ended (aborted: its connection closed
  * inside the body) and what it was charged; -1 when the ring is full. */
-static __always_inline int rg_body_end_submit(struct rg_conn *c, __u64 cookie, __u64 est,
+static __always_inline int rg_body_end_record(__u64 cookie, __u64 seq, __u64 body_bytes, __u64 est,
 					      bool admitted, bool aborted)
 {
 	struct rg_body_end *rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
@@ -150,8 +160,8 @@ static __always_inline int rg_body_end_submit(struct rg_conn *c, __u64 cookie, _
 	rec->h.type = RG_BODY_END;
 	rec->h.len = 0;
 	rec->h.cookie = cookie;
-	rec->h.seq = c->requests;
-	rec->body_bytes = c->body_bytes;
+	rec->h.seq = seq;
+	rec->body_bytes = body_bytes;
 	rec->estimated_rows = est;
 	rec->end_ns = bpf_ktime_get_ns();
 	rec->admitted = admitted;
@@ -160,6 +170,12 @@ static __always_inline int rg_body_end_submit(struct rg_conn *c, __u64 cookie, _
 	__builtin_memset(rec->pad, 0, sizeof(rec->pad));
 	bpf_ringbuf_submit(rec, 0);
 	return 0;
+}
+
+static __always_inline int rg_body_end_submit(struct rg_conn *c, __u64 cookie, __u64 est,
+					      bool admitted, bool aborted)
+{
+	return rg_body_end_record(cookie, c->requests, c->body_bytes, est, admitted, aborted);
 }
 
 /* The end of a copied request: charge the estimate, tell rowgated. */

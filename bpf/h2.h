@@ -15,6 +15,7 @@
 #include "rowgate/h2_answer.h"
 #include "admit.h"
 #include "conn.h"
+#include "copy.h"
 #include "respond.h"
 #include "skb_edit.h"
 
@@ -96,7 +97,23 @@ struct rg_h2_sock {
 	__u32 rej[RG_H2_REJECTED]; /* refused streams, 0 = free */
 	__u32 rej_next;		   /* the entry taken when none is free (a ring) */
 	__u32 adm[RG_H2_ADMITTED]; /* streams with an admitted message (a ring) */
+	/* --grpc-compressed debt: copies of compressed messages for rowgated */
+	__u64 copy_seq[RG_H2_STREAM_SLOTS]; /* the slot's message's copy; 0: none */
+	__u32 copy_sid[RG_H2_STREAM_SLOTS]; /* the stream copy_seq belongs to */
+	__u32 copy_next;		    /* copies begun on the connection */
+	__s32 cp_slot;			    /* bytes of this skb not emitted yet: */
+	__u32 cp_from;			    /* [cp_from, cp_to) of slot cp_slot */
+	__u32 cp_to;
 };
+
+/* 1: rowgated --grpc-compressed debt: a compressed GreptimeDatabase message
+ * passes and a copy goes to rowgated, which charges its rows to the
+ * database it names (docs/grpc.md#compressed); 0: it fails closed. */
+const volatile __u32 rg_h2_compressed_debt = 0;
+/* copy_seq of a message not copied (its stream was refused, its copy lost) */
+#define RG_H2_COPY_NONE 1
+/* copy ids: apart from HTTP/1 request numbers on the same ring */
+#define RG_H2_COPY_SEQ_BASE (1ULL << 63)
 
 /* h2_conns: socket cookie -> state of a connection that opened with the
  * HTTP/2 preface; deleted with the connection (sockops) */
@@ -225,6 +242,112 @@ static __always_inline int rg_h2_find(const __u32 *set, __u32 n, __u32 sid)
 	return -1;
 }
 
+/* The slot whose compressed message the next byte belongs to, or -1. */
+static __always_inline int rg_h2_copy_slot(const struct rg_h2_sock *st)
+{
+	const struct rg_h2_stream *s;
+
+	if (!rg_h2_compressed_debt || st->h.st != RG_H2S_DATA || st->h.unrouted_frame)
+		return -1;
+	if (st->h.slot < 0 || st->h.slot >= RG_H2_STREAM_SLOTS)
+		return -1;
+	s = &st->h.s[rg_h2_slot(st->h.slot)];
+	return s->pfx_got == 5 && s->m.compressed ? st->h.slot : -1;
+}
+
+/* Emit the bytes of this skb gathered for a copy. */
+__noinline int rg_h2_copy_flush(struct __sk_buff *skb, struct rg_h2_sock *st)
+{
+	__u32 slot;
+
+	if (!skb || !st || st->cp_slot < 0 || st->cp_slot >= RG_H2_STREAM_SLOTS)
+		return 0;
+	slot = rg_h2_slot(st->cp_slot);
+	st->cp_slot = -1;
+	if (st->copy_seq[slot] <= RG_H2_COPY_NONE)
+		return 0;
+	if (rg_emit_bytes(skb, st->copy_seq[slot], st->cp_from, st->cp_to)) {
+		st->copy_seq[slot] = RG_H2_COPY_NONE;
+		rg_global_inc(h2_compressed_lost);
+	}
+	return 0;
+}
+
+/* Bytes [off, off + n) of this skb are the compressed message of stream
+ * slot `slot`: begin its copy at its first bytes (the start record), and
+ * gather them, contiguous ones in one range. */
+__noinline int rg_h2_copy_extend(struct __sk_buff *skb, struct rg_h2_sock *st, int slot, __u32 off,
+				 __u32 n)
+{
+	struct rg_body_start *rec;
+	const struct rg_h2_stream *s;
+	__u32 i, sid;
+
+	if (!skb || !st || slot < 0 || slot >= RG_H2_STREAM_SLOTS)
+		return 0;
+	i = rg_h2_slot(slot);
+	s = &st->h.s[i];
+	sid = s->id;
+	if (!st->copy_seq[i] || st->copy_sid[i] != sid) {
+		st->copy_sid[i] = sid;
+		st->copy_seq[i] = RG_H2_COPY_NONE;
+		/* a refused stream's frames never reach the server */
+		if (rg_h2_keep &&
+		    (st->frame_rej == sid || rg_h2_find(st->rej, RG_H2_REJECTED, sid) >= 0))
+			return 0;
+		rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
+		if (!rec) {
+			rg_global_inc(body_ring_full);
+			rg_global_inc(h2_compressed_lost);
+			return 0;
+		}
+		st->copy_seq[i] = RG_H2_COPY_SEQ_BASE | ++st->copy_next;
+		__builtin_memset(rec, 0, sizeof(*rec));
+		rec->h.type = RG_BODY_START;
+		rec->h.cookie = bpf_get_socket_cookie(skb);
+		rec->h.seq = st->copy_seq[i];
+		rec->protocol = RG_PROTO_GREPTIME_GRPC;
+		rec->admitted = 1;
+		rec->content_length = s->m.len;
+		bpf_ringbuf_submit(rec, 0);
+	}
+	if (st->copy_seq[i] == RG_H2_COPY_NONE)
+		return 0;
+	if (st->cp_slot == slot && st->cp_to == off) {
+		st->cp_to += n;
+		return 0;
+	}
+	rg_h2_copy_flush(skb, st);
+	st->cp_slot = slot;
+	st->cp_from = off;
+	st->cp_to = off + n;
+	return 0;
+}
+
+/* The compressed message of slot `slot` completed (its last byte is
+ * gathered): its copy's end record; the kernel charged nothing. */
+__noinline int rg_h2_copy_end(struct __sk_buff *skb, struct rg_h2_sock *st, int slot)
+{
+	__u32 i;
+
+	if (!skb || !st || slot < 0 || slot >= RG_H2_STREAM_SLOTS)
+		return 0;
+	i = rg_h2_slot(slot);
+	if (st->cp_slot == slot)
+		rg_h2_copy_flush(skb, st);
+	if (st->copy_seq[i] > RG_H2_COPY_NONE) {
+		if (rg_body_end_record(bpf_get_socket_cookie(skb), st->copy_seq[i],
+				       st->h.s[i].m.len, 0, true, false)) {
+			rg_global_inc(body_ring_full);
+			rg_global_inc(h2_compressed_lost);
+		} else {
+			rg_global_inc(h2_compressed_copied);
+		}
+	}
+	st->copy_seq[i] = 0;
+	return 0;
+}
+
 /* A message completed: charge it, or refuse it (returns 1).  A message the
  * kernel cannot judge (compressed, a database name that fits no key) is
  * an error: the connection is not followed further.  A global function:
@@ -243,7 +366,11 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 		return 0;
 	m = &st->h.s[rg_h2_slot(s)].m;
 	if (m->compressed) {
-		/* grpc-encoding: the kind and rows are unknown (docs/grpc.md §6.5) */
+		/* grpc-encoding: the database and rows are unknown here; with
+		 * --grpc-compressed debt rowgated counts the copy
+		 * (rg_h2_copy_end), else it fails closed (docs/grpc.md#compressed) */
+		if (rg_h2_compressed_debt)
+			return 0;
 		st->err = RG_H2_ERR_GRPC;
 		return -1;
 	}
@@ -712,7 +839,7 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 	struct rg_h2_loop *l = ctx;
 	struct rg_h2_sock *st = l->st;
 	__u32 p = st->pos, n;
-	int r, fb;
+	int r, fb, cs;
 
 	if (p >= st->win_len) {
 		__u32 off = st->win_off + st->win_len, left;
@@ -735,7 +862,21 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		st->win_off = off;
 		st->pos = p = 0;
 	}
+	cs = rg_h2_copy_slot(st);
 	n = rg_h2_skippable(&st->h);
+	if (n && cs >= 0) {
+		/* a copied message: past the window, to the skb's end */
+		__u32 at = st->win_off + p;
+
+		if (n > l->skb->len - at)
+			n = l->skb->len - at;
+		rg_h2_skip(&st->h, n);
+		rg_h2_copy_extend(l->skb, st, cs, at, n);
+		st->win_off = at + n;
+		st->win_len = 0;
+		st->pos = 0;
+		return 0;
+	}
 	if (n) {
 		if (n > st->win_len - p)
 			n = st->win_len - p;
@@ -743,12 +884,17 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		st->pos = p + n;
 		return 0;
 	}
+	/* gathered before the step, which may end the stream and free its slot */
+	if (cs >= 0)
+		rg_h2_copy_extend(l->skb, st, cs, st->win_off + p, 1);
 	r = rg_h2_step(&st->h, st->win[p & (RG_H2_WINDOW_BYTES - 1)]);
 	st->pos = p + 1;
 	if (r < 0) {
 		st->err = r;
 		return 1;
 	}
+	if (cs >= 0 && r == RG_H2_EV_MESSAGE)
+		rg_h2_copy_end(l->skb, st, cs);
 	if (r == RG_H2_EV_MESSAGE && st->early_sid && st->h.done_sid == st->early_sid) {
 		/* refused at its frame's header: only its rows are wanted */
 		rg_h2_early_rows(st);
@@ -1042,6 +1188,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	st->nops = 0;
 	st->resets = 0;
 	st->sid_passed = st->h.last_sid;
+	st->cp_slot = -1;
 	l.st = st;
 	if (skip < 0) {
 		/* held bytes lost: the server's stream has a hole */
@@ -1053,6 +1200,9 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		st->fh_off = skip && st->stash_whole ? 0 : ~0U;
 		/* at most one iteration per byte (skips take fewer) */
 		bpf_loop(skb->len, rg_h2_byte_cb, &l, 0);
+		/* before the skb is cut or rewritten below */
+		if (!st->err)
+			rg_h2_copy_flush(skb, st);
 	}
 	if (st->h.unrouted_streams != st->unrouted_seen) {
 		__u32 zero = 0;

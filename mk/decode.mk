@@ -14,7 +14,7 @@ DECODE_PB_H   := $(DECODE_PROTOS:proto/%.proto=$(BUILD)/proto/%.pb-c.h)
 
 # The counting library (what rowgated links): no protobuf-c needed.
 DECODE_LIB_SRCS := user/decode/count.c user/decode/payload.c user/decode/decompress.c \
-                   user/decode/pbwalk.c user/decode/jsoncount.c
+                   user/decode/pbwalk.c user/decode/jsoncount.c user/decode/grpccount.c
 DECODE_LIB_LIBS := -ljansson -lz -lzstd -lbrotlidec -lsnappy
 DECODE_HDRS     := user/decode/count.h user/decode/decompress.h \
                    user/decode/internal.h user/decode/encode.h

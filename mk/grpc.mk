@@ -61,3 +61,7 @@ $(BUILD)/tests/h2_kern: tests/bpf/h2_kern.c tests/bpf/h2_load.h $(SHARED_H)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $< -o $@ $(BPF_LIBS)
+
+# test_h2 also counts compressed messages the way rowgated does (user/decode)
+UNIT_EXTRA_test_h2 := $(DECODE_LIB_SRCS) $(DECODE_ENC_SRCS)
+UNIT_LIBS_test_h2  := $(DECODE_LIB_LIBS) $(DECODE_ENC_LIBS)

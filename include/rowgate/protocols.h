@@ -25,7 +25,10 @@
 	X(6, LOKI, "loki", 0)        /* protobuf or JSON by Content-Type */ \
 	X(7, ES_BULK, "es-bulk", 0)  /* Elasticsearch _bulk */ \
 	X(8, NDJSON, "ndjson", 0)    /* /v1/ingest */ \
-	X(9, OPENTSDB, "opentsdb", 0)
+	X(9, OPENTSDB, "opentsdb", 0) \
+	/* GreptimeDatabase gRPC messages, never an HTTP route: the h2 \
+	 * verdict counts plain ones, rowgated compressed ones (docs/grpc.md) */ \
+	X(10, GREPTIME_GRPC, "greptime-grpc", 0)
 
 enum rg_protocol {
 	RG_PROTO_NONE = 0, /* no route: the request passes untouched */

@@ -33,16 +33,7 @@ METHODS="/opentelemetry.proto.collector.metrics.v1.MetricsService/Export
 CALLS=3 ROWS=50 DB=uc_db
 
 rg_make_cgroup
-GPORT=$(rg_free_port) || rg_fail "no free port"
-GADMIN=$(rg_free_port) || rg_fail "no free port"
-[ "$GPORT" != "$GADMIN" ] || rg_fail "ports collide"
-(
-	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-	exec "$GO_SERVER" -port "$GPORT" -admin-port "$GADMIN"
-) >"$RG_TMP/goserver.log" 2>&1 &
-GSRV=$!
-rg_on_exit "kill -9 $GSRV; wait $GSRV"
-rg_wait_for 20 curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
+rg_start_grpc_go_server
 
 jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 # is GOT WANT WHAT: equal, or say what differs

@@ -99,6 +99,22 @@ rg_wait_for() {
 
 rg_ctl() { "$RG_ROWGATECTL" --socket "$RG_SOCK" --bpffs "$RG_BPFFS" "$@"; }
 
+# The grpc-go GreptimeDatabase server (tests/grpc/goserver) in the test's
+# cgroup (rg_make_cgroup first) on free ports: sets GPORT (gRPC), GADMIN
+# (its GET /stats) and GSRV; killed on exit.  Arguments go to the server.
+rg_start_grpc_go_server() {
+	GPORT=$(rg_free_port) || rg_fail "no free port"
+	GADMIN=$(rg_free_port) || rg_fail "no free port"
+	[ "$GPORT" != "$GADMIN" ] || rg_fail "ports collide"
+	(
+		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
+		exec "$RG_BUILD/grpc/rg-grpc-go-server" -port "$GPORT" -admin-port "$GADMIN" "$@"
+	) >"$RG_TMP/goserver.log" 2>&1 &
+	GSRV=$!
+	rg_on_exit "kill -9 $GSRV; wait $GSRV"
+	rg_wait_for 20 curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
+}
+
 # The test's own cgroup (RG_CGROUP), removed on exit.
 rg_make_cgroup() {
 	local root

@@ -25,6 +25,7 @@ function usage(msg) {
   --id NAME             prefix of the unique table names (default js)
   --concurrency N       calls in flight at once (default 1)
   --no-retry            no retry policy in the service config
+  --gzip                compress messages (grpc-encoding: gzip)
   --other N             Health/Check and Other/Handle calls after each call (default 0)
   --gap-ms N            pause between a HandleRequests call's messages (default 0)
   --stagger-ms N        start worker i of --concurrency i times N ms late (default 0)
@@ -49,6 +50,7 @@ for (let i = 0; i < argv.length; i++) {
 	case '--concurrency': opt.concurrency = n(); break;
 	case '--columnar': opt.columnar = true; break;
 	case '--no-retry': opt.retry = false; break;
+	case '--gzip': opt.gzip = true; break;
 	case '--other': opt.other = n(); break;
 	case '--gap-ms': opt.gapMs = n(); break;
 	case '--stagger-ms': opt.staggerMs = n(); break;
@@ -73,8 +75,12 @@ const serviceConfig = { methodConfig: [{
 		backoffMultiplier: 2, retryableStatusCodes: ['RESOURCE_EXHAUSTED'],
 	},
 }] };
-const client = new GreptimeDatabase(opt.target, grpc.credentials.createInsecure(),
-	opt.retry ? { 'grpc.service_config': JSON.stringify(serviceConfig) } : {});
+const channelOptions = {};
+if (opt.retry)
+	channelOptions['grpc.service_config'] = JSON.stringify(serviceConfig);
+if (opt.gzip)
+	channelOptions['grpc.default_compression_algorithm'] = 2; /* gzip */
+const client = new GreptimeDatabase(opt.target, grpc.credentials.createInsecure(), channelOptions);
 
 let seq = 0;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

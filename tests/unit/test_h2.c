@@ -14,6 +14,9 @@ static int test_route(const struct rg_hpack *t);
 #include "rowgate/h2.h"
 #include "rowgate/hpack_huffman.h"
 #include "check.h"
+#include "../../user/decode/count.h"
+#include "../../user/decode/decompress.h"
+#include "../../user/decode/encode.h"
 #include "h2_routes_ref.h"
 #include "h2_feed_ref.h"
 
@@ -940,6 +943,86 @@ static void test_real_clients(void)
 	}
 }
 
+/*
+ * A compressed message as rowgated counts it (--grpc-compressed debt,
+ * user/decode/grpccount.c): after gzip or zstd, the same rows and the same
+ * database key the kernel's walk finds in the plain message.
+ */
+static void count_compressed(const struct buf *req, enum rg_codec codec, const char *ce,
+			     const char *want_db, uint64_t want_rows, const char *what)
+{
+	struct rg_row_counts counts = { 0 };
+	struct rg_db_key key = { 0 };
+	uint8_t *z = NULL;
+	size_t zn = 0;
+	int r;
+
+	CHECK(rg_compress(codec, false, req->p, req->len, &z, &zn) == 0, "%s: compress", what);
+	r = rg_count_payload(RG_PAYLOAD_GREPTIME_GRPC, ce, NULL, z, zn, NULL, &counts);
+	CHECK(r == 0 && counts.err == RG_COUNT_OK, "%s %s: %s", what, ce, counts.err_msg);
+	CHECK_EQ_U64(counts.rows, want_rows, what);
+	if (!want_db) {
+		CHECK_EQ_U64(counts.n_dbs, 0, what);
+	} else if (!strcmp(want_db, "<too long>")) {
+		CHECK_EQ_U64(counts.overflow_rows, want_rows, what);
+	} else {
+		CHECK_EQ_U64(counts.n_dbs, 1, what);
+		uint32_t n = (uint32_t)strlen(counts.dbs[0].name);
+
+		CHECK(rg_db_key_from_raw(&key, counts.dbs[0].name, n, RG_DB_NAME_MAX) >= 0 &&
+			      !strcmp(key.name, want_db),
+		      "%s %s: db %s, want %s", what, ce, key.name, want_db);
+		CHECK_EQ_U64(counts.dbs[0].rows, want_rows, what);
+	}
+	free(z);
+}
+
+static void test_compressed_count(void)
+{
+	static const struct {
+		const char *cat, *sch, *db, *want;
+	} cases[] = {
+		{ NULL, NULL, "greptime-logs", "logs" },
+		{ NULL, NULL, "acme-Metrics", "acme-Metrics" },
+		{ "Cat", "Sch", NULL, "cat-sch" },
+		{ "acme", NULL, NULL, "acme-public" },
+		{ NULL, NULL, NULL, "public" },
+		{ NULL, "\xc3\x89t\xc3\xa9", NULL, "<too long>" },
+	};
+	/* GreptimeRequest { query = 3 {} }: not charged */
+	static const uint8_t query[] = { 0x1a, 0x00 };
+	struct buf req = { 0 }, q = { .p = (uint8_t *)query, .len = sizeof(query) };
+	struct rg_row_counts counts = { 0 };
+	uint32_t cols[] = { 100, 50 };
+	uint8_t *z = NULL;
+	size_t i, zn = 0;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		build_req(&req, cases[i].cat, cases[i].sch, cases[i].db, 7);
+		count_compressed(&req, RG_CODEC_GZIP, "gzip", cases[i].want, 7, "row inserts");
+		count_compressed(&req, RG_CODEC_ZSTD, "zstd", cases[i].want, 7, "row inserts");
+		freebuf(&req);
+	}
+	memset(&req, 0, sizeof(req));
+	header(&req, NULL, NULL, "col");
+	inserts(&req, cols, 2);
+	count_compressed(&req, RG_CODEC_GZIP, "gzip", "col", 150, "columnar inserts");
+	count_compressed(&q, RG_CODEC_ZSTD, "zstd", NULL, 0, "a query");
+
+	/* what the server cannot decode stores nothing: an error, not rows */
+	CHECK(rg_compress(RG_CODEC_GZIP, false, req.p, req.len - 1, &z, &zn) == 0, "compress");
+	CHECK(rg_count_payload(RG_PAYLOAD_GREPTIME_GRPC, "gzip", NULL, z, zn, NULL, &counts) &&
+		      counts.err == RG_COUNT_E_MALFORMED,
+	      "a message cut inside a field: %d", counts.err);
+	memset(&counts, 0, sizeof(counts));
+	z[zn / 2] ^= 0xff;
+	CHECK(rg_count_payload(RG_PAYLOAD_GREPTIME_GRPC, "gzip", NULL, z, zn, NULL, &counts) &&
+		      counts.err != RG_COUNT_OK,
+	      "corrupt gzip: %d", counts.err);
+	free(z);
+	freebuf(&req);
+}
+
 /* ---- HPACK ---------------------------------------------------------------- */
 
 static size_t unhex(const char *h, uint8_t *out)
@@ -1557,6 +1640,7 @@ int main(void)
 	test_malformed();
 	test_large();
 	test_real_clients();
+	test_compressed_count();
 	test_stash();
 	test_refused_slots();
 	test_uncounted();

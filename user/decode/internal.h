@@ -25,6 +25,9 @@ int rg_pb_count_otlp_metrics(const uint8_t *p, size_t n,
 int rg_pb_count_otlp_logs(const uint8_t *p, size_t n, struct rg_row_counts *out);
 int rg_pb_count_otlp_traces(const uint8_t *p, size_t n, struct rg_row_counts *out);
 int rg_pb_count_loki(const uint8_t *p, size_t n, struct rg_row_counts *out);
+/* A GreptimeDatabase message (grpccount.c): its rows in dbs[] under the
+ * database it names. */
+int rg_pb_count_greptime(const uint8_t *p, size_t n, struct rg_row_counts *out);
 
 /* JSON counters (jsoncount.c). */
 int rg_json_count_loki(const uint8_t *p, size_t n, struct rg_row_counts *out);

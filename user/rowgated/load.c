@@ -177,6 +177,7 @@ int rgd_load(struct daemon *d)
 	d->skel->rodata->rg_conns_full_close = d->cfg->conns_full_close;
 	d->skel->rodata->rg_egress_on = !d->cfg->egress_off;
 	d->skel->rodata->rg_h2_keep = d->cfg->grpc_keep && !d->cfg->egress_off;
+	d->skel->rodata->rg_h2_compressed_debt = d->cfg->grpc_compressed_debt;
 	d->skel->rodata->rg_h2_max_streams =
 		d->skel->rodata->rg_h2_keep ? d->cfg->grpc_max_streams : 0;
 	if (!err)

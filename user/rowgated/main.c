@@ -124,13 +124,19 @@ static int serve(struct daemon *d, int notify_fd)
 		return -errno;
 	pr_info("guarding %d port(s) in %s; admin socket %s", d->cfg->nports, d->cfg->cgroup,
 		d->cfg->admin_socket);
-	for (int i = 0; i < d->cfg->nports; i++)
+	for (int i = 0; i < d->cfg->nports; i++) {
+		const char *grpc = "answered 400";
+
+		if (d->cfg->port_cfg[i].flags & RG_PORT_GRPC)
+			grpc = d->cfg->grpc_compressed_debt ?
+				       "followed, compressed messages charged as debt" :
+				       "followed";
 		pr_info("port %u: %s, gRPC (h2c) %s%s", d->cfg->ports[i],
-			rg_profile_name(d->cfg->port_cfg[i].profile),
-			d->cfg->port_cfg[i].flags & RG_PORT_GRPC ? "followed" : "answered 400",
+			rg_profile_name(d->cfg->port_cfg[i].profile), grpc,
 			d->cfg->port_cfg[i].flags & RG_PORT_ALLOW_UNPARSED ?
 				", unparsed bytes pass" :
 				"");
+	}
 	notify_ready(notify_fd);
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = d->admin_fd, .events = POLLIN };

@@ -89,6 +89,16 @@ static void usage(FILE *out)
 		"                          reaches the server (counted h2_streams_uncounted);\n"
 		"                          pass lets them through unlimited, as any gRPC\n"
 		"                          service rowgate does not route; default: refuse\n"
+		"      --grpc-compressed refuse|debt\n"
+		"                          GreptimeDatabase messages sent compressed\n"
+		"                          (grpc-encoding gzip or zstd) name their database\n"
+		"                          inside the compressed bytes, out of the kernel's\n"
+		"                          reach: refuse closes the connection with GOAWAY\n"
+		"                          (counted h2_failclosed); debt passes them and\n"
+		"                          charges their rows, counted by rowgated from a\n"
+		"                          copy, to the database they name, as debt: a\n"
+		"                          database in debt still takes compressed writes;\n"
+		"                          docs/grpc.md#compressed; default: refuse\n"
 		"      --server-timeout N=SECONDS[,IDLE]\n"
 		"                          the timers of the server on guarded port N: it\n"
 		"                          closes a connection SECONDS after accept while no\n"
@@ -310,7 +320,8 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		OPT_GRPC_REJECT,
 		OPT_GRPC_CLOSE_GRACE,
 		OPT_GRPC_MAX_STREAMS,
-		OPT_GRPC_UNCOUNTED
+		OPT_GRPC_UNCOUNTED,
+		OPT_GRPC_COMPRESSED
 	};
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
 	static const struct option opts[] = {
@@ -330,6 +341,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		{ "grpc-close-grace", required_argument, NULL, OPT_GRPC_CLOSE_GRACE },
 		{ "grpc-max-streams", required_argument, NULL, OPT_GRPC_MAX_STREAMS },
 		{ "grpc-uncounted", required_argument, NULL, OPT_GRPC_UNCOUNTED },
+		{ "grpc-compressed", required_argument, NULL, OPT_GRPC_COMPRESSED },
 		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
 		{ "udp", required_argument, NULL, 'u' },
@@ -543,6 +555,16 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 				cfg->grpc_uncounted_pass = true;
 			} else {
 				pr_err("--grpc-uncounted '%s': expected refuse or pass", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_GRPC_COMPRESSED:
+			if (!strcmp(optarg, "refuse")) {
+				cfg->grpc_compressed_debt = false;
+			} else if (!strcmp(optarg, "debt")) {
+				cfg->grpc_compressed_debt = true;
+			} else {
+				pr_err("--grpc-compressed '%s': expected refuse or debt", optarg);
 				return -EINVAL;
 			}
 			break;

@@ -362,6 +362,55 @@ static void finish_aborted(struct rg_reconciler *r, struct pending *p, const str
 	STAT_ADD(r, aborted, 1);
 }
 
+/*
+ * A compressed GreptimeDatabase message (--grpc-compressed debt): the
+ * kernel passed it uncharged, its database unknown.  Its coding is read
+ * from its magic bytes: the server decodes by the grpc-encoding header, and
+ * only gzip and zstd (the codings GreptimeDB accepts) succeed there, each
+ * only on its own format.  What neither can decode the server stores
+ * nothing of: nothing is charged.  The rows go to the database the message
+ * names, as debt (docs/grpc.md#compressed).
+ */
+static void finish_grpc(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e,
+			__u64 lag)
+{
+	const struct rg_body_start *s = &p->start;
+	static const unsigned char gzip_magic[] = { 0x1f, 0x8b };
+	static const unsigned char zstd_magic[] = { 0x28, 0xb5, 0x2f, 0xfd };
+	struct rg_row_counts counts = { 0 };
+	const char *ce = NULL;
+	__u32 i;
+
+	if (!e->complete || p->overflow) {
+		STAT_ADD(r, incomplete, 1);
+		pr_warn("compressed gRPC message of %llu bytes not counted: its copy is incomplete",
+			(unsigned long long)e->body_bytes);
+		return;
+	}
+	if (p->len >= sizeof(gzip_magic) && !memcmp(p->buf, gzip_magic, sizeof(gzip_magic)))
+		ce = "gzip";
+	else if (p->len >= sizeof(zstd_magic) && !memcmp(p->buf, zstd_magic, sizeof(zstd_magic)))
+		ce = "zstd";
+	if (!ce || rg_count_payload(RG_PAYLOAD_GREPTIME_GRPC, ce, NULL, p->buf, p->len,
+				    limits_of(r, s), &counts) ||
+	    counts.err != RG_COUNT_OK) {
+		STAT_ADD(r, undecodable, 1);
+		pr_info("compressed gRPC message of %zu bytes not counted (the server cannot store "
+			"it either): %s",
+			p->len, ce ? counts.err_msg : "neither gzip nor zstd");
+		return;
+	}
+	if (counts.overflow_rows)
+		pr_warn("compressed gRPC message names a database no key holds: "
+			"%llu rows not charged",
+			(unsigned long long)counts.overflow_rows);
+	for (i = 0; i < counts.n_dbs && i < RG_COUNT_MAX_DBS; i++)
+		correct(r, s, counts.dbs[i].name, true, 0, counts.dbs[i].rows, e->admitted, false,
+			lag);
+	STAT_ADD(r, reconciled, 1);
+	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = rg_monotonic_ns() - e->end_ns;
+}
+
 static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e)
 {
 	const struct rg_body_start *s = &p->start;
@@ -371,6 +420,10 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 	long len = (long)p->len;
 	enum rg_payload_protocol proto = rg_payload_of(s->protocol);
 
+	if (s->protocol == RG_PROTO_GREPTIME_GRPC) {
+		finish_grpc(r, p, e, lag);
+		return;
+	}
 	memcpy(ct, s->content_type, RG_CT_BYTES);
 	memcpy(ce, s->content_encoding, RG_CE_BYTES);
 	if (e->aborted && !p->overflow) {

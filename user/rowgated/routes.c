@@ -87,7 +87,9 @@ int rgd_parse_route(const char *s, struct route_opt *r)
 	memset(r, 0, sizeof(*r));
 	memcpy(r->path, s, len);
 	for (size_t i = 0; i < sizeof(route_names) / sizeof(route_names[0]); i++) {
-		if (!strcmp(eq + 1, route_names[i].name)) {
+		/* GreptimeDatabase messages come on gRPC, never on an HTTP path */
+		if (!strcmp(eq + 1, route_names[i].name) &&
+		    route_names[i].route.protocol != RG_PROTO_GREPTIME_GRPC) {
 			r->route = route_names[i].route;
 			return 0;
 		}
