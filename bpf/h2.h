@@ -104,6 +104,8 @@ struct rg_h2_sock {
 	__s32 cp_slot;			    /* bytes of this skb not emitted yet: */
 	__u32 cp_from;			    /* [cp_from, cp_to) of slot cp_slot */
 	__u32 cp_to;
+	__u64 cookie; /* of the socket, for h2_cdb */
+	__s32 cverdict; /* rg_h2_compressed_admit of the compressed message completing */
 };
 
 /* 1: rowgated --grpc-compressed debt: a compressed GreptimeDatabase message
@@ -125,6 +127,15 @@ struct {
 	__type(value, struct rg_h2_sock);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_H2_CONNS SEC(".maps");
+
+/* h2_cdb: the database of each connection's compressed messages
+ * (struct rg_h2_cdb), written by rowgated; not pinned */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RG_MAX_CONNS);
+	__type(key, __u64);
+	__type(value, struct rg_h2_cdb);
+} RG_MAP_H2_CDB SEC(".maps");
 
 /* h2_goaway: connections closed with GOAWAY, for rowgated to reset */
 struct {
@@ -325,8 +336,9 @@ __noinline int rg_h2_copy_extend(struct __sk_buff *skb, struct rg_h2_sock *st, i
 }
 
 /* The compressed message of slot `slot` completed (its last byte is
- * gathered): its copy's end record; the kernel charged nothing. */
-__noinline int rg_h2_copy_end(struct __sk_buff *skb, struct rg_h2_sock *st, int slot)
+ * gathered) and was judged: its copy's end record; the kernel charged
+ * nothing.  A refused one is counted by rowgated as rejected rows. */
+__noinline int rg_h2_copy_end(struct __sk_buff *skb, struct rg_h2_sock *st, int slot, int admitted)
 {
 	__u32 i;
 
@@ -337,7 +349,7 @@ __noinline int rg_h2_copy_end(struct __sk_buff *skb, struct rg_h2_sock *st, int 
 		rg_h2_copy_flush(skb, st);
 	if (st->copy_seq[i] > RG_H2_COPY_NONE) {
 		if (rg_body_end_record(bpf_get_socket_cookie(skb), st->copy_seq[i],
-				       st->h.s[i].m.len, 0, true, false)) {
+				       st->h.s[i].m.len, 0, admitted, false)) {
 			rg_global_inc(body_ring_full);
 			rg_global_inc(h2_compressed_lost);
 		} else {
@@ -346,6 +358,51 @@ __noinline int rg_h2_copy_end(struct __sk_buff *skb, struct rg_h2_sock *st, int 
 	}
 	st->copy_seq[i] = 0;
 	return 0;
+}
+
+/*
+ * A compressed message (--grpc-compressed debt) is judged on every database
+ * the connection's compressed messages named before (h2_cdb, learned by
+ * rowgated from their copies): refused while any of them is in debt, a
+ * refusal the server might not have made, never an admission it would not
+ * have made (docs/grpc.md#compressed).  Returns RG_ADMIT_UNLIMITED when
+ * none is learned or limited, RG_ADMIT_YES (st->db: the first), RG_ADMIT_NO
+ * (st->db, st->info: the one in debt), or -1: too many to follow.
+ */
+__noinline int rg_h2_compressed_admit(struct rg_h2_sock *st)
+{
+	struct rg_h2_cdb *cdb; /* its keys are map memory: keys 6.1 takes */
+	int verdict = RG_ADMIT_UNLIMITED;
+	__u64 cookie; /* Linux 6.1 takes no map key from an argument's memory */
+	__u32 i;
+
+	if (!st)
+		return -1;
+	cookie = st->cookie;
+	cdb = bpf_map_lookup_elem(&RG_MAP_H2_CDB, &cookie);
+	if (!cdb)
+		return RG_ADMIT_UNLIMITED;
+	if (cdb->full)
+		return -1;
+	for (i = 0; i < RG_H2_CDB_DBS && i < cdb->n; i++) {
+		switch (rg_admit(&cdb->db[i], &st->info)) {
+		case RG_ADMIT_UNLIMITED:
+			continue;
+		case RG_ADMIT_YES:
+			if (verdict == RG_ADMIT_YES)
+				continue;
+			verdict = RG_ADMIT_YES;
+			break;
+		default:
+			verdict = RG_ADMIT_NO;
+			break;
+		}
+		__builtin_memcpy(&st->db, &cdb->db[i], sizeof(st->db));
+		st->db_len = cdb->len[i] < RG_DB_NAME_MAX ? cdb->len[i] : RG_DB_NAME_MAX - 1;
+		if (verdict == RG_ADMIT_NO)
+			break;
+	}
+	return verdict;
 }
 
 /* A message completed: charge it, or refuse it (returns 1).  A message the
@@ -365,28 +422,44 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	if (s < 0 || s >= RG_H2_STREAM_SLOTS)
 		return 0;
 	m = &st->h.s[rg_h2_slot(s)].m;
-	if (m->compressed) {
-		/* grpc-encoding: the database and rows are unknown here; with
-		 * --grpc-compressed debt rowgated counts the copy
-		 * (rg_h2_copy_end), else it fails closed (docs/grpc.md#compressed) */
-		if (rg_h2_compressed_debt)
-			return 0;
+	if (m->compressed && !rg_h2_compressed_debt) {
+		/* grpc-encoding: the database and rows are unknown here
+		 * (docs/grpc.md#compressed) */
 		st->err = RG_H2_ERR_GRPC;
 		return -1;
 	}
 	if (rg_h2_keep && (st->h.done_sid == st->frame_rej ||
 			   rg_h2_find(st->rej, RG_H2_REJECTED, st->h.done_sid) >= 0))
 		return 0; /* its stream was reset: never handled, never charged */
-	if (!rg_grpc_charged(m))
-		return 0;
-	n = rg_grpc_db_key_in(m, &st->db, st->db_raw);
-	if (n < 0) {
-		st->err = RG_H2_ERR_PROTOBUF;
-		return -1;
+	if (m->compressed) {
+		/* --grpc-compressed debt: charged nothing here, its rows by
+		 * rowgated from its copy (rg_h2_copy_end) */
+		n = st->cverdict;
+		if (n < 0) {
+			rg_global_inc(h2_compressed_dbs_full);
+			st->err = RG_H2_ERR_GRPC;
+			return -1;
+		}
+		if (n == RG_ADMIT_UNLIMITED) {
+			/* nothing learned yet: a stream with an admitted message */
+			if (rg_h2_keep && rg_h2_find(st->adm, RG_H2_ADMITTED, st->h.done_sid) < 0)
+				st->adm[st->adm_next++ & (RG_H2_ADMITTED - 1)] = st->h.done_sid;
+			return 0;
+		}
+		__builtin_memcpy(&db, &st->db, sizeof(db));
+	} else {
+		if (!rg_grpc_charged(m))
+			return 0;
+		n = rg_grpc_db_key_in(m, &st->db, st->db_raw);
+		if (n < 0) {
+			st->err = RG_H2_ERR_PROTOBUF;
+			return -1;
+		}
+		st->db_len = (__u32)n;
+		__builtin_memcpy(&db, &st->db, sizeof(db));
+		n = rg_admit(&db, &st->info);
 	}
-	st->db_len = (__u32)n;
-	__builtin_memcpy(&db, &st->db, sizeof(db));
-	switch (rg_admit(&db, &st->info)) {
+	switch (n) {
 	case RG_ADMIT_UNLIMITED:
 		return 0;
 	case RG_ADMIT_YES:
@@ -893,11 +966,25 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		st->err = r;
 		return 1;
 	}
-	if (cs >= 0 && r == RG_H2_EV_MESSAGE)
-		rg_h2_copy_end(l->skb, st, cs);
 	if (r == RG_H2_EV_MESSAGE && st->early_sid && st->h.done_sid == st->early_sid) {
 		/* refused at its frame's header: only its rows are wanted */
 		rg_h2_early_rows(st);
+		return 0;
+	}
+	if (r == RG_H2_EV_MESSAGE && cs >= 0) {
+		/* a compressed message: judged (its databases looked up here:
+		 * rg_h2_message's stack has no room for another call), then its
+		 * copy ends */
+		st->cverdict = rg_h2_compressed_admit(st);
+		fb = rg_h2_message(st);
+		rg_h2_copy_end(l->skb, st, cs, !fb);
+		if (fb < 0 || (fb && !rg_h2_keep))
+			return 1; /* an error fails closed; a refusal closes */
+		if (fb) {
+			fb = rg_h2_keep_reject(st, l->out);
+			if (fb)
+				goto fallback;
+		}
 		return 0;
 	}
 	if (r == RG_H2_EV_MESSAGE && rg_h2_message(st)) {
@@ -1189,6 +1276,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	st->resets = 0;
 	st->sid_passed = st->h.last_sid;
 	st->cp_slot = -1;
+	st->cookie = cookie;
 	l.st = st;
 	if (skip < 0) {
 		/* held bytes lost: the server's stream has a hole */

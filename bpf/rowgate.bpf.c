@@ -410,6 +410,7 @@ int rg_sockops(struct bpf_sock_ops *skops)
 			if (!c || c->h2 || (c->port_flags & RG_PORT_GRPC)) {
 				bpf_map_delete_elem(&RG_MAP_H2_CONNS, &cookie);
 				bpf_map_delete_elem(&RG_MAP_H2_OUT, &cookie);
+				bpf_map_delete_elem(&RG_MAP_H2_CDB, &cookie);
 			}
 			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
 		}

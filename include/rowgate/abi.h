@@ -296,6 +296,21 @@ struct rg_refused {
 };
 #define RG_MAX_REFUSED 65536 /* LRU: entries outlive the request briefly */
 
+/* h2_cdb: socket cookie -> the databases a connection's compressed
+ * GreptimeDatabase messages named (--grpc-compressed debt), learned by
+ * rowgated from the copies it decodes; the verdict refuses the
+ * connection's later compressed messages while any of them is in debt.
+ * full: they named more than RG_H2_CDB_DBS; the connection's further
+ * compressed messages fail closed (docs/grpc.md#compressed).  Not pinned. */
+#define RG_MAP_H2_CDB h2_cdb
+#define RG_H2_CDB_DBS 8
+struct rg_h2_cdb {
+	struct rg_db_key db[RG_H2_CDB_DBS];
+	__u32 len[RG_H2_CDB_DBS]; /* of db[i].name */
+	__u32 n;
+	__u32 full;
+};
+
 /* h2_goaway: a queue of HTTP/2 connections the kernel closed with GOAWAY
  * (nothing more of them reaches the server), for rowgated to reset after
  * --grpc-close-grace: the streams the GOAWAY names as possibly processed

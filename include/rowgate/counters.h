@@ -186,11 +186,15 @@
 	  COUNTER, "HTTP/2 streams of a gRPC method whose rows rowgate cannot count "     \
 	  "(--grpc-uncounted): their connection failed closed, also in h2_failclosed.")  \
 	X(h2_compressed_copied, "h2_compressed_copied", "h2_compressed_copied_total",     \
-	  COUNTER, "Compressed GreptimeDatabase gRPC messages passed under "              \
-	  "--grpc-compressed debt, their copies sent to rowgated to be charged.")        \
+	  COUNTER, "Compressed GreptimeDatabase gRPC messages (--grpc-compressed debt) "  \
+	  "whose copy went to rowgated, to be charged or counted as rejected.")          \
 	X(h2_compressed_lost, "h2_compressed_lost", "h2_compressed_lost_total", COUNTER,  \
 	  "Compressed gRPC messages passed whose copy was lost (body ring full): "        \
 	  "their rows are not charged.")                                                 \
+	X(h2_compressed_dbs_full, "h2_compressed_dbs_full",                               \
+	  "h2_compressed_dbs_full_total", COUNTER,                                        \
+	  "Compressed gRPC messages failed closed: their connection's compressed "       \
+	  "messages named more databases than are followed per connection (8).")         \
 	X(closed_unseen, "closed_unseen", "closed_unseen_total", COUNTER,                 \
 	  "Connections closed before the server accepted them, with bytes no verdict "   \
 	  "saw: the server may still read them, unenforced (docs/threat-model.md).")     \

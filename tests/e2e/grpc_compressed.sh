@@ -49,6 +49,9 @@ rg_ctl limit set acme-gz_js 10000000 >/dev/null || rg_fail "limit set"
 LIMIT=1000
 [ "${VMTEST:-0}" != 1 ] || LIMIT=100
 rg_ctl limit set gz_lim $LIMIT >/dev/null || rg_fail "limit set"
+rg_ctl limit set gz_gate 10 >/dev/null || rg_fail "limit set"
+rg_ctl limit set gz_m1 10000000 >/dev/null || rg_fail "limit set"
+rg_ctl limit set gz_n1 10000000 >/dev/null || rg_fail "limit set"
 # rowgated's charge follows the server's answer; slower under TCG
 SETTLE=10
 [ "${VMTEST:-0}" != 1 ] || SETTLE=60
@@ -58,6 +61,10 @@ gstored() { curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json
 gcalls() { curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['calls'])"; }
 GT=127.0.0.1:$GPORT
 go_client() { GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" "$@"; }
+# calls of one client this far apart: rowgated has learned the database of
+# the first one's copy before the next
+GAP=300ms
+[ "${VMTEST:-0}" != 1 ] || GAP=1500ms
 # rowgated charges a copy after the server stored it: wait for the charge
 charged_is() { [ "$(rg_stat "$1" admitted_rows)" = "$2" ]; }
 copied0=$(rg_global h2_compressed_copied)
@@ -117,8 +124,62 @@ go_client -id p -db gz_lim -calls 1 -rows 10 -no-retry >"$RG_TMP/p.json" &&
 rg_log "a plain write to gz_lim in debt: $(cat "$RG_TMP/p.json")"
 rg_check "the plain write is refused RESOURCE_EXHAUSTED, never handled" \
 	eval '[ "$(jget "$RG_TMP/p.json" "d[\"codes\"]")" = "{'"'"'8'"'"': 1}" ] && [ "$(gcalls)" = "$calls0" ] && [ "$(gstored gz_lim)" = 3000 ]'
-SENT=31 # compressed messages sent above
-[ -z "$JS" ] || SENT=36
+# The gate: a connection's later compressed messages are judged on the
+# database its first one named.  3 calls of 500 rows at 10 rows/s, apart:
+# the first passes (nothing learned yet) and leaves 49 s of debt, the next
+# two are refused on one connection, never handled.
+calls0=$(gcalls)
+go_client -id g -db gz_gate -gzip -calls 3 -rows 500 -call-gap $GAP -no-retry >"$RG_TMP/g.json" &&
+	rg_fail "compressed writes past the debt passed: $(cat "$RG_TMP/g.json")"
+rg_log "3 gzip calls of 500 rows to gz_gate (10 rows/s), $GAP apart: $(cat "$RG_TMP/g.json")"
+rg_wait_for $SETTLE charged_is gz_gate 500
+rg_check "the gate: the first compressed call stored and charged, the next two refused RESOURCE_EXHAUSTED with the 429's sentence, never handled" \
+	eval '[ "$(jget "$RG_TMP/g.json" "(d[\"ok\"], d[\"codes\"], \"gz_gate\" in d[\"last_error\"])")" = "(1, {'"'"'8'"'"': 2}, True)" ] &&
+	      [ "$(gstored gz_gate)" = 500 ] && charged_is gz_gate 500 && [ $(($(gcalls) - calls0)) = 1 ]'
+# A connection whose compressed messages name two databases is judged on
+# both: one in debt refuses its compressed writes to the other too (a
+# refusal the server might not have made, never an admission it would not
+# have).  gz_m1 is free, gz_g2 takes 10 rows/s: gz_m1 passes (nothing
+# learned), gz_g2 passes on gz_m1's quota and leaves 49 s of debt, then
+# both are refused.
+rg_ctl limit set gz_g2 10 >/dev/null || rg_fail "limit set"
+calls0=$(gcalls)
+go_client -id m -db gz_m1,gz_g2 -gzip -calls 4 -rows 500 -call-gap $GAP -no-retry >"$RG_TMP/m.json" &&
+	rg_fail "a connection naming a database in debt went on: $(cat "$RG_TMP/m.json")"
+rg_log "4 gzip calls naming gz_m1 and gz_g2 in turn, $GAP apart: $(cat "$RG_TMP/m.json")"
+rg_wait_for $SETTLE eval 'charged_is gz_m1 500 && charged_is gz_g2 500'
+rg_check "two databases on one connection: each charged its own, then both refused while gz_g2 is in debt, never handled" \
+	eval '[ "$(jget "$RG_TMP/m.json" "(d[\"ok\"], d[\"codes\"], \"gz_g2\" in d[\"last_error\"])")" = "(2, {'"'"'8'"'"': 2}, True)" ] &&
+	      [ "$(gstored gz_m1)" = 500 ] && [ "$(gstored gz_g2)" = 500 ] &&
+	      charged_is gz_m1 500 && charged_is gz_g2 500 && [ $(($(gcalls) - calls0)) = 2 ]'
+# More databases on one connection than the verdict follows (8): the
+# connection fails closed at its next compressed message, counted and
+# logged.  The call then fails UNAVAILABLE when rowgated resets the
+# connection -- or, when its HEADERS came in the skb the GOAWAY replaced
+# (the server never saw the stream), grpc-go retries it on a new
+# connection, where nothing is learned yet, and it is stored and charged:
+# each new connection starts unjudged (docs/grpc.md#compressed).
+f0=$(rg_global h2_compressed_dbs_full) fc0=$(rg_global h2_failclosed)
+"$GO_CLIENT" -target "$GT" -id n -db gz_n1,gz_n2,gz_n3,gz_n4,gz_n5,gz_n6,gz_n7,gz_n8,gz_n9,gz_n1 \
+	-gzip -calls 10 -rows 10 -call-gap $GAP -no-retry >"$RG_TMP/n.json"
+rg_log "10 gzip calls naming 9 databases, $GAP apart: $(cat "$RG_TMP/n.json"), h2_compressed_dbs_full +$(($(rg_global h2_compressed_dbs_full) - f0)), h2_failclosed +$(($(rg_global h2_failclosed) - fc0))"
+n1_settled() { charged_is gz_n1 "$(gstored gz_n1)"; }
+rg_wait_for $SETTLE n1_settled
+n1_outcome() {
+	case "$(jget "$RG_TMP/n.json" "(d[\"ok\"], d[\"codes\"])")" in
+	"(9, {'14': 1})") [ "$(gstored gz_n1)" = 10 ] ;; # reset: failed UNAVAILABLE
+	"(10, {})") [ "$(gstored gz_n1)" = 20 ] ;;       # retried on a new connection
+	*) false ;;
+	esac
+}
+rg_check "a ninth database: the connection fails closed at its next compressed message, counted, logged; the call fails UNAVAILABLE or is retried on a new connection, stored and charged there" \
+	eval '[ $(($(rg_global h2_compressed_dbs_full) - f0)) = 1 ] && [ $(($(rg_global h2_failclosed) - fc0)) = 1 ] &&
+	      grep -q "compressed messages name more than 8 databases (gz_n9 too)" "$RG_TMP/rowgated.log" &&
+	      n1_outcome && n1_settled'
+
+SENT=48 # compressed messages sent above, and the retry of the tenth
+[ "$(jget "$RG_TMP/n.json" "d[\"ok\"]")" = 9 ] || SENT=49
+[ -z "$JS" ] || SENT=$((SENT + 5))
 rg_check "every compressed message copied ($(($(rg_global h2_compressed_copied) - copied0)) of $SENT), none lost" \
 	eval '[ $(($(rg_global h2_compressed_copied) - copied0)) = $SENT ] &&
 	      [ "$(rg_global h2_compressed_lost)" = 0 ]'

@@ -42,7 +42,7 @@ struct pending {
 
 struct rg_reconciler {
 	struct ring_buffer *rb;
-	int ratios_fd, prog_fd;
+	int ratios_fd, prog_fd, h2_cdb_fd;
 	__u64 memory_limit, expiry_ns;
 	struct pending *table[RG_PENDING_BUCKETS];
 	/* each body counted by the rules of its port's profile */
@@ -363,6 +363,44 @@ static void finish_aborted(struct rg_reconciler *r, struct pending *p, const str
 }
 
 /*
+ * The databases a connection's compressed messages name, taught to the
+ * verdict, which refuses the connection's later compressed messages while
+ * any of them is in debt: a client cannot pass writes of a database in
+ * debt by naming another between them.  Past RG_H2_CDB_DBS the
+ * connection's further compressed messages fail closed
+ * (docs/grpc.md#compressed).
+ */
+static void learn_grpc_db(struct rg_reconciler *r, __u64 cookie, const char *raw)
+{
+	struct rg_h2_cdb v = { 0 };
+	struct rg_db_key key = { 0 };
+	__u32 i;
+	int n = rg_db_key_from_raw(&key, raw, (__u32)strlen(raw), (__u32)strlen(raw));
+
+	if (n < 0 || r->h2_cdb_fd < 0)
+		return;
+	if (bpf_map_lookup_elem(r->h2_cdb_fd, &cookie, &v))
+		memset(&v, 0, sizeof(v));
+	if (v.full)
+		return;
+	for (i = 0; i < v.n && i < RG_H2_CDB_DBS; i++)
+		if (!memcmp(&v.db[i], &key, sizeof(key)))
+			return;
+	if (v.n >= RG_H2_CDB_DBS) {
+		v.full = 1;
+		pr_info("a gRPC connection's compressed messages name more than %d databases (%s "
+			"too): its further compressed messages fail closed",
+			RG_H2_CDB_DBS, key.name);
+	} else {
+		v.db[v.n] = key;
+		v.len[v.n] = (__u32)n;
+		v.n++;
+	}
+	/* the connection may have closed meanwhile: the LRU map forgets it */
+	bpf_map_update_elem(r->h2_cdb_fd, &cookie, &v, BPF_ANY);
+}
+
+/*
  * A compressed GreptimeDatabase message (--grpc-compressed debt): the
  * kernel passed it uncharged, its database unknown.  Its coding is read
  * from its magic bytes: the server decodes by the grpc-encoding header, and
@@ -407,6 +445,8 @@ static void finish_grpc(struct rg_reconciler *r, struct pending *p, const struct
 	for (i = 0; i < counts.n_dbs && i < RG_COUNT_MAX_DBS; i++)
 		correct(r, s, counts.dbs[i].name, true, 0, counts.dbs[i].rows, e->admitted, false,
 			lag);
+	if (counts.n_dbs == 1)
+		learn_grpc_db(r, s->h.cookie, counts.dbs[0].name);
 	STAT_ADD(r, reconciled, 1);
 	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = rg_monotonic_ns() - e->end_ns;
 }
@@ -604,6 +644,7 @@ int rg_reconciler_new(const struct rg_reconcile_fds *fds, struct rg_reconciler *
 	if (!r)
 		return -ENOMEM;
 	r->ratios_fd = fds->ratios_fd;
+	r->h2_cdb_fd = fds->h2_cdb_fd;
 	r->prog_fd = fds->prog_fd;
 	r->memory_limit = fds->copy_memory_bytes ?: RG_COPY_MEMORY_DEFAULT_BYTES;
 	r->expiry_ns = (__u64)(fds->copy_expiry_s ?: RG_COPY_EXPIRY_DEFAULT_S) * 1000000000ULL;

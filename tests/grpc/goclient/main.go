@@ -95,6 +95,7 @@ func main() {
 	deadline := flag.Duration("deadline", 60*time.Second, "deadline of each call")
 	gap := flag.Duration("gap", 0, "pause between a HandleRequests call's messages (a long-lived stream)")
 	stagger := flag.Duration("stagger", 0, "start worker i of -concurrency i times this late")
+	callGap := flag.Duration("call-gap", 0, "pause between a worker's calls (one connection, calls apart in time)")
 	others := flag.Int("other", 0, "Health/Check and rowgate.test.Other/Handle calls after each call")
 	flag.Parse()
 	if *target == "" || *db == "" {
@@ -239,7 +240,10 @@ func main() {
 		go func(w int) {
 			defer wg.Done()
 			time.Sleep(time.Duration(w) * *stagger)
-			for atomic.AddInt64(&next, 1) <= int64(*calls) {
+			for i := 0; atomic.AddInt64(&next, 1) <= int64(*calls); i++ {
+				if i > 0 && *callGap > 0 {
+					time.Sleep(*callGap)
+				}
 				oneCall()
 			}
 		}(w)
