@@ -971,24 +971,18 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		rg_h2_early_rows(st);
 		return 0;
 	}
-	if (r == RG_H2_EV_MESSAGE && cs >= 0) {
-		/* a compressed message: judged (its databases looked up here:
-		 * rg_h2_message's stack has no room for another call), then its
-		 * copy ends */
-		st->cverdict = rg_h2_compressed_admit(st);
+	if (r == RG_H2_EV_MESSAGE) {
+		/* a compressed message's databases are looked up here:
+		 * rg_h2_message's stack has no room for another call */
+		if (cs >= 0)
+			st->cverdict = rg_h2_compressed_admit(st);
 		fb = rg_h2_message(st);
-		rg_h2_copy_end(l->skb, st, cs, !fb);
-		if (fb < 0 || (fb && !rg_h2_keep))
-			return 1; /* an error fails closed; a refusal closes */
-		if (fb) {
-			fb = rg_h2_keep_reject(st, l->out);
-			if (fb)
-				goto fallback;
-		}
-		return 0;
-	}
-	if (r == RG_H2_EV_MESSAGE && rg_h2_message(st)) {
-		if (!rg_h2_keep)
+		if (cs >= 0)
+			rg_h2_copy_end(l->skb, st, cs, !fb);
+		if (!fb)
+			return 0;
+		/* a compressed message's error fails closed at once */
+		if (!rg_h2_keep || (fb < 0 && cs >= 0))
 			return 1;
 		fb = rg_h2_keep_reject(st, l->out);
 		if (fb)

@@ -663,6 +663,21 @@ RG_INLINE __u32 rg_pb_skippable(const struct rg_pb_walk *w)
 	return w->st == RG_PBS_SKIP && w->left > 1 ? w->left - 1 : 0;
 }
 
+/* Pass over n <= rg_pb_skippable(w) bytes. */
+RG_INLINE void rg_pb_skip(struct rg_pb_walk *w, __u32 n)
+{
+	w->left -= n;
+	w->pos += n;
+}
+
+/* A GreptimeRequest of len bytes begins: the walk at its first byte. */
+RG_INLINE void rg_pb_begin_request(struct rg_pb_walk *w, __u32 len)
+{
+	__builtin_memset(w, 0, sizeof(*w));
+	w->end[0] = len;
+	w->ctx[0] = RG_PB_REQUEST;
+}
+
 /* ---- gRPC messages of one stream ---------------------------------------- */
 
 /* One byte of a stream's DATA.  Returns RG_H2_EV_MESSAGE, 0 or an error.
@@ -685,9 +700,7 @@ RG_INLINE int rg_grpc_step(struct rg_h2_stream *s, __u8 c)
 		if (s->m.len > RG_GRPC_MSG_MAX_BYTES)
 			return RG_H2_ERR_GRPC;
 		s->m.compressed = s->pfx[0];
-		__builtin_memset(&s->w, 0, sizeof(s->w));
-		s->w.end[0] = s->m.len;
-		s->w.ctx[0] = RG_PB_REQUEST;
+		rg_pb_begin_request(&s->w, s->m.len);
 		if (s->m.compressed) {
 			/* nothing inside can be read: skip it whole */
 			s->w.st = RG_PBS_SKIP;
@@ -1091,10 +1104,8 @@ RG_INLINE void rg_h2_skip(struct rg_h2_conn *h, __u32 n)
 		h->left -= n;
 		break;
 	case RG_H2S_DATA:
-		if (h->slot >= 0 && h->slot < RG_H2_STREAM_SLOTS) {
-			h->s[rg_h2_slot(h->slot)].w.left -= n;
-			h->s[rg_h2_slot(h->slot)].w.pos += n;
-		}
+		if (h->slot >= 0 && h->slot < RG_H2_STREAM_SLOTS)
+			rg_pb_skip(&h->s[rg_h2_slot(h->slot)].w, n);
 		h->left -= n;
 		break;
 	}

@@ -22,17 +22,14 @@ int rg_pb_count_greptime(const uint8_t *p, size_t n, struct rg_row_counts *out)
 		rg_counts_msg(out, "message of %zu bytes: over %u", n, RG_GRPC_MSG_MAX_BYTES);
 		return RG_COUNT_E_TOO_LARGE;
 	}
-	memset(&w, 0, sizeof(w));
 	memset(&m, 0, sizeof(m));
 	m.len = (__u32)n;
-	w.end[0] = (__u32)n;
-	w.ctx[0] = RG_PB_REQUEST;
+	rg_pb_begin_request(&w, (__u32)n);
 	while (i < n) {
 		__u32 skip = rg_pb_skippable(&w);
 
 		if (skip) {
-			w.left -= skip;
-			w.pos += skip;
+			rg_pb_skip(&w, skip);
 			i += skip;
 			continue;
 		}
@@ -50,7 +47,6 @@ int rg_pb_count_greptime(const uint8_t *p, size_t n, struct rg_row_counts *out)
 		return RG_COUNT_OK; /* a query, DDL or delete: no rows stored */
 	if (rg_grpc_db_key_in(&m, &key, raw) < 0) {
 		/* a name no key holds: the kernel refuses it when plain */
-		rg_counts_add_db(out, "", 0, 0);
 		out->overflow_rows += m.rows;
 		out->rows += m.rows;
 		return RG_COUNT_OK;
