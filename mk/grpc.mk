@@ -4,7 +4,8 @@
 # from proto/greptime/v1/ingest.proto.  The grpc-js client runs from
 # tests/grpc/node_modules (make deps).
 # Debian: python3-grpcio python3-protobuf protobuf-compiler golang-go
-# golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go.
+# golang-google-grpc-dev golang-google-protobuf-dev protoc-gen-go
+# golang-github-klauspost-compress-dev.
 
 GRPC_PROTO  := proto/greptime/v1/ingest.proto
 GRPC_PY     := $(BUILD)/grpc/py/greptime/v1/ingest_pb2.py
@@ -17,7 +18,7 @@ GRPC_GOPATH ?= /usr/share/gocode
 EXTRA_ALL += $(GRPC_PY)
 # Without Go and Debian's grpc-go the client is not built and the tests
 # that need it skip, saying so.
-ifneq ($(and $(shell command -v go 2>/dev/null),$(shell command -v protoc-gen-go 2>/dev/null),$(wildcard $(GRPC_GOPATH)/src/google.golang.org/grpc)),)
+ifneq ($(and $(shell command -v go 2>/dev/null),$(shell command -v protoc-gen-go 2>/dev/null),$(wildcard $(GRPC_GOPATH)/src/google.golang.org/grpc),$(wildcard $(GRPC_GOPATH)/src/github.com/klauspost/compress/zstd)),)
 EXTRA_ALL += $(GRPC_GO_BIN) $(GRPC_GO_SRV)
 endif
 
@@ -26,15 +27,17 @@ $(GRPC_PY): $(GRPC_PROTO)
 	$(call msg,PROTOC,$@)
 	$(Q)protoc --proto_path=proto --python_out=$(BUILD)/grpc/py greptime/v1/ingest.proto
 
-# One GOPATH-mode package per program: the generated messages + main.go.
+# One GOPATH-mode package per program: the generated messages, main.go
+# and the files both programs share (tests/grpc/gocommon).
+GRPC_GO_COMMON := $(wildcard tests/grpc/gocommon/*.go)
 # $(1): program, $(2): source directory under tests/grpc, $(3): package dir.
 define grpc_go_prog
-$(1): tests/grpc/$(2)/main.go $$(GRPC_PROTO)
+$(1): tests/grpc/$(2)/main.go $$(GRPC_GO_COMMON) $$(GRPC_PROTO)
 	@mkdir -p $$(GRPC_GO_DIR)
 	$$(call msg,GO,$$@)
 	$$(Q)protoc --proto_path=proto --go_out=$$(GRPC_GO_DIR) --go_opt=paths=import \
 		--go_opt='Mgreptime/v1/ingest.proto=rowgate/$(3);main' greptime/v1/ingest.proto
-	$$(Q)cp tests/grpc/$(2)/main.go $$(GRPC_GO_DIR)/rowgate/$(3)/
+	$$(Q)cp tests/grpc/$(2)/main.go $$(GRPC_GO_COMMON) $$(GRPC_GO_DIR)/rowgate/$(3)/
 	$$(Q)cd $$(GRPC_GO_DIR)/rowgate/$(3) && GO111MODULE=off GOPATH=$$(GRPC_GOPATH) \
 		GOCACHE=$$(abspath $$(BUILD))/grpc/gocache go build -o $$(abspath $$@) .
 endef

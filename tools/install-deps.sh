@@ -18,7 +18,7 @@ pkgs=(
 	qemu-system-x86 busybox-static cpio
 	# gRPC ingestion: C-core server, grpc-go client, grpc-js via npm
 	python3-grpcio python3-protobuf python3-hpack golang-go golang-google-grpc-dev
-	golang-google-protobuf-dev protoc-gen-go nodejs
+	golang-google-protobuf-dev protoc-gen-go golang-github-klauspost-compress-dev nodejs
 	# the GreptimeDB-compatible test server (tests/greptime): Rust, offline
 	cargo rustc librust-hyper-dev librust-h2-dev librust-tokio-dev librust-serde-urlencoded-dev
 	librust-flate2-dev

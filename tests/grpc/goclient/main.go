@@ -92,6 +92,7 @@ func main() {
 	conc := flag.Int("concurrency", 1, "calls in flight at once")
 	noRetry := flag.Bool("no-retry", false, "no retry policy in the service config")
 	useGzip := flag.Bool("gzip", false, "compress messages (grpc-encoding: gzip)")
+	useZstd := flag.Bool("zstd", false, "compress messages (grpc-encoding: zstd)")
 	deadline := flag.Duration("deadline", 60*time.Second, "deadline of each call")
 	gap := flag.Duration("gap", 0, "pause between a HandleRequests call's messages (a long-lived stream)")
 	stagger := flag.Duration("stagger", 0, "start worker i of -concurrency i times this late")
@@ -110,6 +111,8 @@ func main() {
 	callOpts := []grpc.CallOption{grpc.ForceCodec(protoCodec{})}
 	if *useGzip {
 		callOpts = append(callOpts, grpc.UseCompressor(gzip.Name))
+	} else if *useZstd {
+		callOpts = append(callOpts, grpc.UseCompressor(zstdName))
 	}
 	opts := []grpc.DialOption{grpc.WithInsecure(), grpc.WithDefaultCallOptions(callOpts...)}
 	if !*noRetry {

@@ -31,7 +31,7 @@ import (
 
 	protov1 "github.com/golang/protobuf/proto"
 	"google.golang.org/grpc"
-	_ "google.golang.org/grpc/encoding/gzip" // grpc-encoding: gzip, as GreptimeDB
+	_ "google.golang.org/grpc/encoding/gzip" // grpc-encoding: gzip, as GreptimeDB (zstd: gocommon)
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/stats"
