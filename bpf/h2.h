@@ -795,13 +795,21 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
 		return 0;
 	s = &h->s[rg_h2_slot(h->slot)];
-	n = rg_grpc_db_key_in(&s->m, &st->db, st->db_raw);
-	if (n < 0 || !rg_grpc_db_plain(&st->db, (__u32)n))
-		return 0;
-	st->db_len = (__u32)n;
-	__builtin_memcpy(&db, &st->db, sizeof(db));
-	if (rg_admit(&db, &st->info) != RG_ADMIT_NO)
-		return 0;
+	if (s->m.compressed) {
+		/* --grpc-compressed debt: on the databases the connection's
+		 * earlier compressed messages named (refuse: fails closed at
+		 * completion) */
+		if (!rg_h2_compressed_debt || rg_h2_compressed_admit(st) != RG_ADMIT_NO)
+			return 0;
+	} else {
+		n = rg_grpc_db_key_in(&s->m, &st->db, st->db_raw);
+		if (n < 0 || !rg_grpc_db_plain(&st->db, (__u32)n))
+			return 0;
+		st->db_len = (__u32)n;
+		__builtin_memcpy(&db, &st->db, sizeof(db));
+		if (rg_admit(&db, &st->info) != RG_ADMIT_NO)
+			return 0;
+	}
 	/* room for everything the refusal needs, else it is judged (and
 	 * falls back) at completion as before */
 	if (rg_h2_out_room(o) || st->resets >= RG_H2_RESETS_PER_SKB ||
@@ -967,8 +975,11 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		return 1;
 	}
 	if (r == RG_H2_EV_MESSAGE && st->early_sid && st->h.done_sid == st->early_sid) {
-		/* refused at its frame's header: only its rows are wanted */
+		/* refused at its frame's header: only its rows are wanted
+		 * (a compressed one's: rowgated's, from its copy) */
 		rg_h2_early_rows(st);
+		if (cs >= 0)
+			rg_h2_copy_end(l->skb, st, cs, 0);
 		return 0;
 	}
 	if (r == RG_H2_EV_MESSAGE) {

@@ -1138,12 +1138,13 @@ RG_INLINE void rg_h2_skip(struct rg_h2_conn *h, __u32 n)
  * header at fh_off (~0U: an earlier skb): whether its message can be
  * judged now, at the frame's header (docs/grpc.md#h2-early).
  *   RG_H2_EARLY_READY: the message completes in this frame, its prefix,
- *	kind (a charged one) and RequestHeader are read, and the first
- *	RG_H2_EARLY_HEAD_BYTES of the frame are in this skb;
+ *	kind (a charged one) and RequestHeader are read (a compressed one:
+ *	its prefix), and the first RG_H2_EARLY_HEAD_BYTES of the frame are in
+ *	this skb;
  *   RG_H2_EARLY_WAIT: it may complete in this frame but is not ready:
  *	hold the frame's start back (rg_h2_stash_bytes) and ask again;
  *   RG_H2_EARLY_NO: not such a frame, or its message is judged elsewhere
- *	(completes later, compressed, or a kind that is never charged).
+ *	(completes later, or a kind that is never charged).
  */
 enum { RG_H2_EARLY_NO = 0, RG_H2_EARLY_READY, RG_H2_EARLY_WAIT };
 RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_off)
@@ -1160,8 +1161,14 @@ RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_
 		return RG_H2_EARLY_NO;
 	s = &h->s[rg_h2_slot(h->slot)];
 	if (s->pfx_got == 5) {
-		if (s->m.compressed || s->m.len - s->w.pos > h->left)
+		if (s->m.len - s->w.pos > h->left)
 			return RG_H2_EARLY_NO;
+		/* a compressed message is judged on what its connection's
+		 * earlier ones named, nothing inside it: ready at its prefix */
+		if (s->m.compressed)
+			return h->st == RG_H2S_DATA && len - fh_off >= RG_H2_EARLY_HEAD_BYTES ?
+				       RG_H2_EARLY_READY :
+				       RG_H2_EARLY_WAIT;
 		if (s->m.kind && !rg_grpc_kind_charged(s->m.kind))
 			return RG_H2_EARLY_NO;
 		if (s->m.kind && s->m.has_header && h->st == RG_H2S_DATA &&

@@ -8,8 +8,9 @@
 # hold back (docs/grpc.md#h2-stash) and is refused at its header
 # (docs/grpc.md#h2-early).  Checked: every refused call fails with code 8
 # and the 429's sentence on one connection, no GOAWAY, no fallback, the
-# handler never called; admitted large messages are stored, rows stored =
-# rows admitted.
+# handler never called; the same for compressed messages refused on the
+# database their connection's first one named (--grpc-compressed debt);
+# admitted large messages are stored, rows stored = rows admitted.
 RG_PROFILE=greptimedb
 source "$(dirname "$0")/lib.sh"
 rg_require_root
@@ -39,7 +40,7 @@ rg_on_exit "kill -9 $GSRV; wait $GSRV"
 rg_wait_for 20 in_ns curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
 
 rg_mount_bpffs
-RG_PORT=$GPORT rg_start_rowgated
+RG_PORT=$GPORT rg_start_rowgated --grpc-compressed debt
 jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 sget() { in_ns curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
@@ -84,6 +85,33 @@ for mode in $([ "${SEG_WIDE:-0}" = 1 ] && echo stream unary); do
 		[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ] &&
 		[ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$(sget "d['calls']")" = "$calls0" ]
 done
+
+# Compressed messages (--grpc-compressed debt) refused in the same
+# segments: the first gzip call of the connection passes (nothing learned
+# yet) and leaves seg_gz in debt; the connection's later ones are refused
+# on the database rowgated learned from its copy.  A refused message's
+# last frame is over 4 KB in most calls, so it is refused at that frame's
+# header, as a plain one (docs/grpc.md#compressed), not closed.
+rg_ctl limit set seg_gz 1 >/dev/null || rg_fail "limit set"
+GAP=300ms
+[ "${VMTEST:-0}" != 1 ] || GAP=1500ms
+conns0=$(rg_global conns_tracked) early0=$(rg_global h2_reject_early) calls0=$(sget "d['calls']")
+in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id gz -db seg_gz -gzip -calls $((CALLS + 1)) -rows "$ROWS" \
+	-call-gap $GAP -no-retry >"$RG_TMP/gz.json" 2>&1
+rg_log "gzip, $((CALLS + 1)) calls, $GAP apart: $(cat "$RG_TMP/gz.json") h2_reject_early +$(($(rg_global h2_reject_early) - early0)) h2_stashed=$(rg_global h2_stashed) h2_reject_fallback=$(rg_global h2_reject_fallback)"
+rg_check "compressed: the first call stored, the $CALLS next refused with code 8 on one connection, no fallback, never handled" \
+	[ "$(jget "$RG_TMP/gz.json" "(d['ok'], d['codes'])")" = "(1, {'8': $CALLS})" ] &&
+	[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ] &&
+	[ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
+	[ $(($(sget "d['calls']") - calls0)) = 1 ]
+rg_check "compressed: refused at a frame's header (h2_reject_early +$(($(rg_global h2_reject_early) - early0)))" \
+	[ $(($(rg_global h2_reject_early) - early0)) -ge 1 ]
+gz_settled() { [ "$(rg_stat seg_gz rejected_rows)" = $((CALLS * ROWS)) ]; }
+rg_wait_for 60 gz_settled
+rg_check "compressed: seg_gz charged its stored $ROWS rows, $CALLS refused requests of $((CALLS * ROWS)) rows counted from their copies ($(rg_stat seg_gz admitted_rows) admitted, $(rg_stat seg_gz rejected_requests) refused, $(rg_stat seg_gz rejected_rows) rows), no copy lost" \
+	[ "$(rg_stat seg_gz admitted_rows)" = "$ROWS" ] && [ "$(rg_stat seg_gz rejected_requests)" = "$CALLS" ] &&
+	gz_settled && [ "$(rg_global h2_compressed_lost)" = 0 ] &&
+	[ "$(sget "d['rows'].get('seg_gz', 0)")" = "$ROWS" ]
 
 # admitted large messages in the same segments are stored whole
 in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id a -db seg_big -calls "$CALLS" -rows "$ROWS" -no-retry \

@@ -633,6 +633,72 @@ static void test_stash(void)
 	freebuf(&d);
 }
 
+/* rg_h2_early_state of the connection in b cut after `cut` bytes. */
+static int early_at(const struct buf *b, size_t cut)
+{
+	uint32_t fh_off = ~0U;
+	size_t pos;
+	int r;
+
+	rg_h2_init(&conn);
+	for (pos = 0; pos < cut; pos++) {
+		r = rg_h2_step(&conn, b->p[pos]);
+		if (r < 0)
+			return r;
+		if (r == RG_H2_EV_FRAME)
+			fh_off = pos >= 8 ? (uint32_t)pos - 8 : ~0U;
+	}
+	return rg_h2_early_state(&conn, (uint32_t)cut, fh_off);
+}
+
+/*
+ * A compressed message in a frame too large to hold back is judged at the
+ * frame's header (--grpc-compressed debt, bpf/h2.h rg_h2_early_decide) as
+ * soon as its prefix and the frame's first RG_H2_EARLY_HEAD_BYTES are in
+ * the skb: its verdict needs nothing inside it.  One that goes on past
+ * its frame is judged where it completes.
+ */
+static void test_early_compressed(void)
+{
+	struct buf c = { 0 }, body = { 0 }, m = { 0 };
+	size_t f1, f2, end1, cut;
+	int bad = 0, ready = 0, want, got;
+	uint32_t i;
+
+	for (i = 0; i < 6000; i++)
+		put8(&body, (uint8_t)(i * 131 + 7));
+	grpc_msg(&m, &body, 1);
+	start(&c);
+	headers(&c, 1, 0);
+	f1 = c.len;
+	frame(&c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, 1, m.p, m.len);
+	end1 = c.len;
+	headers(&c, 3, 0);
+	f2 = c.len;
+	frame(&c, RG_H2_DATA, 0, 3, m.p, 5000);
+	frame(&c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, 3, m.p + 5000, m.len - 5000);
+	CHECK(m.len + RG_H2_FRAME_HDR_BYTES > RG_H2_STASH_MAX, "early compressed: the frame fits");
+
+	for (cut = f1 + 1; cut < end1; cut++) {
+		got = early_at(&c, cut);
+		/* the header's 9 bytes, then the prefix and the rest of the
+		 * rewritten head: held back until all are in */
+		want = cut < f1 + RG_H2_FRAME_HDR_BYTES	 ? RG_H2_EARLY_NO :
+		       cut < f1 + RG_H2_EARLY_HEAD_BYTES ? RG_H2_EARLY_WAIT :
+							   RG_H2_EARLY_READY;
+		bad += got != want;
+		ready += got == RG_H2_EARLY_READY;
+	}
+	CHECK_EQ_U64(bad, 0, "early compressed: cuts of a one-frame message judged otherwise");
+	CHECK(ready > 0, "early compressed: never ready");
+	for (cut = f2 + RG_H2_FRAME_HDR_BYTES + 5; cut < f2 + RG_H2_FRAME_HDR_BYTES + 5000; cut++)
+		bad += early_at(&c, cut) != RG_H2_EARLY_NO;
+	CHECK_EQ_U64(bad, 0, "early compressed: a message past its frame judged at the frame");
+	freebuf(&c);
+	freebuf(&body);
+	freebuf(&m);
+}
+
 /* A stream the kernel refused gives its slot up to a new stream (bpf/h2.h
  * marks it): a client that abandons a refused call mid-message never ends
  * its stream (grpc-go 1.33's HandleRequests). */
@@ -1642,6 +1708,7 @@ int main(void)
 	test_real_clients();
 	test_compressed_count();
 	test_stash();
+	test_early_compressed();
 	test_refused_slots();
 	test_uncounted();
 	return check_report("test_h2");
