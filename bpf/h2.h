@@ -1274,6 +1274,8 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		return SK_PASS;
 	l.out = rg_h2_out_get(&cookie);
 	st->must_pass = rg_in_recvmsg(skb, c);
+	if (st->must_pass)
+		rg_global_inc(h2_recvmsg_skbs);
 	st->win_len = 0;
 	st->pos = 0;
 	st->reject = 0;

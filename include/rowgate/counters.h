@@ -165,6 +165,8 @@
 	  COUNTER, "Of h2_reject_fallback: a database name that needs percent-encoding.") \
 	X(h2_fallback_egress, "h2_fallback_egress", "h2_fallback_egress_total",       \
 	  COUNTER, "Of h2_reject_fallback: egress lost the connection's framing.")    \
+	X(h2_recvmsg_skbs, "h2_recvmsg_skbs", "h2_recvmsg_skbs_total", COUNTER,          \
+	  "HTTP/2 skbs the verdict saw inside the server's recvmsg: passed, nothing held back.") \
 	X(h2_out_answers, "h2_out_answers", "h2_out_answers_total", COUNTER,              \
 	  "RESOURCE_EXHAUSTED answers egress wrote in place of a kernel SETTINGS ACK.")  \
 	X(h2_out_answer_failed, "h2_out_answer_failed", "h2_out_answer_failed_total",     \

@@ -111,7 +111,7 @@ run_one() {
 	g=$(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; g=json.load(sys.stdin)["global"]
 print(g["conns_tracked"], " ".join("%s=%s" % (k, g[k]) for k in ("h2_reject_kept",
       "h2_reject_fallback", "h2_out_answers", "h2_out_answer_failed", "h2_out_lost")),
-      " ".join("%s=%s" % (k, v) for k, v in sorted(g.items()) if k.startswith("h2_fallback_") and v))')
+      " ".join("%s=%s" % (k, v) for k, v in sorted(g.items()) if (k.startswith("h2_fallback_") or k == "h2_recvmsg_skbs") and v))')
 	rg_log "$(basename "$out"): $(cat "$out") [${g#* }]"
 	rg_check "$(basename "$out"): one connection for all its calls (rowgate and rg-greptime)" \
 		[ "${g%% *}" = $((before + 1)) ] && [ "$(sget conns)" = $((sconns + 1)) ]
