@@ -1160,22 +1160,21 @@ RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_
 	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
 		return RG_H2_EARLY_NO;
 	s = &h->s[rg_h2_slot(h->slot)];
-	if (s->pfx_got == 5) {
-		if (s->m.len - s->w.pos > h->left)
-			return RG_H2_EARLY_NO;
-		/* a compressed message is judged on what its connection's
-		 * earlier ones named, nothing inside it: ready at its prefix */
-		if (s->m.compressed)
-			return h->st == RG_H2S_DATA && len - fh_off >= RG_H2_EARLY_HEAD_BYTES ?
-				       RG_H2_EARLY_READY :
-				       RG_H2_EARLY_WAIT;
+	if (s->pfx_got < 5)
+		return RG_H2_EARLY_WAIT;
+	if (s->m.len - s->w.pos > h->left)
+		return RG_H2_EARLY_NO;
+	/* a compressed message is judged on what its connection's earlier
+	 * ones named, nothing inside it: its prefix is all it needs */
+	if (!s->m.compressed) {
 		if (s->m.kind && !rg_grpc_kind_charged(s->m.kind))
 			return RG_H2_EARLY_NO;
-		if (s->m.kind && s->m.has_header && h->st == RG_H2S_DATA &&
-		    !(s->w.depth >= 1 && s->w.ctx[1] == RG_PB_HEADER) &&
-		    len - fh_off >= RG_H2_EARLY_HEAD_BYTES)
-			return RG_H2_EARLY_READY;
+		if (!s->m.kind || !s->m.has_header ||
+		    (s->w.depth >= 1 && s->w.ctx[1] == RG_PB_HEADER))
+			return RG_H2_EARLY_WAIT;
 	}
+	if (h->st == RG_H2S_DATA && len - fh_off >= RG_H2_EARLY_HEAD_BYTES)
+		return RG_H2_EARLY_READY;
 	return RG_H2_EARLY_WAIT;
 }
 

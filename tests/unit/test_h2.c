@@ -524,22 +524,36 @@ static void test_connection(void)
  * completed in the second skb whose frame header is not in it (a refusal
  * there could not be rewritten); hold = false: nothing held back.
  */
-static void stash_cut(const struct buf *b, size_t cut, bool hold, int blind[8], uint32_t *held,
-		      bool *early)
+/* A fresh connection fed the first `cut` bytes of b: the last frame
+ * header's offset in *fh_off (~0U: none whole), or the parser's error. */
+static int parse_to(const struct buf *b, size_t cut, uint32_t *fh_off)
 {
-	uint32_t fh_off = ~0U, n;
-	size_t pos, base;
+	size_t pos;
 	int r;
 
+	*fh_off = ~0U;
 	rg_h2_init(&conn);
 	for (pos = 0; pos < cut; pos++) {
 		r = rg_h2_step(&conn, b->p[pos]);
-		CHECK(r >= 0, "stash: cut %zu: err %d at %zu", cut, r, pos);
 		if (r < 0)
-			return;
+			return r;
 		if (r == RG_H2_EV_FRAME)
-			fh_off = pos >= 8 ? (uint32_t)pos - 8 : ~0U;
+			*fh_off = pos >= 8 ? (uint32_t)pos - 8 : ~0U;
 	}
+	return 0;
+}
+
+static void stash_cut(const struct buf *b, size_t cut, bool hold, int blind[8], uint32_t *held,
+		      bool *early)
+{
+	uint32_t fh_off, n;
+	size_t pos, base;
+	int r;
+
+	r = parse_to(b, cut, &fh_off);
+	CHECK(r >= 0, "stash: cut %zu: err %d", cut, r);
+	if (r < 0)
+		return;
 	/* a frame too large to hold whole is judged at its header, when
 	 * its message allows (docs/grpc.md#h2-early) */
 	*early = hold && rg_h2_early_state(&conn, (uint32_t)cut, fh_off) == RG_H2_EARLY_READY;
@@ -636,19 +650,10 @@ static void test_stash(void)
 /* rg_h2_early_state of the connection in b cut after `cut` bytes. */
 static int early_at(const struct buf *b, size_t cut)
 {
-	uint32_t fh_off = ~0U;
-	size_t pos;
-	int r;
+	uint32_t fh_off;
+	int r = parse_to(b, cut, &fh_off);
 
-	rg_h2_init(&conn);
-	for (pos = 0; pos < cut; pos++) {
-		r = rg_h2_step(&conn, b->p[pos]);
-		if (r < 0)
-			return r;
-		if (r == RG_H2_EV_FRAME)
-			fh_off = pos >= 8 ? (uint32_t)pos - 8 : ~0U;
-	}
-	return rg_h2_early_state(&conn, (uint32_t)cut, fh_off);
+	return r < 0 ? r : rg_h2_early_state(&conn, (uint32_t)cut, fh_off);
 }
 
 /*
