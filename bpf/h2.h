@@ -860,16 +860,15 @@ __noinline int rg_h2_early_tail(struct __sk_buff *skb, struct rg_h2_sock *st, __
 	return 0;
 }
 
-/* The early-refused stream's message completed: its rows. */
-__noinline int rg_h2_early_rows(struct rg_h2_sock *st)
+/* The early-refused stream's message (in parser slot s) completed, or its
+ * frame ended before its short tail: its rows, those read so far. */
+__noinline int rg_h2_early_rows(struct rg_h2_sock *st, int s)
 {
 	struct rg_reject_info info = {};
 	struct rg_db_key db;
-	__s8 s;
 
 	if (!st || st->early_rows_set)
 		return 0;
-	s = st->h.done_slot;
 	if (s < 0 || s >= RG_H2_STREAM_SLOTS)
 		return 0;
 	st->early_ans.rows = st->h.s[rg_h2_slot(s)].m.rows;
@@ -915,12 +914,78 @@ __noinline int rg_h2_early_push(struct rg_h2_sock *st, struct rg_h2_out *o)
 	return 0;
 }
 
+/*
+ * --grpc-reject keep: an unpadded DATA frame ended at the byte just
+ * stepped, its stream's message, in parser slot `slot`, half-read: whether
+ * that message is to be refused now (rg_h2_tail_refuse), while this
+ * frame's header can still be rewritten, because what is left of it may
+ * come in a frame too short to rewrite (rg_h2_short_tail_ready,
+ * docs/grpc.md#h2-short-tail) and its database's bucket refuses it (st->db,
+ * st->info set).  Admitted, or not judgeable: it is judged at completion.
+ * A global function, as rg_h2_tail_refuse: both fit the byte loop's call
+ * chain (512 bytes on 6.1) only apart.
+ */
+__noinline int rg_h2_tail_judge(struct rg_h2_sock *st, int slot)
+{
+	struct rg_db_key db; /* Linux 6.1 takes no map key from an argument's memory */
+	struct rg_h2_stream *s;
+	__u32 sid;
+	int n;
+
+	if (!st || slot < 0 || slot >= RG_H2_STREAM_SLOTS)
+		return 0;
+	s = &st->h.s[rg_h2_slot(slot)];
+	sid = st->h.fsid;
+	if (s->id != sid || st->h.ftype != RG_H2_DATA || (st->h.fflags & RG_H2_FLAG_END_STREAM))
+		return 0;
+	if (st->fh_off == ~0U || st->h.flen < RG_H2_REWRITE_MIN_PAYLOAD ||
+	    !rg_h2_short_tail_ready(s))
+		return 0;
+	if (st->frame_rej == sid || rg_h2_find(st->rej, RG_H2_REJECTED, sid) >= 0 ||
+	    rg_h2_find(st->adm, RG_H2_ADMITTED, sid) >= 0)
+		return 0; /* already refused, or admitted whatever the bucket says */
+	n = rg_grpc_db_key_in(&s->m, &st->db, st->db_raw);
+	if (n < 0 || !rg_grpc_db_plain(&st->db, (__u32)n))
+		return 0;
+	st->db_len = (__u32)n;
+	__builtin_memcpy(&db, &st->db, sizeof(db));
+	return rg_admit(&db, &st->info) == RG_ADMIT_NO;
+}
+
+/*
+ * Refuse the message rg_h2_tail_judge refused like one completing in this
+ * frame: the frame becomes RST_STREAM + SETTINGS + filler, the answer
+ * carries the rows read so far, and the frame that would complete it
+ * becomes filler (rg_h2_keep_frame).  Without room for that, it is judged
+ * (and falls back) at completion as before.
+ */
+__noinline int rg_h2_tail_refuse(struct rg_h2_sock *st, struct rg_h2_out *o, int slot)
+{
+	struct rg_db_key db;
+	__u64 rows;
+
+	if (!st || !o || slot < 0 || slot >= RG_H2_STREAM_SLOTS)
+		return 0;
+	if (rg_h2_out_room(o) || st->resets >= RG_H2_RESETS_PER_SKB ||
+	    rg_h2_reset_stream(st, o, RG_H2_OP_REWRITE, 1, (__s8)slot))
+		return 0;
+	rows = st->h.s[rg_h2_slot(slot)].m.rows;
+	__builtin_memcpy(&db, &st->db, sizeof(db));
+	rg_account_reject(&db, rows, &st->info);
+	rg_h2_answer_set(&o->ans[o->ans_tail & (RG_H2_ANSWERS - 1)], st, st->h.fsid, rows);
+	__sync_fetch_and_add(&o->ans_tail, 1);
+	rg_h2_out_settings(o, true);
+	rg_global_inc(h2_reject_kept);
+	rg_global_inc(h2_reject_short_tail);
+	return 1;
+}
+
 static long rg_h2_byte_cb(__u64 idx, void *ctx)
 {
 	struct rg_h2_loop *l = ctx;
 	struct rg_h2_sock *st = l->st;
 	__u32 p = st->pos, n;
-	int r, fb, cs;
+	int r, fb, cs, tail;
 
 	if (p >= st->win_len) {
 		__u32 off = st->win_off + st->win_len, left;
@@ -968,16 +1033,25 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 	/* gathered before the step, which may end the stream and free its slot */
 	if (cs >= 0)
 		rg_h2_copy_extend(l->skb, st, cs, st->win_off + p, 1);
+	/* the last byte of an unpadded DATA frame: its stream's slot */
+	tail = st->h.st == RG_H2S_DATA && st->h.left == 1 && !st->h.pad_left ? st->h.slot : -1;
 	r = rg_h2_step(&st->h, st->win[p & (RG_H2_WINDOW_BYTES - 1)]);
 	st->pos = p + 1;
 	if (r < 0) {
 		st->err = r;
 		return 1;
 	}
+	if (r == 0 && tail >= 0 && rg_h2_keep && !st->must_pass) {
+		/* refused at its header already: its rows are those read */
+		if (st->early_sid && st->early_sid == st->h.fsid)
+			rg_h2_early_rows(st, tail);
+		else if (rg_h2_tail_judge(st, tail))
+			rg_h2_tail_refuse(st, l->out, tail);
+	}
 	if (r == RG_H2_EV_MESSAGE && st->early_sid && st->h.done_sid == st->early_sid) {
 		/* refused at its frame's header: only its rows are wanted
 		 * (a compressed one's: rowgated's, from its copy) */
-		rg_h2_early_rows(st);
+		rg_h2_early_rows(st, st->h.done_slot);
 		if (cs >= 0)
 			rg_h2_copy_end(l->skb, st, cs, 0);
 		return 0;

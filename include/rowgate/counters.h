@@ -149,6 +149,8 @@
 	  "HTTP/2 skbs whose last frame bytes were held back for the next (--grpc-reject keep).") \
 	X(h2_reject_early, "h2_reject_early", "h2_reject_early_total", COUNTER,            \
 	  "Of h2_reject_kept: refused at the header of a DATA frame too large to hold back.") \
+	X(h2_reject_short_tail, "h2_reject_short_tail", "h2_reject_short_tail_total", COUNTER, \
+	  "Of h2_reject_kept: refused at the DATA frame before a tail too short to rewrite.") \
 	X(h2_reject_fallback, "h2_reject_fallback", "h2_reject_fallback_total", COUNTER,  \
 	  "Of h2_reject_closed, those --grpc-reject keep could not keep (counted once).") \
 	X(h2_fallback_head_split, "h2_fallback_head_split", "h2_fallback_head_split_total", \

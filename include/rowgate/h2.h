@@ -1119,8 +1119,9 @@ RG_INLINE void rg_h2_skip(struct rg_h2_conn *h, __u32 n)
  *   - a frame header cut by the skb's end: its h->got bytes;
  *   - a DATA frame of a followed stream, its header at fh_off in this skb
  *     (~0U: an earlier one), its payload unfinished, whose half-read or
- *     next message may complete in it: the frame so far, if the whole
- *     frame fits RG_H2_STASH_MAX;
+ *     next message may be judged at it (complete in it, or leave a short
+ *     tail: rg_h2_msg_ends_near): the frame so far, if the whole frame
+ *     fits RG_H2_STASH_MAX;
  *   - such a frame too large for that, while its message cannot be judged
  *     at its header yet (rg_h2_early_state): the frame so far, if that
  *     fits RG_H2_STASH_MAX.
@@ -1137,19 +1138,75 @@ RG_INLINE void rg_h2_skip(struct rg_h2_conn *h, __u32 n)
  * of len bytes ending inside it (h: the state after its last byte), its
  * header at fh_off (~0U: an earlier skb): whether its message can be
  * judged now, at the frame's header (docs/grpc.md#h2-early).
- *   RG_H2_EARLY_READY: the message completes in this frame, its prefix,
- *	kind (a charged one) and RequestHeader are read (a compressed one:
- *	its prefix), and the first RG_H2_EARLY_HEAD_BYTES of the frame are in
- *	this skb;
+ *   RG_H2_EARLY_READY: the message is judged at this frame
+ *	(rg_h2_msg_ends_near: it completes in it, or leaves a short tail),
+ *	its prefix, kind (a charged one) and RequestHeader are read (a
+ *	compressed one: its prefix), and the first RG_H2_EARLY_HEAD_BYTES of
+ *	the frame are in this skb;
  *   RG_H2_EARLY_WAIT: it may complete in this frame but is not ready:
  *	hold the frame's start back (rg_h2_stash_bytes) and ask again;
  *   RG_H2_EARLY_NO: not such a frame, or its message is judged elsewhere
- *	(completes later, or a kind that is never charged).
+ *	(completes later than that, or a kind that is never charged).
  */
 enum { RG_H2_EARLY_NO = 0, RG_H2_EARLY_READY, RG_H2_EARLY_WAIT };
+
+/* A refused message's completing DATA frame is rewritten in place into
+ * RST_STREAM + SETTINGS + a filler header (rowgate/h2_answer.h): a payload
+ * shorter than this cannot hold them */
+#define RG_H2_SHORT_TAIL_BYTES 22
+
+/* Whether the database of the plain message s being read is known
+ * (RG_H2_EARLY_READY: a charged kind, its RequestHeader read and the walk
+ * not inside it), may be later (RG_H2_EARLY_WAIT), or the message is a
+ * kind that is never charged (RG_H2_EARLY_NO). */
+RG_INLINE int rg_h2_msg_db_state(const struct rg_h2_stream *s)
+{
+	if (s->m.kind && !rg_grpc_kind_charged(s->m.kind))
+		return RG_H2_EARLY_NO;
+	if (!s->m.kind || !s->m.has_header || (s->w.depth >= 1 && s->w.ctx[1] == RG_PB_HEADER))
+		return RG_H2_EARLY_WAIT;
+	return RG_H2_EARLY_READY;
+}
+
+/*
+ * Whether the message s, its prefix read, is judged at the current DATA
+ * frame (h->left payload bytes to go): it completes in it, or it is plain
+ * and its stream goes on after it with fewer than RG_H2_SHORT_TAIL_BYTES
+ * of the message, which a frame too short to rewrite may carry
+ * (docs/grpc.md#h2-short-tail).
+ */
+RG_INLINE bool rg_h2_msg_ends_near(const struct rg_h2_conn *h, const struct rg_h2_stream *s)
+{
+	__u32 rest = s->m.len - s->w.pos;
+
+	if (rest <= h->left)
+		return true;
+	return !s->m.compressed && !(h->fflags & RG_H2_FLAG_END_STREAM) &&
+	       rest - h->left < RG_H2_SHORT_TAIL_BYTES;
+}
+
+/*
+ * --grpc-reject keep, an unpadded DATA frame without END_STREAM ended at
+ * the byte just stepped, s the stream it carried: whether the message
+ * half-read in s is judged now, while this frame's header can still be
+ * rewritten, because fewer than RG_H2_SHORT_TAIL_BYTES of it are left and
+ * its database is known (docs/grpc.md#h2-short-tail).
+ */
+RG_INLINE bool rg_h2_short_tail_ready(const struct rg_h2_stream *s)
+{
+	__u32 rest;
+
+	if (s->pfx_got < 5 || s->m.compressed)
+		return false;
+	rest = s->m.len - s->w.pos;
+	return rest && rest < RG_H2_SHORT_TAIL_BYTES &&
+	       rg_h2_msg_db_state(s) == RG_H2_EARLY_READY;
+}
+
 RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_off)
 {
 	const struct rg_h2_stream *s;
+	int db;
 
 	if (h->st != RG_H2S_DATA && h->st != RG_H2S_PADLEN)
 		return RG_H2_EARLY_NO;
@@ -1162,16 +1219,14 @@ RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_
 	s = &h->s[rg_h2_slot(h->slot)];
 	if (s->pfx_got < 5)
 		return RG_H2_EARLY_WAIT;
-	if (s->m.len - s->w.pos > h->left)
+	if (!rg_h2_msg_ends_near(h, s))
 		return RG_H2_EARLY_NO;
 	/* a compressed message is judged on what its connection's earlier
 	 * ones named, nothing inside it: its prefix is all it needs */
 	if (!s->m.compressed) {
-		if (s->m.kind && !rg_grpc_kind_charged(s->m.kind))
-			return RG_H2_EARLY_NO;
-		if (!s->m.kind || !s->m.has_header ||
-		    (s->w.depth >= 1 && s->w.ctx[1] == RG_PB_HEADER))
-			return RG_H2_EARLY_WAIT;
+		db = rg_h2_msg_db_state(s);
+		if (db != RG_H2_EARLY_READY)
+			return db;
 	}
 	if (h->st == RG_H2S_DATA && len - fh_off >= RG_H2_EARLY_HEAD_BYTES)
 		return RG_H2_EARLY_READY;
@@ -1200,7 +1255,7 @@ RG_INLINE __u32 rg_h2_stash_bytes(const struct rg_h2_conn *h, __u32 len, __u32 f
 		return 0;
 	s = &h->s[rg_h2_slot(h->slot)];
 	/* a message that goes on past this frame is decided in a later one */
-	if (s->pfx_got == 5 && s->m.len - s->w.pos > h->left)
+	if (s->pfx_got == 5 && !rg_h2_msg_ends_near(h, s))
 		return 0;
 	return len - fh_off;
 }

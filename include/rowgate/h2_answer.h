@@ -24,6 +24,8 @@
 #define RG_H2_REWRITE_HEAD_BYTES                                                   \
 	(RG_H2_RST_STREAM_BYTES + RG_H2_SETTINGS_EMPTY_BYTES + RG_H2_FRAME_HDR_BYTES)
 #define RG_H2_REWRITE_MIN_PAYLOAD (RG_H2_REWRITE_HEAD_BYTES - RG_H2_FRAME_HDR_BYTES)
+_Static_assert(RG_H2_SHORT_TAIL_BYTES == RG_H2_REWRITE_MIN_PAYLOAD,
+	       "a short tail is a payload the rewrite does not fit");
 #define RG_H2_FILLER		  0xfa /* an unregistered frame type: ignored (RFC 9113 §5.5) */
 #define RG_H2_CANCEL		  0x8
 #define RG_H2_WINDOW_MAX	  0x7fffffffU /* largest window increment */

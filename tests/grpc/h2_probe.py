@@ -21,11 +21,12 @@ scenarios: mix (rejected and admitted calls interleaved on one connection),
            must follow whatever the segments; with --want 8, calls it
            must refuse, keeping the connection, whatever the segments),
            fallback (refused messages --db cut across sends: one whose
-           last DATA frame holds 10 bytes and one whose 14 KB frame has
-           its RequestHeader after 4 KB of rows close with GOAWAY; on one
-           connection, calls cut after the DATA header, inside it, inside
-           the payload, a refused stream's later DATA cut inside its
-           header, and frames over 4 KB cut in many ways are kept:
+           last DATA frame holds its RequestHeader in 11 bytes and one
+           whose 14 KB frame has its RequestHeader after 4 KB of rows
+           close with GOAWAY; on one connection, calls cut after the DATA
+           header, inside it, inside the payload, a refused stream's later
+           DATA cut inside its header, frames over 4 KB cut in many ways,
+           and messages whose last DATA frame holds 10 bytes are kept:
            grpc-status 8, the connection open),
            open_call (a refusal that falls back to GOAWAY while an earlier
            call's body is unfinished and a later call was answered: the
@@ -524,10 +525,11 @@ def scenario_open_call(a):
 
 def scenario_fallback(a):
     """Refusals whose frames reach the kernel cut across skbs: a short
-    completing frame, and a completing frame over the stash bound (4 KB)
-    whose RequestHeader comes after 4 KB of rows, still close with GOAWAY;
-    cut elsewhere, the header is held back to the next skb, or the message
-    is judged at its frame's header, and the refusal is kept."""
+    completing frame whose RequestHeader is in it, and a completing frame
+    over the stash bound (4 KB) whose RequestHeader comes after 4 KB of
+    rows, still close with GOAWAY; cut elsewhere, the header is held back
+    to the next skb, or the message is judged at its frame's header (or at
+    the frame before a short last one), and the refusal is kept."""
     block = hpack.Encoder().encode([
         (":method", "POST"), (":scheme", "http"),
         (":path", "/greptime.v1.GreptimeDatabase/Handle"),
@@ -539,13 +541,15 @@ def scenario_fallback(a):
     out = {}
     for case in ("short", "over"):
         if case == "short":
-            m = message(a.db, a.rows, "fb_short")
+            # its RequestHeader in the last 11 bytes: the database is not
+            # known at the frame before them (docs/grpc.md#h2-short-tail)
+            m = message(a.db, a.rows, "fb_short", header_last=True)
         else:
             m = message(a.db, 600, "fb_over", header_last=True)
         s = socket.create_connection(("127.0.0.1", a.port), timeout=10)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if case == "short":
-            s.sendall(head + frame(DATA, 0, 1, m[:-10]) + frame(DATA, END_STREAM, 1, m[-10:]))
+            s.sendall(head + frame(DATA, 0, 1, m[:-11]) + frame(DATA, END_STREAM, 1, m[-11:]))
         else:
             # its RequestHeader after 4 KB of rows: neither held back nor
             # judged at its header (docs/grpc.md#h2-early)
@@ -616,7 +620,31 @@ def scenario_fallback(a):
     # its header alone in a send: its start held back until the
     # RequestHeader arrives, then judged at its header
     kept["early_after_hold"] = big(19, 600, cut_in_payload=0, then=400)
-    kept["whole_after"] = call(21, None)
+    # a message whose last DATA frame holds 10 bytes, too few for the
+    # rewrite: refused at the frame before (docs/grpc.md#h2-short-tail),
+    # sent with it, before it (grpc-go's cut at the flow-control window),
+    # cut in its payload (held back whole), and over 4 KB cut in its
+    # payload (refused at its header)
+    def short_tail(sid, rows, cut_in_payload=None, apart=True):
+        m = message(a.db, rows, "tail%d" % sid)
+        f1 = frame(DATA, 0, sid, m[:-10])
+        if len(f1) > MAX_FRAME + 9:
+            raise ValueError("short_tail: %d rows do not fit one frame" % rows)
+        b = c.headers_frame(sid, a.port) + f1 + frame(DATA, END_STREAM, sid, m[-10:])
+        end1 = len(b) - 19
+        if not apart:
+            c.send(b)
+        elif cut_in_payload is None:
+            c.send_split(b, end1, gap)
+        else:
+            c.send_split(b, end1 - len(f1) + 9 + cut_in_payload, gap, end1)
+        return status(sid)
+
+    kept["short_tail"] = short_tail(21, a.rows, apart=False)
+    kept["short_tail_later"] = short_tail(23, a.rows)
+    kept["short_tail_held"] = short_tail(25, a.rows, cut_in_payload=30)
+    kept["short_tail_early"] = short_tail(27, 600, cut_in_payload=400)
+    kept["whole_after"] = call(29, None)
     out["kept"] = kept
     out["frames"] = {k: v["frames"] for k, v in c.streams.items()}
     out["goaway"] = c.goaway

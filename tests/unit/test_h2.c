@@ -704,6 +704,116 @@ static void test_early_compressed(void)
 	freebuf(&m);
 }
 
+/*
+ * The ready-at-frame-end test of bpf/h2.h's rg_h2_frame_tail: b holds one
+ * stream's message in two DATA frames; parse it and return, at the last
+ * byte of the first frame, rg_h2_short_tail_ready of its slot (-1: that
+ * byte was never the last of an unpadded DATA frame).
+ */
+static int short_tail_at_f1_end(const struct buf *b, size_t f2)
+{
+	size_t pos;
+	int tail, r, ready = -1;
+
+	rg_h2_init(&conn);
+	for (pos = 0; pos < f2; pos++) {
+		tail = conn.st == RG_H2S_DATA && conn.left == 1 && !conn.pad_left ? conn.slot : -1;
+		r = rg_h2_step(&conn, b->p[pos]);
+		if (r < 0)
+			return -2;
+		if (r == 0 && tail >= 0 && tail < RG_H2_STREAM_SLOTS)
+			ready = rg_h2_short_tail_ready(&conn.s[tail]);
+	}
+	return ready;
+}
+
+/* One stream whose message m goes in two DATA frames, the second with its
+ * last `tail` bytes; *f1, *f2: where the frames begin. */
+static void two_frames(struct buf *c, const struct buf *m, size_t tail, size_t *f1, size_t *f2)
+{
+	memset(c, 0, sizeof(*c));
+	start(c);
+	headers(c, 1, 0);
+	*f1 = c->len;
+	frame(c, RG_H2_DATA, 0, 1, m->p, m->len - tail);
+	*f2 = c->len;
+	frame(c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, 1, m->p + m->len - tail, tail);
+}
+
+/*
+ * A message whose last DATA frame is too short to rewrite in place (grpc-go
+ * cuts frames at the flow-control window, so a few bytes may come alone) is
+ * judged at the frame before it (docs/grpc.md#h2-short-tail): at that
+ * frame's end, or at its header when it is too large to hold back, and a
+ * frame cut before it is held back whole.  Not when the tail is long
+ * enough, its database is not read yet, or it is compressed.
+ */
+static void test_short_tail(void)
+{
+	struct buf req = { 0 }, m = { 0 }, big = { 0 }, late = { 0 }, cm = { 0 }, c;
+	int rows = 20, bad = 0, got, want;
+	size_t tail, f1, f2, cut;
+	uint32_t fh_off;
+
+	build_req(&req, NULL, NULL, "a", 20);
+	grpc_msg(&m, &req, 0);
+	freebuf(&req);
+	for (tail = 1; tail < 40; tail++) {
+		two_frames(&c, &m, tail, &f1, &f2);
+		got = short_tail_at_f1_end(&c, f2);
+		want = tail < RG_H2_SHORT_TAIL_BYTES;
+		CHECK(got == want, "short tail %zu: ready %d, want %d", tail, got, want);
+		/* cut inside the first frame, past its message's prefix: held
+		 * back whole exactly when its message is judged at its end */
+		for (cut = f1 + RG_H2_FRAME_HDR_BYTES + 5; cut < f2; cut += 7) {
+			if (parse_to(&c, cut, &fh_off) < 0) {
+				bad++;
+				continue;
+			}
+			bad += (rg_h2_stash_bytes(&conn, (uint32_t)cut, fh_off) == cut - f1) != want;
+		}
+		freebuf(&c);
+	}
+	CHECK_EQ_U64(bad, 0, "short tail: first frames held back otherwise");
+
+	/* the RequestHeader after the rows, inside the tail: not known at
+	 * the first frame's end, judged (and falls back) at completion */
+	row_inserts(&req, &rows, 1);
+	header(&req, NULL, NULL, "a");
+	grpc_msg(&late, &req, 0);
+	freebuf(&req);
+	two_frames(&c, &late, 10, &f1, &f2);
+	CHECK(short_tail_at_f1_end(&c, f2) == 0, "short tail: judged before its RequestHeader");
+	freebuf(&c);
+
+	/* compressed: the rows are rowgated's to count, from a whole copy */
+	build_req(&req, NULL, NULL, "a", 20);
+	grpc_msg(&cm, &req, 1);
+	freebuf(&req);
+	two_frames(&c, &cm, 10, &f1, &f2);
+	CHECK(short_tail_at_f1_end(&c, f2) == 0, "short tail: a compressed message judged");
+	freebuf(&c);
+
+	/* a first frame too large to hold back: judged at its header */
+	bad = 0;
+	build_req(&req, NULL, NULL, "a", 1000);
+	grpc_msg(&big, &req, 0);
+	freebuf(&req);
+	CHECK(big.len > RG_H2_STASH_MAX, "short tail: the big message fits the stash");
+	for (tail = 10; tail <= 30; tail += 20) {
+		two_frames(&c, &big, tail, &f1, &f2);
+		want = tail < RG_H2_SHORT_TAIL_BYTES ? RG_H2_EARLY_READY : RG_H2_EARLY_NO;
+		for (cut = f1 + 200; cut < f2; cut += 97)
+			bad += early_at(&c, cut) != want;
+		freebuf(&c);
+	}
+	CHECK_EQ_U64(bad, 0, "short tail: big first frames judged at their header otherwise");
+	freebuf(&m);
+	freebuf(&big);
+	freebuf(&late);
+	freebuf(&cm);
+}
+
 /* A stream the kernel refused gives its slot up to a new stream (bpf/h2.h
  * marks it): a client that abandons a refused call mid-message never ends
  * its stream (grpc-go 1.33's HandleRequests). */
@@ -1714,6 +1824,7 @@ int main(void)
 	test_compressed_count();
 	test_stash();
 	test_early_compressed();
+	test_short_tail();
 	test_refused_slots();
 	test_uncounted();
 	return check_report("test_h2");

@@ -98,6 +98,8 @@ func main() {
 	stagger := flag.Duration("stagger", 0, "start worker i of -concurrency i times this late")
 	callGap := flag.Duration("call-gap", 0, "pause between a worker's calls (one connection, calls apart in time)")
 	others := flag.Int("other", 0, "Health/Check and rowgate.test.Other/Handle calls after each call")
+	msgBytes := flag.Int("msg-bytes", 0,
+		"row inserts: lengthen each message's table name so that it marshals to exactly this many bytes")
 	flag.Parse()
 	if *target == "" || *db == "" {
 		fmt.Fprintln(os.Stderr, "rg-grpc-go: -target and -db are required")
@@ -153,13 +155,28 @@ func main() {
 				{ValueData: &Value_F64Value{F64Value: float64(r) * 0.5}},
 			}}
 		}
-		return &GreptimeRequest{Header: hdr, Request: &GreptimeRequest_RowInserts{RowInserts: &RowInsertRequests{
-			Inserts: []*RowInsertRequest{{TableName: table, Rows: &Rows{
-				Schema: []*ColumnSchema{
-					{ColumnName: "ts", Datatype: ColumnDataType_TIMESTAMP_MILLISECOND, SemanticType: SemanticType_TIMESTAMP},
-					{ColumnName: "v", Datatype: ColumnDataType_FLOAT64, SemanticType: SemanticType_FIELD},
-				},
-				Rows: rs}}}}}}
+		ri := &RowInsertRequest{TableName: table, Rows: &Rows{
+			Schema: []*ColumnSchema{
+				{ColumnName: "ts", Datatype: ColumnDataType_TIMESTAMP_MILLISECOND, SemanticType: SemanticType_TIMESTAMP},
+				{ColumnName: "v", Datatype: ColumnDataType_FLOAT64, SemanticType: SemanticType_FIELD},
+			},
+			Rows: rs}}
+		req := &GreptimeRequest{Header: hdr, Request: &GreptimeRequest_RowInserts{RowInserts: &RowInsertRequests{
+			Inserts: []*RowInsertRequest{ri}}}}
+		// a length prefix may grow a byte as the name grows: a few rounds
+		for i := 0; *msgBytes > 0 && i < 4; i++ {
+			if d := *msgBytes - proto.Size(req); d > 0 {
+				ri.TableName += strings.Repeat("x", d)
+			} else if d < 0 && len(ri.TableName)+d > len(table) {
+				ri.TableName = ri.TableName[:len(ri.TableName)+d]
+			}
+		}
+		if *msgBytes > 0 && proto.Size(req) != *msgBytes {
+			fmt.Fprintf(os.Stderr, "rg-grpc-go: -msg-bytes %d: the message marshals to %d bytes\n",
+				*msgBytes, proto.Size(req))
+			os.Exit(2)
+		}
+		return req
 	}
 
 	res := result{Impl: "grpc-go", Version: grpc.Version, Mode: *mode, DB: *db, Codes: map[string]int{}}
