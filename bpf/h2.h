@@ -253,6 +253,13 @@ static __always_inline int rg_h2_find(const __u32 *set, __u32 n, __u32 sid)
 	return -1;
 }
 
+/* --grpc-reject keep: the kernel reset stream sid in the server's view (its
+ * current frame rewritten, or in the refused set) */
+static __always_inline bool rg_h2_stream_refused(const struct rg_h2_sock *st, __u32 sid)
+{
+	return rg_h2_keep && (st->frame_rej == sid || rg_h2_find(st->rej, RG_H2_REJECTED, sid) >= 0);
+}
+
 /* The slot whose compressed message the next byte belongs to, or -1. */
 static __always_inline int rg_h2_copy_slot(const struct rg_h2_sock *st)
 {
@@ -303,8 +310,7 @@ __noinline int rg_h2_copy_extend(struct __sk_buff *skb, struct rg_h2_sock *st, i
 		st->copy_sid[i] = sid;
 		st->copy_seq[i] = RG_H2_COPY_NONE;
 		/* a refused stream's frames never reach the server */
-		if (rg_h2_keep &&
-		    (st->frame_rej == sid || rg_h2_find(st->rej, RG_H2_REJECTED, sid) >= 0))
+		if (rg_h2_stream_refused(st, sid))
 			return 0;
 		rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
 		if (!rec) {
@@ -428,8 +434,7 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 		st->err = RG_H2_ERR_GRPC;
 		return -1;
 	}
-	if (rg_h2_keep && (st->h.done_sid == st->frame_rej ||
-			   rg_h2_find(st->rej, RG_H2_REJECTED, st->h.done_sid) >= 0))
+	if (rg_h2_stream_refused(st, st->h.done_sid))
 		return 0; /* its stream was reset: never handled, never charged */
 	if (m->compressed) {
 		/* --grpc-compressed debt: charged nothing here, its rows by
@@ -789,7 +794,7 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	sid = h->fsid;
 	if (st->early_sid || rg_h2_early_state(h, len, st->fh_off) != RG_H2_EARLY_READY)
 		return 0;
-	if (st->frame_rej == sid || rg_h2_find(st->rej, RG_H2_REJECTED, sid) >= 0 ||
+	if (rg_h2_stream_refused(st, sid) ||
 	    rg_h2_find(st->adm, RG_H2_ADMITTED, sid) >= 0)
 		return 0; /* already refused, or admitted whatever the bucket says */
 	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
@@ -914,16 +919,21 @@ __noinline int rg_h2_early_push(struct rg_h2_sock *st, struct rg_h2_out *o)
 	return 0;
 }
 
+/* rg_h2_tail_judge: a compressed message, for rg_h2_compressed_admit */
+#define RG_H2_TAIL_COMPRESSED 2
+
 /*
  * --grpc-reject keep: an unpadded DATA frame ended at the byte just
  * stepped, its stream's message, in parser slot `slot`, half-read: whether
  * that message is to be refused now (rg_h2_tail_refuse), while this
  * frame's header can still be rewritten, because what is left of it may
  * come in a frame too short to rewrite (rg_h2_short_tail_ready,
- * docs/grpc.md#h2-short-tail) and its database's bucket refuses it (st->db,
- * st->info set).  Admitted, or not judgeable: it is judged at completion.
- * A global function, as rg_h2_tail_refuse: both fit the byte loop's call
- * chain (512 bytes on 6.1) only apart.
+ * docs/grpc.md#h2-short-tail): 1 when its database's bucket refuses it
+ * (st->db, st->info set); RG_H2_TAIL_COMPRESSED when it is compressed
+ * (--grpc-compressed debt), to be judged by rg_h2_compressed_admit; 0
+ * otherwise: it is judged at completion.  A global function, as
+ * rg_h2_tail_refuse: they fit the byte loop's call chain (512 bytes on
+ * 6.1) only one at a time.
  */
 __noinline int rg_h2_tail_judge(struct rg_h2_sock *st, int slot)
 {
@@ -941,9 +951,11 @@ __noinline int rg_h2_tail_judge(struct rg_h2_sock *st, int slot)
 	if (st->fh_off == ~0U || st->h.flen < RG_H2_REWRITE_MIN_PAYLOAD ||
 	    !rg_h2_short_tail_ready(s))
 		return 0;
-	if (st->frame_rej == sid || rg_h2_find(st->rej, RG_H2_REJECTED, sid) >= 0 ||
+	if (rg_h2_stream_refused(st, sid) ||
 	    rg_h2_find(st->adm, RG_H2_ADMITTED, sid) >= 0)
 		return 0; /* already refused, or admitted whatever the bucket says */
+	if (s->m.compressed)
+		return rg_h2_compressed_debt ? RG_H2_TAIL_COMPRESSED : 0;
 	n = rg_grpc_db_key_in(&s->m, &st->db, st->db_raw);
 	if (n < 0 || !rg_grpc_db_plain(&st->db, (__u32)n))
 		return 0;
@@ -978,6 +990,18 @@ __noinline int rg_h2_tail_refuse(struct rg_h2_sock *st, struct rg_h2_out *o, int
 	rg_global_inc(h2_reject_kept);
 	rg_global_inc(h2_reject_short_tail);
 	return 1;
+}
+
+/* rg_h2_tail_judge, and rg_h2_tail_refuse when it refuses: the byte
+ * loop's call chain has room for one global function under these */
+static __always_inline void rg_h2_tail(struct rg_h2_sock *st, struct rg_h2_out *o, int slot)
+{
+	int r = rg_h2_tail_judge(st, slot);
+
+	if (r == RG_H2_TAIL_COMPRESSED)
+		r = rg_h2_compressed_admit(st) == RG_ADMIT_NO;
+	if (r == 1)
+		rg_h2_tail_refuse(st, o, slot);
 }
 
 static long rg_h2_byte_cb(__u64 idx, void *ctx)
@@ -1045,8 +1069,8 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		/* refused at its header already: its rows are those read */
 		if (st->early_sid && st->early_sid == st->h.fsid)
 			rg_h2_early_rows(st, tail);
-		else if (rg_h2_tail_judge(st, tail))
-			rg_h2_tail_refuse(st, l->out, tail);
+		else
+			rg_h2_tail(st, l->out, tail);
 	}
 	if (r == RG_H2_EV_MESSAGE && st->early_sid && st->h.done_sid == st->early_sid) {
 		/* refused at its frame's header: only its rows are wanted
@@ -1062,8 +1086,10 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		if (cs >= 0)
 			st->cverdict = rg_h2_compressed_admit(st);
 		fb = rg_h2_message(st);
+		/* one completing on a stream refused before its short tail
+		 * (rg_h2_tail_refuse) never reached the server: refused */
 		if (cs >= 0)
-			rg_h2_copy_end(l->skb, st, cs, !fb);
+			rg_h2_copy_end(l->skb, st, cs, !fb && !rg_h2_stream_refused(st, st->h.done_sid));
 		if (!fb)
 			return 0;
 		/* a compressed message's error fails closed at once */

@@ -1170,9 +1170,9 @@ RG_INLINE int rg_h2_msg_db_state(const struct rg_h2_stream *s)
 
 /*
  * Whether the message s, its prefix read, is judged at the current DATA
- * frame (h->left payload bytes to go): it completes in it, or it is plain
- * and its stream goes on after it with fewer than RG_H2_SHORT_TAIL_BYTES
- * of the message, which a frame too short to rewrite may carry
+ * frame (h->left payload bytes to go): it completes in it, or its stream
+ * goes on after it with fewer than RG_H2_SHORT_TAIL_BYTES of the message,
+ * which a frame too short to rewrite may carry
  * (docs/grpc.md#h2-short-tail).
  */
 RG_INLINE bool rg_h2_msg_ends_near(const struct rg_h2_conn *h, const struct rg_h2_stream *s)
@@ -1181,8 +1181,7 @@ RG_INLINE bool rg_h2_msg_ends_near(const struct rg_h2_conn *h, const struct rg_h
 
 	if (rest <= h->left)
 		return true;
-	return !s->m.compressed && !(h->fflags & RG_H2_FLAG_END_STREAM) &&
-	       rest - h->left < RG_H2_SHORT_TAIL_BYTES;
+	return !(h->fflags & RG_H2_FLAG_END_STREAM) && rest - h->left < RG_H2_SHORT_TAIL_BYTES;
 }
 
 /*
@@ -1190,17 +1189,18 @@ RG_INLINE bool rg_h2_msg_ends_near(const struct rg_h2_conn *h, const struct rg_h
  * the byte just stepped, s the stream it carried: whether the message
  * half-read in s is judged now, while this frame's header can still be
  * rewritten, because fewer than RG_H2_SHORT_TAIL_BYTES of it are left and
- * its database is known (docs/grpc.md#h2-short-tail).
+ * what its verdict needs is read: a plain one's database; a compressed
+ * one's prefix (docs/grpc.md#h2-short-tail).
  */
 RG_INLINE bool rg_h2_short_tail_ready(const struct rg_h2_stream *s)
 {
 	__u32 rest;
 
-	if (s->pfx_got < 5 || s->m.compressed)
+	if (s->pfx_got < 5)
 		return false;
 	rest = s->m.len - s->w.pos;
 	return rest && rest < RG_H2_SHORT_TAIL_BYTES &&
-	       rg_h2_msg_db_state(s) == RG_H2_EARLY_READY;
+	       (s->m.compressed || rg_h2_msg_db_state(s) == RG_H2_EARLY_READY);
 }
 
 RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_off)

@@ -10,10 +10,13 @@
 package main
 
 import (
+	"bytes"
+	stdgzip "compress/gzip"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand"
 	"os"
 	"strings"
 	"sync"
@@ -99,11 +102,15 @@ func main() {
 	callGap := flag.Duration("call-gap", 0, "pause between a worker's calls (one connection, calls apart in time)")
 	others := flag.Int("other", 0, "Health/Check and rowgate.test.Other/Handle calls after each call")
 	msgBytes := flag.Int("msg-bytes", 0,
-		"row inserts: lengthen each message's table name so that it marshals to exactly this many bytes")
+		"row inserts: lengthen each message's table name so that it marshals (with -gzip: compresses) to exactly this many bytes")
 	flag.Parse()
 	if *target == "" || *db == "" {
 		fmt.Fprintln(os.Stderr, "rg-grpc-go: -target and -db are required")
 		flag.Usage()
+		os.Exit(2)
+	}
+	if *msgBytes > 0 && (*useZstd || *columnar) {
+		fmt.Fprintln(os.Stderr, "rg-grpc-go: -msg-bytes takes row inserts, plain or -gzip")
 		os.Exit(2)
 	}
 	if *mode != "unary" && *mode != "stream" {
@@ -163,6 +170,10 @@ func main() {
 			Rows: rs}}
 		req := &GreptimeRequest{Header: hdr, Request: &GreptimeRequest_RowInserts{RowInserts: &RowInsertRequests{
 			Inserts: []*RowInsertRequest{ri}}}}
+		if *msgBytes > 0 && *useGzip {
+			padCompressed(req, ri, table, *msgBytes, n)
+			return req
+		}
 		// a length prefix may grow a byte as the name grows: a few rounds
 		for i := 0; *msgBytes > 0 && i < 4; i++ {
 			if d := *msgBytes - proto.Size(req); d > 0 {
@@ -275,4 +286,52 @@ func main() {
 	if res.Failed > 0 || res.OtherFailed > 0 {
 		os.Exit(1)
 	}
+}
+
+// gzipSize is the length of what grpc-go's gzip compressor (compress/gzip
+// at its default level, no header fields) makes of req.
+func gzipSize(req proto.Message) int {
+	b, err := proto.Marshal(req)
+	if err != nil {
+		panic(err)
+	}
+	var buf bytes.Buffer
+	z := stdgzip.NewWriter(&buf)
+	z.Write(b)
+	z.Close()
+	return buf.Len()
+}
+
+// padCompressed lengthens ri's table name with letters that gzip cannot
+// shrink much until req compresses to exactly want bytes: the compressed
+// size grows (nearly) monotonically with the padding, so a binary search
+// finds the neighbourhood and a scan the exact length.
+func padCompressed(req *GreptimeRequest, ri *RowInsertRequest, table string, want int, seed int64) {
+	rng := rand.New(rand.NewSource(seed))
+	letters := make([]byte, 4*want+64)
+	for i := range letters {
+		letters[i] = byte('a' + rng.Intn(26))
+	}
+	size := func(n int) int {
+		ri.TableName = table + string(letters[:n])
+		return gzipSize(req)
+	}
+	lo, hi := 0, len(letters)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if size(mid) < want {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	for d := 0; d < 256; d++ {
+		for _, n := range []int{lo + d, lo - d} {
+			if n >= 0 && n <= len(letters) && size(n) == want {
+				return
+			}
+		}
+	}
+	fmt.Fprintf(os.Stderr, "rg-grpc-go: -msg-bytes %d: no table name compresses to that\n", want)
+	os.Exit(2)
 }
