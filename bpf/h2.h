@@ -273,6 +273,20 @@ static __always_inline int rg_h2_copy_slot(const struct rg_h2_sock *st)
 	return s->pfx_got == 5 && s->m.compressed ? st->h.slot : -1;
 }
 
+/* The current DATA frame goes on with a compressed message whose copy is
+ * under way. */
+static __always_inline bool rg_h2_copy_open(const struct rg_h2_sock *st)
+{
+	__s8 slot = st->h.slot;
+	__u32 i;
+
+	if (slot < 0 || slot >= RG_H2_STREAM_SLOTS)
+		return false;
+	i = rg_h2_slot(slot);
+	return st->h.s[i].id == st->h.fsid && st->h.s[i].pfx_got == 5 &&
+	       st->copy_seq[i] > RG_H2_COPY_NONE && st->copy_sid[i] == st->h.fsid;
+}
+
 /* Emit the bytes of this skb gathered for a copy. */
 __noinline int rg_h2_copy_flush(struct __sk_buff *skb, struct rg_h2_sock *st)
 {
@@ -652,6 +666,10 @@ static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_
 	/* and the message it begins or goes on with is never read: its slot
 	 * may go to a new stream */
 	rg_h2_mark_refused(&st->h, st->h.slot, st->h.fsid);
+	/* nor the frame, unless it carries on a compressed message's copy
+	 * (its rows are counted as rejected from the whole copy) */
+	if (type == RG_H2_DATA && !rg_h2_copy_open(st))
+		rg_h2_frame_unread(&st->h);
 	if (type == RG_H2_DATA && o)
 		__sync_fetch_and_add(&o->owed_in, st->h.flen);
 	if (type == RG_H2_RST_STREAM || (type == RG_H2_DATA && (st->h.fflags & RG_H2_FLAG_END_STREAM)))
@@ -711,6 +729,7 @@ __noinline int rg_h2_hold(struct __sk_buff *skb, struct rg_h2_sock *st)
 	__u64 cookie;
 	struct rg_conn *c;
 	__u32 len, n, cut;
+	long r;
 
 	if (!skb || !st)
 		return 0;
@@ -732,9 +751,15 @@ __noinline int rg_h2_hold(struct __sk_buff *skb, struct rg_h2_sock *st)
 		return 0;
 	/* the held bytes are charged when the server reads them in front of
 	 * the next skb, not now (docs/design.md#tcp-read-accounting) */
-	if (bpf_skb_change_tail(skb, cut, 0)) {
+	r = cut ? bpf_skb_change_tail(skb, cut, 0) : rg_empty_skb(skb);
+	if (r) {
 		c->stash_len = 0;
 		c->uncharged -= n;
+		if (r == -2) {
+			/* the skb lost bytes the server has not seen */
+			rg_global_inc(internal_errors);
+			st->err = RG_H2_ERR_PROTOCOL;
+		}
 		return 0;
 	}
 	st->stash_whole = st->h.st != RG_H2S_FRAME_HDR;
@@ -1430,9 +1455,9 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		rg_global_inc(internal_errors);
 		st->err = RG_H2_ERR_PROTOCOL;
 	}
+	if (!st->err && !st->reject && rg_h2_keep && !st->must_pass && rg_h2_hold(skb, st))
+		return SK_DROP;
 	if (!st->err && !st->reject) {
-		if (rg_h2_keep && !st->must_pass && rg_h2_hold(skb, st))
-			return SK_DROP;
 		if (st->nops && rg_h2_apply_ops(skb, st)) {
 			rg_global_inc(internal_errors);
 			return SK_DROP;

@@ -344,6 +344,23 @@ RG_INLINE int rg_h2_find_refused_slot(const struct rg_h2_conn *h)
 	return -1;
 }
 
+/* The current DATA frame, its header just read, is passed unread: the
+ * kernel reset its stream and the frame is filler to the server
+ * (bpf/h2.h rg_h2_keep_frame).  Its stream's slot, and the message
+ * half-read there, are let go: read on, a frame whose stream lost its
+ * slot to a new stream would be taken for a new message. */
+RG_INLINE void rg_h2_frame_unread(struct rg_h2_conn *h)
+{
+	if (h->ftype != RG_H2_DATA || (h->st != RG_H2S_DATA && h->st != RG_H2S_PADLEN))
+		return;
+	if (h->slot >= 0 && h->slot < RG_H2_STREAM_SLOTS && h->s[rg_h2_slot(h->slot)].id == h->fsid)
+		h->s[rg_h2_slot(h->slot)].id = 0;
+	h->slot = -1;
+	h->unrouted_frame = 1;
+	if (h->st == RG_H2S_DATA)
+		h->st = RG_H2S_SKIP;
+}
+
 /* ---- protobuf walk of GreptimeRequest ---------------------------------- */
 
 /* A RequestHeader string starts again (the last occurrence wins). */

@@ -72,12 +72,22 @@ rg_check "seg_spent: $CALLS refused, $((CALLS * ROWS)) rows rejected" \
 	[ "$(rg_stat seg_spent rejected_requests)" = "$CALLS" ] &&
 	[ "$(rg_stat seg_spent rejected_rows)" = $((CALLS * ROWS)) ]
 
-# Under fire (SEG_WIDE=1; fails today, docs/grpc.md#h2-early): 8 calls in
-# flight, unary and HandleRequests, their frames interleaved in the
-# segments, one connection each.
-for mode in $([ "${SEG_WIDE:-0}" = 1 ] && echo stream unary); do
+# Under fire (SEG_WIDE=0 skips it): 8 calls in flight, unary and
+# HandleRequests, their frames interleaved in the segments, one connection
+# each.  It failed in some runs until a small frame held back whole a
+# second time could be cut (docs/grpc.md#h2-stash) and a refused stream's
+# later frames were no longer read as new messages.  seg_wide's debt
+# (20,200 rows at 1 row/s) outlasts the test however slow the machine
+# (seg_spent's 10 rows ran out under TCG).
+if [ "${SEG_WIDE:-1}" = 1 ]; then
+	rg_ctl limit set seg_wide 1 >/dev/null || rg_fail "limit set"
+	in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id ws -db seg_wide -calls 1 -rows "$ROWS" -no-retry \
+		>"$RG_TMP/wide-seed.json" 2>&1
+	rg_check "seg_wide: the first message admitted" [ "$(jget "$RG_TMP/wide-seed.json" "d['ok']")" = 1 ]
+fi
+for mode in $([ "${SEG_WIDE:-1}" = 1 ] && echo stream unary); do
 	conns0=$(rg_global conns_tracked) calls0=$(sget "d['calls']")
-	in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id "w$mode" -db seg_spent -mode $mode -per-call 2 \
+	in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id "w$mode" -db seg_wide -mode $mode -per-call 2 \
 		-concurrency 8 -calls $((CALLS * 2)) -rows "$ROWS" -no-retry >"$RG_TMP/wide-$mode.json" 2>&1
 	rg_log "8 in flight, $mode: $(cat "$RG_TMP/wide-$mode.json") $(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; g=json.load(sys.stdin)["global"]; print({k: v for k, v in g.items() if v and (k.startswith("h2") or "intern" in k or "fail" in k)})')"
 	rg_check "8 refused $mode calls in flight, interleaved in the segments: all code 8, one connection, no fallback, no handler call" \
