@@ -168,23 +168,32 @@ rg_check "two databases on one connection: each charged its own, then both refus
 # message gzipped to 65,530 + 10 bytes (-msg-bytes) sends a short last
 # frame, too short to rewrite.  The first of 4 calls passes (nothing
 # learned) and leaves debt; the next three are refused at the frame before
-# (docs/grpc.md#h2-short-tail), the connection kept, their rows counted
-# by rowgated from their copies as rejected, never handled.
+# (docs/grpc.md#h2-short-tail), the connection kept, never handled.  A
+# refused message's copy ends, and rowgated counts its rows as rejected,
+# only if the client still sends its last bytes: grpc-go drops them when
+# the refusal's answer comes before the window update that lets them go
+# (a race: under load it does).
 rg_ctl limit set gz_tail 10 >/dev/null || rg_fail "limit set"
 # the frame before is judged at its end, or at its header when it is over
 # 4 KB and cut across skbs (h2_reject_early)
 tail_early() { echo $(($(rg_global h2_reject_short_tail) + $(rg_global h2_reject_early))); }
 calls0=$(gcalls) tail0=$(rg_global h2_reject_short_tail) early0=$(rg_global h2_reject_early)
-te0=$(tail_early) fb0=$(rg_global h2_reject_fallback)
+te0=$(tail_early) fb0=$(rg_global h2_reject_fallback) copied_t0=$(rg_global h2_compressed_copied)
+tail_copies() { echo $(($(rg_global h2_compressed_copied) - copied_t0)); }
+tail_rejected_ok() { [ "$(rg_stat gz_tail rejected_rows)" = $((($(tail_copies) - 1) * 2000)) ]; }
 go_client -id t -db gz_tail -gzip -calls 4 -rows 2000 -msg-bytes $((65535 - 5 + 10)) -call-gap $GAP \
 	-no-retry >"$RG_TMP/t.json" && rg_fail "compressed writes past the debt passed: $(cat "$RG_TMP/t.json")"
 rg_log "4 gzip calls of 2,000 rows, 65,545 bytes each on the wire, to gz_tail (10 rows/s): $(cat "$RG_TMP/t.json"), h2_reject_short_tail +$(($(rg_global h2_reject_short_tail) - tail0)), h2_reject_early +$(($(rg_global h2_reject_early) - early0))"
-rg_wait_for $SETTLE eval 'charged_is gz_tail 2000 && [ "$(rg_stat gz_tail rejected_rows)" = 6000 ]'
-rg_check "short last frames: the first call stored and charged, the next three refused at the frame before (RESOURCE_EXHAUSTED, no fallback), 6,000 rejected rows counted from their copies, never handled" \
+rg_wait_for $SETTLE eval 'charged_is gz_tail 2000 && tail_rejected_ok'
+rg_log "gz_tail: $(tail_copies) copies ended, $(rg_stat gz_tail rejected_rows) rejected rows counted from them"
+rg_check "short last frames: the first call stored and charged, the next three refused at the frame before (RESOURCE_EXHAUSTED, no fallback), never handled; 2,000 rejected rows counted from each refused copy whose last bytes came" \
 	eval '[ "$(jget "$RG_TMP/t.json" "(d[\"ok\"], d[\"codes\"])")" = "(1, {'"'"'8'"'"': 3})" ] &&
 	      [ $(($(tail_early) - te0)) = 3 ] && [ "$(rg_global h2_reject_fallback)" = "$fb0" ] &&
 	      [ "$(gstored gz_tail)" = 2000 ] && charged_is gz_tail 2000 &&
-	      [ "$(rg_stat gz_tail rejected_rows)" = 6000 ] && [ $(($(gcalls) - calls0)) = 1 ]'
+	      [ "$(rg_stat gz_tail rejected_requests)" = 3 ] &&
+	      [ "$(tail_copies)" -ge 1 ] && [ "$(tail_copies)" -le 4 ] && tail_rejected_ok &&
+	      [ $(($(gcalls) - calls0)) = 1 ]'
+TAIL_COPIES=$(tail_copies)
 
 # More databases on one connection than the verdict follows (8): the
 # connection fails closed at its next compressed message, counted and
@@ -211,7 +220,8 @@ rg_check "a ninth database: the connection fails closed at its next compressed m
 	      grep -q "compressed messages name more than 8 databases (gz_n9 too)" "$RG_TMP/rowgated.log" &&
 	      n1_outcome && n1_settled'
 
-SENT=64 # compressed messages sent above, and the retry of the tenth
+# compressed messages whose copies ended above, and the retry of the tenth
+SENT=$((60 + TAIL_COPIES))
 [ "$(jget "$RG_TMP/n.json" "d[\"ok\"]")" = 9 ] || SENT=$((SENT + 1))
 [ -z "$JS" ] || SENT=$((SENT + 5))
 rg_check "every compressed message copied ($(($(rg_global h2_compressed_copied) - copied0)) of $SENT), none lost" \
