@@ -78,14 +78,17 @@ rg_check "seg_spent: $CALLS refused, $((CALLS * ROWS)) rows rejected" \
 # second time could be cut (docs/grpc.md#h2-stash) and a refused stream's
 # later frames were no longer read as new messages.  seg_wide's debt
 # (20,200 rows at 1 row/s) outlasts the test however slow the machine
-# (seg_spent's 10 rows ran out under TCG).
-if [ "${SEG_WIDE:-1}" = 1 ]; then
+# (seg_spent's 10 rows ran out under TCG).  On by default on the host; in
+# a vmtest guest (passed on 6.1, not yet run on 6.12) with SEG_WIDE=1.
+WIDE=${SEG_WIDE:-1}
+[ "${VMTEST:-0}" != 1 ] || WIDE=${SEG_WIDE:-0}
+if [ "$WIDE" = 1 ]; then
 	rg_ctl limit set seg_wide 1 >/dev/null || rg_fail "limit set"
 	in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id ws -db seg_wide -calls 1 -rows "$ROWS" -no-retry \
 		>"$RG_TMP/wide-seed.json" 2>&1
 	rg_check "seg_wide: the first message admitted" [ "$(jget "$RG_TMP/wide-seed.json" "d['ok']")" = 1 ]
 fi
-for mode in $([ "${SEG_WIDE:-1}" = 1 ] && echo stream unary); do
+for mode in $([ "$WIDE" = 1 ] && echo stream unary); do
 	conns0=$(rg_global conns_tracked) calls0=$(sget "d['calls']")
 	in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id "w$mode" -db seg_wide -mode $mode -per-call 2 \
 		-concurrency 8 -calls $((CALLS * 2)) -rows "$ROWS" -no-retry >"$RG_TMP/wide-$mode.json" 2>&1
