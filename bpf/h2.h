@@ -604,6 +604,17 @@ static __always_inline void rg_h2_answer_set(struct rg_h2_answer *a, const struc
 	__builtin_memcpy(&a->db, &st->db, sizeof(a->db));
 }
 
+/* Queue a refused stream's answer (rows of st->db) and its kernel
+ * SETTINGS for egress. */
+static __always_inline void rg_h2_answer_push(struct rg_h2_sock *st, struct rg_h2_out *o,
+					      __u32 sid, __u64 rows)
+{
+	rg_h2_answer_set(&o->ans[o->ans_tail & (RG_H2_ANSWERS - 1)], st, sid, rows);
+	__sync_fetch_and_add(&o->ans_tail, 1);
+	rg_h2_out_settings(o, true);
+	rg_global_inc(h2_reject_kept);
+}
+
 /*
  * --grpc-reject keep: the refused message completes in the current DATA
  * frame; rewrite that frame into RST_STREAM + a kernel SETTINGS + filler
@@ -635,11 +646,8 @@ static __always_inline int rg_h2_keep_reject(struct rg_h2_sock *st, struct rg_h2
 	r = rg_h2_reset_stream(st, o, RG_H2_OP_REWRITE, RG_H2_FB_HEAD_SPLIT, st->h.done_slot);
 	if (r)
 		return r;
-	rg_h2_answer_set(&o->ans[o->ans_tail & (RG_H2_ANSWERS - 1)], st, sid, st->reject_rows);
-	__sync_fetch_and_add(&o->ans_tail, 1);
-	rg_h2_out_settings(o, true);
+	rg_h2_answer_push(st, o, sid, st->reject_rows);
 	st->reject = 0;
-	rg_global_inc(h2_reject_kept);
 	return 0;
 }
 
@@ -663,13 +671,14 @@ static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_
 		return r;
 	/* a message completing in it is gone with it, not refused again */
 	st->frame_rej = st->h.fsid;
-	/* and the message it begins or goes on with is never read: its slot
+	/* and the frame is passed unread, its stream's slot let go, unless
+	 * it carries on a compressed message's copy (its rows are counted as
+	 * rejected from the whole copy): then the slot is only marked, and
 	 * may go to a new stream */
-	rg_h2_mark_refused(&st->h, st->h.slot, st->h.fsid);
-	/* nor the frame, unless it carries on a compressed message's copy
-	 * (its rows are counted as rejected from the whole copy) */
 	if (type == RG_H2_DATA && !rg_h2_copy_open(st))
 		rg_h2_frame_unread(&st->h);
+	else
+		rg_h2_mark_refused(&st->h, st->h.slot, st->h.fsid);
 	if (type == RG_H2_DATA && o)
 		__sync_fetch_and_add(&o->owed_in, st->h.flen);
 	if (type == RG_H2_RST_STREAM || (type == RG_H2_DATA && (st->h.fflags & RG_H2_FLAG_END_STREAM)))
@@ -971,7 +980,7 @@ __noinline int rg_h2_tail_judge(struct rg_h2_sock *st, int slot)
 		return 0;
 	s = &st->h.s[rg_h2_slot(slot)];
 	sid = st->h.fsid;
-	if (s->id != sid || st->h.ftype != RG_H2_DATA || (st->h.fflags & RG_H2_FLAG_END_STREAM))
+	if (s->id != sid || (st->h.fflags & RG_H2_FLAG_END_STREAM))
 		return 0;
 	if (st->fh_off == ~0U || st->h.flen < RG_H2_REWRITE_MIN_PAYLOAD ||
 	    !rg_h2_short_tail_ready(s))
@@ -1009,10 +1018,7 @@ __noinline int rg_h2_tail_refuse(struct rg_h2_sock *st, struct rg_h2_out *o, int
 	rows = st->h.s[rg_h2_slot(slot)].m.rows;
 	__builtin_memcpy(&db, &st->db, sizeof(db));
 	rg_account_reject(&db, rows, &st->info);
-	rg_h2_answer_set(&o->ans[o->ans_tail & (RG_H2_ANSWERS - 1)], st, st->h.fsid, rows);
-	__sync_fetch_and_add(&o->ans_tail, 1);
-	rg_h2_out_settings(o, true);
-	rg_global_inc(h2_reject_kept);
+	rg_h2_answer_push(st, o, st->h.fsid, rows);
 	rg_global_inc(h2_reject_short_tail);
 	return 1;
 }
