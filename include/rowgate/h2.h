@@ -991,11 +991,16 @@ RG_INLINE int rg_h2_frame_header(struct rg_h2_conn *h)
 	return rg_h2_frame_ev(h);
 }
 
-/* One byte of the client->server stream. */
-RG_INLINE int rg_h2_step(struct rg_h2_conn *h, __u8 c)
+/* One byte of the client->server stream.  In BPF a global function
+ * (RG_HPACK_FN): verified once, not once per path of the byte loop that
+ * calls it, which on newer kernels walks the loop's body until its states
+ * converge (over a million instructions inlined). */
+RG_HPACK_FN int rg_h2_step(struct rg_h2_conn *h, __u8 c)
 {
 	int r;
 
+	if (!h)
+		return RG_H2_ERR_PROTOCOL;
 	switch (h->st) {
 	case RG_H2S_PREFACE:
 		if (c != rg_h2_preface_byte(h->got))
