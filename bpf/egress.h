@@ -423,7 +423,8 @@ const volatile __u32 rg_h2_max_streams = 0;
 struct rg_h2_answer {
 	__u32 sid;
 	__u8 hdrs_sent; /* the server sent the response HEADERS: trailers only */
-	__u8 pad[3];
+	__u8 estimated; /* rows is an estimate: a compressed message */
+	__u8 pad[2];
 	__u64 rows;
 	__u64 quota_rows_per_s;
 	__u64 limit_rows_per_s;
@@ -688,6 +689,7 @@ __noinline __u32 rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
 	__builtin_memset(&o->r, 0, sizeof(o->r));
 	o->r.kind = RG_RESP_429;
 	o->r.rows = a->rows;
+	o->r.estimated = a->estimated;
 	o->r.quota_rows_per_s = a->quota_rows_per_s;
 	o->r.limit_rows_per_s = a->limit_rows_per_s;
 	o->r.db_len = a->db_len;

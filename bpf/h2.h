@@ -106,6 +106,8 @@ struct rg_h2_sock {
 	__u32 cp_to;
 	__u64 cookie; /* of the socket, for h2_cdb */
 	__s32 cverdict; /* rg_h2_compressed_admit of the compressed message completing */
+	__u32 reject_estimated; /* reject_rows is an estimate (rg_grpc_answer_rows) */
+	__u32 goaway_sid; /* the GOAWAY's last stream id (rg_h2_goaway_text) */
 };
 
 /* 1: rowgated --grpc-compressed debt: a compressed GreptimeDatabase message
@@ -513,6 +515,23 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	return 1;
 }
 
+/* The rows the answer to the message rg_h2_message refused names: an
+ * estimate for a compressed one (its rows are counted from its copy).  Not
+ * in rg_h2_message: its stack has no room. */
+__noinline int rg_h2_refused_rows(struct rg_h2_sock *st)
+{
+	__s8 s;
+
+	if (!st)
+		return 0;
+	s = st->h.done_slot;
+	if (s < 0 || s >= RG_H2_STREAM_SLOTS)
+		return 0;
+	st->reject_rows = rg_grpc_answer_rows(&st->h.s[rg_h2_slot(s)].m);
+	st->reject_estimated = rg_grpc_rows_estimated(&st->h.s[rg_h2_slot(s)].m);
+	return 0;
+}
+
 /* An entry of the refused-stream set for a new refusal: a free one, else
  * the ring's next (a client that abandons a refused call never ends its
  * stream: its later frames, if any ever come, reach the server as frames
@@ -590,13 +609,14 @@ static __always_inline int rg_h2_reset_stream(struct rg_h2_sock *st, struct rg_h
 	return 0;
 }
 
-/* A refused stream's answer: rows of the database st->db names, at the
- * quota and limit rg_admit found. */
+/* A refused stream's answer: rows (estimated or not) of the database
+ * st->db names, at the quota and limit rg_admit found. */
 static __always_inline void rg_h2_answer_set(struct rg_h2_answer *a, const struct rg_h2_sock *st,
-					     __u32 sid, __u64 rows)
+					     __u32 sid, __u64 rows, __u8 estimated)
 {
 	a->sid = sid;
 	a->hdrs_sent = 0;
+	a->estimated = estimated;
 	a->rows = rows;
 	a->quota_rows_per_s = st->info.quota_rows_per_s;
 	a->limit_rows_per_s = st->info.limit_rows_per_s;
@@ -607,9 +627,9 @@ static __always_inline void rg_h2_answer_set(struct rg_h2_answer *a, const struc
 /* Queue a refused stream's answer (rows of st->db) and its kernel
  * SETTINGS for egress. */
 static __always_inline void rg_h2_answer_push(struct rg_h2_sock *st, struct rg_h2_out *o,
-					      __u32 sid, __u64 rows)
+					      __u32 sid, __u64 rows, __u8 estimated)
 {
-	rg_h2_answer_set(&o->ans[o->ans_tail & (RG_H2_ANSWERS - 1)], st, sid, rows);
+	rg_h2_answer_set(&o->ans[o->ans_tail & (RG_H2_ANSWERS - 1)], st, sid, rows, estimated);
 	__sync_fetch_and_add(&o->ans_tail, 1);
 	rg_h2_out_settings(o, true);
 	rg_global_inc(h2_reject_kept);
@@ -646,7 +666,7 @@ static __always_inline int rg_h2_keep_reject(struct rg_h2_sock *st, struct rg_h2
 	r = rg_h2_reset_stream(st, o, RG_H2_OP_REWRITE, RG_H2_FB_HEAD_SPLIT, st->h.done_slot);
 	if (r)
 		return r;
-	rg_h2_answer_push(st, o, sid, st->reject_rows);
+	rg_h2_answer_push(st, o, sid, st->reject_rows, (__u8)st->reject_estimated);
 	st->reject = 0;
 	return 0;
 }
@@ -854,7 +874,7 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	if (rg_h2_out_room(o) || st->resets >= RG_H2_RESETS_PER_SKB ||
 	    rg_h2_reset_stream(st, o, RG_H2_OP_EARLY, 1, h->slot))
 		return 0;
-	rg_h2_answer_set(&st->early_ans, st, sid, 0); /* its rows when it completes */
+	rg_h2_answer_set(&st->early_ans, st, sid, 0, 0); /* its rows when it completes */
 	st->early_sid = sid;
 	st->early_rows_set = 0;
 	/* the frame's bytes from the end of the rewritten head on: the tail
@@ -904,18 +924,23 @@ __noinline int rg_h2_early_tail(struct __sk_buff *skb, struct rg_h2_sock *st, __
 __noinline int rg_h2_early_rows(struct rg_h2_sock *st, int s)
 {
 	struct rg_reject_info info = {};
+	struct rg_grpc_msg *m;
 	struct rg_db_key db;
 
 	if (!st || st->early_rows_set)
 		return 0;
 	if (s < 0 || s >= RG_H2_STREAM_SLOTS)
 		return 0;
-	st->early_ans.rows = st->h.s[rg_h2_slot(s)].m.rows;
+	m = &st->h.s[rg_h2_slot(s)].m;
+	st->early_ans.rows = rg_grpc_answer_rows(m);
+	st->early_ans.estimated = rg_grpc_rows_estimated(m);
 	st->early_rows_set = 1;
 	info.quota_rows_per_s = st->early_ans.quota_rows_per_s;
 	info.limit_rows_per_s = st->early_ans.limit_rows_per_s;
 	__builtin_memcpy(&db, &st->early_ans.db, sizeof(db));
-	rg_account_reject(&db, st->early_ans.rows, &info);
+	/* a compressed message's rejected rows: counted by rowgated from
+	 * its copy */
+	rg_account_reject(&db, m->rows, &info);
 	return 0;
 }
 
@@ -936,6 +961,7 @@ __noinline int rg_h2_early_push(struct rg_h2_sock *st, struct rg_h2_out *o)
 	if (why) {
 		st->reject_sid = st->early_sid;
 		st->reject_rows = st->early_ans.rows;
+		st->reject_estimated = st->early_ans.estimated;
 		st->info.quota_rows_per_s = st->early_ans.quota_rows_per_s;
 		st->info.limit_rows_per_s = st->early_ans.limit_rows_per_s;
 		st->db_len = st->early_ans.db_len;
@@ -1007,6 +1033,7 @@ __noinline int rg_h2_tail_judge(struct rg_h2_sock *st, int slot)
  */
 __noinline int rg_h2_tail_refuse(struct rg_h2_sock *st, struct rg_h2_out *o, int slot)
 {
+	struct rg_grpc_msg *m;
 	struct rg_db_key db;
 	__u64 rows;
 
@@ -1015,10 +1042,11 @@ __noinline int rg_h2_tail_refuse(struct rg_h2_sock *st, struct rg_h2_out *o, int
 	if (rg_h2_out_room(o) || st->resets >= RG_H2_RESETS_PER_SKB ||
 	    rg_h2_reset_stream(st, o, RG_H2_OP_REWRITE, 1, (__s8)slot))
 		return 0;
-	rows = st->h.s[rg_h2_slot(slot)].m.rows;
+	m = &st->h.s[rg_h2_slot(slot)].m;
+	rows = rg_grpc_answer_rows(m);
 	__builtin_memcpy(&db, &st->db, sizeof(db));
-	rg_account_reject(&db, rows, &st->info);
-	rg_h2_answer_push(st, o, st->h.fsid, rows);
+	rg_account_reject(&db, m->rows, &st->info);
+	rg_h2_answer_push(st, o, st->h.fsid, rows, rg_grpc_rows_estimated(m));
 	rg_global_inc(h2_reject_short_tail);
 	return 1;
 }
@@ -1123,6 +1151,8 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 			rg_h2_copy_end(l->skb, st, cs, !fb && !rg_h2_stream_refused(st, st->h.done_sid));
 		if (!fb)
 			return 0;
+		if (fb > 0)
+			rg_h2_refused_rows(st);
 		/* a compressed message's error fails closed at once */
 		if (!rg_h2_keep || (fb < 0 && cs >= 0))
 			return 1;
@@ -1197,28 +1227,24 @@ static long rg_h2_fill_cb(__u64 idx, void *ctx)
 	return f->err ? 1 : 0;
 }
 
-/*
- * Turn the skb into a GOAWAY to the client, as long as the skb (every
- * received byte is charged once: docs/design.md#tcp-read-accounting): its
- * debug data is the 429's JSON (or the 400's), padded with spaces; what
- * does not fit one frame becomes unknown-type frames.  Only a skb shorter
- * than the GOAWAY grows (the connection ends anyway).  The last stream id
- * is the one before the refused message's stream: the client may retry
- * that call elsewhere, its server never saw the message.
- */
-static __always_inline int rg_h2_goaway(struct __sk_buff *skb, struct rg_h2_sock *st)
+/* The GOAWAY's text in st->text from RG_H2_GOAWAY_HDR_BYTES on: the 429
+ * of the refused message, or the 400 of what the parser could not follow;
+ * its last stream id in st->goaway_sid.  Returns the text's end.  A global
+ * function: rg_h2_verdict's stack has no room for it. */
+__noinline __u32 rg_h2_goaway_text(struct rg_h2_sock *st)
 {
-	struct rg_response *r = &st->plan;
-	struct rg_pad_ctx pad = { .skb = skb };
-	struct rg_h2_fill_ctx f = { .skb = skb };
-	__u32 text, need, total, payload, last_sid;
-	__u8 *b = (__u8 *)st->text.b;
+	struct rg_response *r;
+	__u32 last_sid;
 
+	if (!st)
+		return 0;
+	r = &st->plan;
 	__builtin_memset(r, 0, sizeof(*r));
 	if (st->reject) {
 		r->kind = RG_RESP_429;
 		r->retry_after_s = st->info.retry_after_s;
 		r->rows = st->reject_rows;
+		r->estimated = (__u8)st->reject_estimated;
 		r->quota_rows_per_s = st->info.quota_rows_per_s;
 		r->limit_rows_per_s = st->info.limit_rows_per_s;
 		r->db_len = st->db_len;
@@ -1239,7 +1265,28 @@ static __always_inline int rg_h2_goaway(struct __sk_buff *skb, struct rg_h2_sock
 		/* streams opened in this skb never reached the server */
 		last_sid = st->sid_passed;
 	}
-	text = rg_response_write_body(&st->text, RG_H2_GOAWAY_HDR_BYTES, r, &st->db);
+	st->goaway_sid = last_sid;
+	return rg_response_write_body(&st->text, RG_H2_GOAWAY_HDR_BYTES, r, &st->db);
+}
+
+/*
+ * Turn the skb into a GOAWAY to the client, as long as the skb (every
+ * received byte is charged once: docs/design.md#tcp-read-accounting): its
+ * debug data is the 429's JSON (or the 400's), padded with spaces; what
+ * does not fit one frame becomes unknown-type frames.  Only a skb shorter
+ * than the GOAWAY grows (the connection ends anyway).  The last stream id
+ * is the one before the refused message's stream: the client may retry
+ * that call elsewhere, its server never saw the message.
+ */
+static __always_inline int rg_h2_goaway(struct __sk_buff *skb, struct rg_h2_sock *st)
+{
+	struct rg_pad_ctx pad = { .skb = skb };
+	struct rg_h2_fill_ctx f = { .skb = skb };
+	__u32 text, need, total, payload, last_sid;
+	__u8 *b = (__u8 *)st->text.b;
+
+	text = rg_h2_goaway_text(st);
+	last_sid = st->goaway_sid;
 	if (text <= RG_H2_GOAWAY_HDR_BYTES || text >= RG_RESP_TEXT_MAX)
 		return -1;
 	need = text;

@@ -31,6 +31,7 @@
 #include "abi.h"
 #include "dbname.h"
 #include "hpack.h"
+#include "estimate.h"
 
 #define RG_H2_PREFACE_LEN      24
 #define RG_H2_FRAME_HDR_BYTES  9
@@ -1393,6 +1394,23 @@ static inline int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *
 RG_INLINE bool rg_grpc_charged(const struct rg_grpc_msg *m)
 {
 	return rg_grpc_kind_charged(m->kind);
+}
+
+/* Whether a refusal of message m names an estimate: its rows are unread
+ * (compressed). */
+RG_INLINE bool rg_grpc_rows_estimated(const struct rg_grpc_msg *m)
+{
+	return m->compressed;
+}
+
+/* The rows a refusal of message m names: those read, or for a compressed
+ * message the estimate HTTP's 429 gives a coded body of its length
+ * (rowgate/estimate.h). */
+RG_INLINE __u64 rg_grpc_answer_rows(const struct rg_grpc_msg *m)
+{
+	if (!rg_grpc_rows_estimated(m))
+		return m->rows;
+	return rg_est_rows(m->len, 0, RG_PROTO_GREPTIME_GRPC, true);
 }
 
 #endif /* ROWGATE_H2_H */

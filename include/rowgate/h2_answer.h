@@ -287,7 +287,8 @@ RG_INLINE __u32 rg_grpc_put_trailers_only(__u8 *out, __u32 sid, bool headers_sen
  * The same trailers-only frame, written the way the BPF programs can
  * (rg_response_write_body's word copies into a struct rg_resp_buf): the
  * 429's sentence for database db (db_len bytes, none of which needs
- * percent-encoding: the caller checks rg_grpc_db_plain), r->rows rows.
+ * percent-encoding: the caller checks rg_grpc_db_plain), r->rows rows
+ * ("an estimated" when r->estimated).
  * Returns the frame's length, 0 when it would not fit.
  */
 #define RG_GRPC_A_STATUS_CT "\x88\x0f\x10\x10" RG_GRPC_CONTENT_TYPE
@@ -322,7 +323,8 @@ RG_INLINE __u32 rg_grpc_write_answer(struct rg_resp_buf *o, __u32 sid, bool head
 {
 	__u32 off = RG_H2_FRAME_HDR_BYTES, at, i, dl = r->db_len & (RG_DB_NAME_MAX - 1), mlen;
 
-	mlen = RG_STRLEN(RG_429_MSG0) + dl + RG_STRLEN(RG_429_B1) + rg_dec_digits(r->rows) +
+	mlen = RG_STRLEN(RG_429_MSG0) + dl + RG_STRLEN(RG_429_B1) +
+	       (r->estimated ? RG_STRLEN(RG_STR_ESTIMATED) : 0) + rg_dec_digits(r->rows) +
 	       RG_STRLEN(RG_429_B2) + rg_dec_digits(r->quota_rows_per_s) + RG_STRLEN(RG_429_B3) +
 	       rg_dec_digits(r->limit_rows_per_s) + RG_STRLEN(RG_429_MSG_END);
 	if (mlen >= 127 + 127)
@@ -345,6 +347,8 @@ RG_INLINE __u32 rg_grpc_write_answer(struct rg_resp_buf *o, __u32 sid, bool head
 		RG_COPY64(&o->b[at + 8 * i], &db->name[8 * i]);
 	off += dl;
 	off = RG_PUT(o, off, rg_p_grpc_b1, RG_429_B1);
+	if (r->estimated)
+		off = RG_PUT(o, off, rg_p_estimated, RG_STR_ESTIMATED);
 	off = rg_put_dec(o, off, r->rows);
 	off = RG_PUT(o, off, rg_p_429_b2, RG_429_B2);
 	off = rg_put_dec(o, off, r->quota_rows_per_s);

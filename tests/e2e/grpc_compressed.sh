@@ -133,8 +133,9 @@ calls0=$(gcalls)
 go_client -id p -db gz_lim -calls 1 -rows 10 -no-retry >"$RG_TMP/p.json" &&
 	rg_fail "a plain write to a database in debt passed: $(cat "$RG_TMP/p.json")"
 rg_log "a plain write to gz_lim in debt: $(cat "$RG_TMP/p.json")"
-rg_check "the plain write is refused RESOURCE_EXHAUSTED, never handled" \
-	eval '[ "$(jget "$RG_TMP/p.json" "d[\"codes\"]")" = "{'"'"'8'"'"': 1}" ] && [ "$(gcalls)" = "$calls0" ] && [ "$(gstored gz_lim)" = 3000 ]'
+rg_check "the plain write is refused RESOURCE_EXHAUSTED, never handled; its answer names the 10 rows read" \
+	eval '[ "$(jget "$RG_TMP/p.json" "d[\"codes\"]")" = "{'"'"'8'"'"': 1}" ] && [ "$(gcalls)" = "$calls0" ] && [ "$(gstored gz_lim)" = 3000 ] &&
+	      [ "$(jget "$RG_TMP/p.json" "\"rejected 10 rows\" in d[\"last_error\"]")" = True ]'
 # The gate: a connection's later compressed messages are judged on the
 # database its first one named.  3 calls of 500 rows at 10 rows/s, apart:
 # the first passes (nothing learned yet) and leaves 49 s of debt, the next
@@ -144,8 +145,10 @@ go_client -id g -db gz_gate -gzip -calls 3 -rows 500 -call-gap $GAP -no-retry >"
 	rg_fail "compressed writes past the debt passed: $(cat "$RG_TMP/g.json")"
 rg_log "3 gzip calls of 500 rows to gz_gate (10 rows/s), $GAP apart: $(cat "$RG_TMP/g.json")"
 rg_wait_for $SETTLE charged_is gz_gate 500
-rg_check "the gate: the first compressed call stored and charged, the next two refused RESOURCE_EXHAUSTED with the 429's sentence, never handled" \
-	eval '[ "$(jget "$RG_TMP/g.json" "(d[\"ok\"], d[\"codes\"], \"gz_gate\" in d[\"last_error\"])")" = "(1, {'"'"'8'"'"': 2}, True)" ] &&
+# A compressed message's rows are unread: the answer names an estimate
+# from its length, as HTTP's 429 does for a coded body.
+rg_check "the gate: the first compressed call stored and charged, the next two refused RESOURCE_EXHAUSTED with the 429's sentence (an estimated rows), never handled" \
+	eval '[ "$(jget "$RG_TMP/g.json" "(d[\"ok\"], d[\"codes\"], \"gz_gate\" in d[\"last_error\"], \"rejected an estimated \" in d[\"last_error\"])")" = "(1, {'"'"'8'"'"': 2}, True, True)" ] &&
 	      [ "$(gstored gz_gate)" = 500 ] && charged_is gz_gate 500 && [ $(($(gcalls) - calls0)) = 1 ]'
 # A connection whose compressed messages name two databases is judged on
 # both: one in debt refuses its compressed writes to the other too (a
@@ -188,6 +191,7 @@ rg_wait_for $SETTLE eval 'charged_is gz_tail 2000 && tail_rejected_ok'
 rg_log "gz_tail: $(tail_copies) copies ended, $(rg_stat gz_tail rejected_rows) rejected rows counted from them"
 rg_check "short last frames: the first call stored and charged, the next three refused at the frame before (RESOURCE_EXHAUSTED, no fallback), never handled; 2,000 rejected rows counted from each refused copy whose last bytes came" \
 	eval '[ "$(jget "$RG_TMP/t.json" "(d[\"ok\"], d[\"codes\"])")" = "(1, {'"'"'8'"'"': 3})" ] &&
+	      [ "$(jget "$RG_TMP/t.json" "\"rejected an estimated $(((65540 + 1) / 2)) rows\" in d[\"last_error\"]")" = True ] &&
 	      [ $(($(tail_early) - te0)) = 3 ] && [ "$(rg_global h2_reject_fallback)" = "$fb0" ] &&
 	      [ "$(gstored gz_tail)" = 2000 ] && charged_is gz_tail 2000 &&
 	      [ "$(rg_stat gz_tail rejected_requests)" = 3 ] &&

@@ -269,6 +269,7 @@ static void test_trailers_only(void)
 	memset(db.name, 0xff, RG_DB_NAME_MAX - 1);
 	r.db_len = RG_DB_NAME_MAX - 1;
 	r.rows = r.quota_rows_per_s = r.limit_rows_per_s = ~0ULL;
+	r.estimated = 1;
 	mlen = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
 	n = rg_grpc_put_trailers_only(out, 1, false, msg, mlen);
 	CHECK(n > 0 && n <= RG_GRPC_ANSWER_MAX, "the longest answer fits: %u", n);
@@ -279,7 +280,8 @@ static void test_trailers_only(void)
 }
 
 /* The writer the BPF programs use gives the same bytes, for names that need
- * no percent-encoding, with and without the response HEADERS sent. */
+ * no percent-encoding, with and without the response HEADERS sent, rows
+ * read or estimated. */
 static void test_write_answer(void)
 {
 	const char *names[] = { "logs", "acme-g_lim", "", "a123456789012345678901234567890123456789012345678901234567890ab" };
@@ -293,24 +295,45 @@ static void test_write_answer(void)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		for (size_t j = 0; j < sizeof(nums) / sizeof(nums[0]); j++)
-			for (int sent = 0; sent <= 1; sent++) {
+			for (int sent = 0; sent <= 3; sent++) {
 				fill_resp(&r, &db, names[i]);
+				r.estimated = sent >> 1;
 				r.rows = nums[j];
 				r.quota_rows_per_s = nums[(j + 1) % 6];
 				r.limit_rows_per_s = nums[(j + 3) % 6];
 				CHECK(rg_grpc_db_plain(&db, r.db_len), "plain: %s", names[i]);
 				memset(&o, 0xaa, sizeof(o));
 				mlen = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
-				w = rg_grpc_put_trailers_only(want, 77, sent, msg, mlen);
-				n = rg_grpc_write_answer(&o, 77, sent, &r, &db);
+				w = rg_grpc_put_trailers_only(want, 77, sent & 1, msg, mlen);
+				n = rg_grpc_write_answer(&o, 77, sent & 1, &r, &db);
 				CHECK(n == w && n > 0 && !memcmp(o.b, want, n),
-				      "same bytes: %s rows %llu sent %d (%u, %u)", names[i],
-				      (unsigned long long)nums[j], sent, n, w);
+				      "same bytes: %s rows %llu sent %d estimated %d (%u, %u)",
+				      names[i], (unsigned long long)nums[j], sent & 1, r.estimated, n, w);
 			}
 	fill_resp(&r, &db, "caf%");
 	CHECK(!rg_grpc_db_plain(&db, r.db_len), "%% needs encoding");
 	fill_resp(&r, &db, "caf\xc3\xa9");
 	CHECK(!rg_grpc_db_plain(&db, r.db_len), "non-ASCII needs encoding");
+}
+
+/* A refusal names the rows read, or a compressed message's estimate: its
+ * length at the coded ceiling, as HTTP's 429 does for a coded body. */
+static void test_answer_rows(void)
+{
+	struct rg_grpc_msg m = { .rows = 7, .len = 65530 };
+
+	CHECK_EQ_U64(rg_grpc_answer_rows(&m), 7, "plain: the rows read");
+	CHECK(!rg_grpc_rows_estimated(&m), "plain: not estimated");
+	m.compressed = 1;
+	m.rows = 0;
+	CHECK_EQ_U64(rg_grpc_answer_rows(&m),
+		     rg_est_rows(65530, 0, RG_PROTO_GREPTIME_GRPC, true),
+		     "compressed: the coded estimate");
+	CHECK_EQ_U64(rg_grpc_answer_rows(&m), 65530 * 16 / RG_EST_CODED_BPR_X16,
+		     "compressed: 2 bytes a row");
+	CHECK(rg_grpc_rows_estimated(&m), "compressed: estimated");
+	m.len = 1;
+	CHECK_EQ_U64(rg_grpc_answer_rows(&m), 1, "a 1-byte message: 1 row");
 }
 
 int main(void)
@@ -322,5 +345,6 @@ int main(void)
 	test_message();
 	test_trailers_only();
 	test_write_answer();
+	test_answer_rows();
 	return check_report("test_h2_answer");
 }
