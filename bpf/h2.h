@@ -427,7 +427,8 @@ __noinline int rg_h2_compressed_admit(struct rg_h2_sock *st)
 	return verdict;
 }
 
-/* A message completed: charge it, or refuse it (returns 1).  A message the
+/* A message completed: charge it, or refuse it (returns 1; the caller names
+ * its rows in the answer: rg_h2_refused_rows).  A message the
  * kernel cannot judge (compressed, a database name that fits no key) is
  * an error: the connection is not followed further.  A global function:
  * verified once, not at every step of the byte loop that reaches it. */
@@ -509,15 +510,14 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 		return 0;
 	}
 	rg_account_reject(&db, m->rows, &st->info);
-	st->reject_rows = m->rows;
 	st->reject_sid = st->h.done_sid;
 	st->reject = 1;
 	return 1;
 }
 
-/* The rows the answer to the message rg_h2_message refused names: an
- * estimate for a compressed one (its rows are counted from its copy).  Not
- * in rg_h2_message: its stack has no room. */
+/* The rows the answer to the message rg_h2_message refused names
+ * (st->reject_rows): an estimate for a compressed one (its rows are
+ * counted from its copy).  Not in rg_h2_message: its stack has no room. */
 __noinline int rg_h2_refused_rows(struct rg_h2_sock *st)
 {
 	__s8 s;

@@ -86,30 +86,6 @@ static struct bpf_map *rodata_map(struct bpf_object *obj)
 	return NULL;
 }
 
-/* Where the global name lies in .rodata: 0 with *offset and *size, -ENOENT when
- * btf has no such global. */
-static int find_global(const struct btf *btf, const char *name, __u32 *offset, __u32 *size)
-{
-	const struct btf_var_secinfo *vi;
-	const struct btf_type *sec;
-	int id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC);
-
-	if (id < 0)
-		return -ENOENT;
-	sec = btf__type_by_id(btf, id);
-	vi = btf_var_secinfos(sec);
-	for (int i = 0; i < btf_vlen(sec); i++, vi++) {
-		const struct btf_type *var = btf__type_by_id(btf, vi->type);
-
-		if (!strcmp(btf__name_by_offset(btf, var->name_off), name)) {
-			*offset = vi->offset;
-			*size = vi->size;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
 /* Whether type id is volatile under its const (a `const volatile` global:
  * configuration, not one of the programs' constant tables). */
 static bool is_volatile(const struct btf *btf, __u32 id)
@@ -124,30 +100,66 @@ static bool is_volatile(const struct btf *btf, __u32 id)
 	return false;
 }
 
+/* The variables of btf's .rodata section, *n of them (0: none). */
+static const struct btf_var_secinfo *rodata_vars(const struct btf *btf, int *n)
+{
+	int id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC);
+	const struct btf_type *sec;
+
+	*n = 0;
+	if (id < 0)
+		return NULL;
+	sec = btf__type_by_id(btf, id);
+	*n = btf_vlen(sec);
+	return btf_var_secinfos(sec);
+}
+
+/* The const volatile global vi names, or NULL for another variable. */
+static const char *config_name(const struct btf *btf, const struct btf_var_secinfo *vi)
+{
+	const struct btf_type *var = btf__type_by_id(btf, vi->type);
+
+	return is_volatile(btf, var->type) ? btf__name_by_offset(btf, var->name_off) : NULL;
+}
+
+/* Where the const volatile global name lies in .rodata: 0 with *offset and
+ * *size, -ENOENT when btf has no such global. */
+static int find_global(const struct btf *btf, const char *name, __u32 *offset, __u32 *size)
+{
+	int n;
+	const struct btf_var_secinfo *vi = rodata_vars(btf, &n);
+
+	for (int i = 0; i < n; i++, vi++) {
+		const char *g = config_name(btf, vi);
+
+		if (g && !strcmp(g, name)) {
+			*offset = vi->offset;
+			*size = vi->size;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 /* Prints the name of every const volatile global in obj, one a line. */
 static int list_globals(const char *path)
 {
 	struct bpf_object *obj = bpf_object__open_file(path, NULL);
 	const struct btf_var_secinfo *vi;
-	const struct btf_type *sec;
 	struct btf *btf;
-	int id;
+	int n = 0;
 
 	if (!obj) {
 		printf("FAIL  %s: open: %s\n", path, strerror(errno));
 		return -1;
 	}
 	btf = bpf_object__btf(obj);
-	id = btf ? btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC) : -ENOENT;
-	if (id >= 0) {
-		sec = btf__type_by_id(btf, id);
-		vi = btf_var_secinfos(sec);
-		for (int i = 0; i < btf_vlen(sec); i++, vi++) {
-			const struct btf_type *var = btf__type_by_id(btf, vi->type);
+	vi = btf ? rodata_vars(btf, &n) : NULL;
+	for (int i = 0; i < n; i++, vi++) {
+		const char *g = config_name(btf, vi);
 
-			if (is_volatile(btf, var->type))
-				printf("%s\n", btf__name_by_offset(btf, var->name_off));
-		}
+		if (g)
+			printf("%s\n", g);
 	}
 	bpf_object__close(obj);
 	return 0;
