@@ -8,12 +8,16 @@
  * strings are not decoded: their decoded length is counted (the code is
  * canonical: a symbol's length follows from its first 30 bits), and a
  * `:path` is compared by its wire bytes with the route paths' raw and
- * Huffman encodings (docs/grpc.md#7-path-routing).  Errors are negative:
+ * Huffman encodings (docs/grpc.md#7-path-routing).  It also decodes the
+ * value of `x-greptime-db-name`, the metadata that names the database of a
+ * gRPC write whose message does not (OTLP, Flight DoPut): the server reads
+ * it, so the shadow must (docs/grpc.md#header-db).  Errors are negative:
  * what the server's decoder refuses, and what this shadow cannot follow. */
 #ifndef ROWGATE_HPACK_H
 #define ROWGATE_HPACK_H
 
 #include "types.h"
+#include "abi.h" /* RG_DB_NAME_MAX */
 
 #define RG_HPACK_STATIC_ENTRIES 61
 /* SETTINGS_HEADER_TABLE_SIZE's initial value (RFC 9113 §6.5.2): a size
@@ -37,10 +41,22 @@ enum rg_hpack_cls {
 	RG_HPACK_PATH_ROUTED = 2, /* a routed gRPC method */
 	/* a method that writes rows the kernel cannot count: refused */
 	RG_HPACK_PATH_UNCOUNTED = 3,
+	RG_HPACK_CLS_MASK = 3,
 };
 
-/* ent_flags: bit 0 the name is `:path`, bits 1-2 enum rg_hpack_cls */
+/* ent_flags: bit 0 the name is `:path`, bits 1-2 enum rg_hpack_cls, bit 3
+ * the name is `x-greptime-db-name` */
 #define RG_HPACK_F_PATH_NAME 1
+#define RG_HPACK_F_DB_NAME   8
+
+/* Values of `x-greptime-db-name` the connection's fields carry, decoded:
+ * dynamic-table entries and the block refer to them by slot.  A slot is
+ * reused round-robin; an entry whose slot was reused since names a
+ * database the shadow no longer knows (RG_HPACK_DB_LOST). */
+#define RG_HPACK_DB_SLOTS 8 /* a power of two */
+/* blk_db beyond a slot: */
+#define RG_HPACK_DB_MANY 0xfe /* the block has more than one such field */
+#define RG_HPACK_DB_LOST 0xff /* it refers to an entry whose value is lost */
 
 enum rg_hpack_state {
 	RG_HPS_REP = 0, /* first byte of a representation */
@@ -87,6 +103,15 @@ struct rg_h2_route {
 	__u8 prefix_lens[RG_H2_ROUTE_LENS]; /* lengths of prefix keys, 0: none */
 };
 
+/* A value of `x-greptime-db-name`: its first RG_DB_NAME_MAX - 1 bytes,
+ * zero padded (a longer one is known by its length). */
+struct rg_hpack_db {
+	union {
+		char c[RG_DB_NAME_MAX];
+		__u64 w[RG_DB_NAME_MAX / 8];
+	};
+};
+
 struct rg_hpack {
 	__u32 max;   /* dynamic table size (RFC 7541 §4.2) */
 	__u32 used;  /* sum of entry sizes */
@@ -109,11 +134,24 @@ struct rg_hpack {
 	__u8 name_pos; /* literal name bytes equal to `:path` so far; 0xff: differs */
 	__u8 cls;      /* enum rg_hpack_cls of the field */
 	__u8 blk;      /* bit per enum rg_hpack_cls of the block's fields */
-	__u8 pad;
+	__u8 is_db;    /* the field's name is `x-greptime-db-name` */
+	__u8 db_pos;   /* literal name bytes equal to it so far; 0xff: differs */
+	__u8 db_slot;  /* the field's value: its slot */
+	__u8 blk_db;   /* the block's `x-greptime-db-name`: slot + 1, 0: none,
+			* or RG_HPACK_DB_MANY, RG_HPACK_DB_LOST */
+	__u8 db_next;  /* the slot a new value takes */
+	__u8 db_used;  /* bit per slot holding a value */
+	__u8 pad[2];
 	__u16 ent_size[RG_HPACK_ENTRIES];
 	__u16 ent_name[RG_HPACK_ENTRIES];
 	__u8 ent_flags[RG_HPACK_ENTRIES];
-	__u8 path[RG_HPACK_PATH_BYTES]; /* the `:path` being read, zero padded */
+	/* a db-name entry's value: its slot, RG_HPACK_DB_LOST once the slot
+	 * took another value */
+	__u8 ent_db[RG_HPACK_ENTRIES];
+	__u8 path[RG_HPACK_PATH_BYTES];		  /* the `:path` being read, zero padded */
+	__u8 db_len[RG_HPACK_DB_SLOTS];		  /* decoded length, 255: 255 or more */
+	struct rg_hpack_db dbv;			  /* the value being read */
+	struct rg_hpack_db db[RG_HPACK_DB_SLOTS]; /* the slots' values */
 };
 
 /* The class of the `:path` in t->path (t->slen wire bytes, t->huff): the
@@ -265,6 +303,66 @@ RG_INLINE int rg_hpack_path_name_byte(bool huff, __u32 i)
 #define RG_HPACK_PATH_NAME_RAW	5
 #define RG_HPACK_PATH_NAME_HUFF 4
 
+/* `x-greptime-db-name`, raw and Huffman coded. */
+#define RG_HPACK_DB_NAME_RAW  18
+#define RG_HPACK_DB_NAME_HUFF 13
+static const __u8 rg_hpack_db_name_raw[RG_HPACK_DB_NAME_RAW] = "x-greptime-db-name";
+static const __u8 rg_hpack_db_name_huff[RG_HPACK_DB_NAME_HUFF] = {
+	0xf2, 0xb4, 0xd6, 0x16, 0xb4, 0x9a, 0x92, 0xad, 0x24, 0x6b, 0x54, 0x3a, 0x4b,
+};
+
+/* Byte i of `x-greptime-db-name`, raw or Huffman coded. */
+RG_INLINE int rg_hpack_db_name_byte(bool huff, __u32 i)
+{
+	if (huff)
+		return i < RG_HPACK_DB_NAME_HUFF ? rg_hpack_db_name_huff[i] : -1;
+	return i < RG_HPACK_DB_NAME_RAW ? rg_hpack_db_name_raw[i] : -1;
+}
+
+/* The Huffman code's symbols in code order (RFC 7541 Appendix B is
+ * canonical: by length, then by symbol), EOS left out; per code length,
+ * its first code and that code's place in the order.  unit/test_h2 checks
+ * them against the encoder's table. */
+static const __u8 rg_hpack_huff_syms[256] = {
+	48,  49,  50,  97,  99,	 101, 105, 111, 115, 116, 32,  37,  45,	 46,  47,  51,	52,  53,
+	54,  55,  56,  57,  61,	 65,  95,  98,	100, 102, 103, 104, 108, 109, 110, 112, 114, 117,
+	58,  66,  67,  68,  69,	 70,  71,  72,	73,  74,  75,  76,  77,	 78,  79,  80,	81,  82,
+	83,  84,  85,  86,  87,	 89,  106, 107, 113, 118, 119, 120, 121, 122, 38,  42,	44,  59,
+	88,  90,  33,  34,  40,	 41,  63,  39,	43,  124, 35,  62,  0,	 36,  64,  91,	93,  126,
+	94,  125, 60,  96,  123, 92,  195, 208, 128, 130, 131, 162, 184, 194, 224, 226, 153, 161,
+	167, 172, 176, 177, 179, 209, 216, 217, 227, 229, 230, 129, 132, 133, 134, 136, 146, 154,
+	156, 160, 163, 164, 169, 170, 173, 178, 181, 185, 186, 187, 189, 190, 196, 198, 228, 232,
+	233, 1,	  135, 137, 138, 139, 140, 141, 143, 147, 149, 150, 151, 152, 155, 157, 158, 165,
+	166, 168, 174, 175, 180, 182, 183, 188, 191, 197, 231, 239, 9,	 142, 144, 145, 148, 159,
+	171, 206, 215, 225, 236, 237, 199, 207, 234, 235, 192, 193, 200, 201, 202, 205, 210, 213,
+	218, 219, 238, 240, 242, 243, 255, 203, 204, 211, 212, 214, 221, 222, 223, 241, 244, 245,
+	246, 247, 248, 250, 251, 252, 253, 254, 2,   3,	  4,   5,   6,	 7,   8,   11,	12,  14,
+	15,  16,  17,  18,  19,	 20,  21,  23,	24,  25,  26,  27,  28,	 29,  30,  31,	127, 220,
+	249, 10,  13,  22,
+};
+
+static const __u32 rg_hpack_huff_first[32] = {
+	[5] = 0x0,	   [6] = 0x14,	     [7] = 0x5c,       [8] = 0xf8,	 [10] = 0x3f8,
+	[11] = 0x7fa,	   [12] = 0xffa,     [13] = 0x1ff8,    [14] = 0x3ffc,	 [15] = 0x7ffc,
+	[19] = 0x7fff0,	   [20] = 0xfffe6,   [21] = 0x1fffdc,  [22] = 0x3fffd2,	 [23] = 0x7fffd8,
+	[24] = 0xffffea,   [25] = 0x1ffffec, [26] = 0x3ffffe0, [27] = 0x7ffffde, [28] = 0xfffffe2,
+	[30] = 0x3ffffffc,
+};
+
+static const __u16 rg_hpack_huff_first_idx[32] = {
+	[5] = 0,    [6] = 10,	[7] = 36,   [8] = 68,	[10] = 74,  [11] = 79,	[12] = 82,
+	[13] = 84,  [14] = 90,	[15] = 92,  [19] = 95,	[20] = 98,  [21] = 106, [22] = 119,
+	[23] = 145, [24] = 174, [25] = 186, [26] = 190, [27] = 205, [28] = 224, [30] = 253,
+};
+
+/* The symbol of the code of `bits` bits at the top of the 30-bit window v. */
+RG_INLINE __u8 rg_hpack_huff_sym(__u32 v, __u32 bits)
+{
+	__u32 b = bits & 31, code = v >> ((RG_HPACK_HUFF_WINDOW_BITS - b) & 31);
+
+	return rg_hpack_huff_syms[(rg_hpack_huff_first_idx[b] + code - rg_hpack_huff_first[b]) & 255];
+}
+
 /* Length of the Huffman code starting the 30-bit window v (RFC 7541
  * Appendix B is canonical: codes of one length are consecutive and
  * ordered by length, so each length ends at a fixed window value). */
@@ -328,6 +426,8 @@ RG_INLINE int rg_hpack_huff_one(struct rg_hpack *t, bool end)
 		return RG_HPACK_ERR; /* EOS in a string (RFC 7541 §5.2) */
 	if (bits > n)
 		return 0; /* the rest is padding */
+	if (t->is_db && t->in_value && t->dlen < RG_DB_NAME_MAX - 1)
+		t->dbv.c[t->dlen & (RG_DB_NAME_MAX - 1)] = (char)rg_hpack_huff_sym(v, bits);
 	t->nbits = (__u8)(n - bits);
 	t->acc &= (1ULL << t->nbits) - 1;
 	t->dlen++;
@@ -384,7 +484,8 @@ RG_HPACK_FN int rg_hpack_evict(struct rg_hpack *t, __u32 extra)
 	return 0;
 }
 
-RG_INLINE void rg_hpack_insert(struct rg_hpack *t, __u32 size, __u32 name_len, __u8 flags)
+RG_INLINE void rg_hpack_insert(struct rg_hpack *t, __u32 size, __u32 name_len, __u8 flags,
+			       __u8 db_slot)
 {
 	__u32 pos;
 
@@ -405,6 +506,7 @@ RG_INLINE void rg_hpack_insert(struct rg_hpack *t, __u32 size, __u32 name_len, _
 	t->ent_size[pos] = (__u16)size;
 	t->ent_name[pos] = (__u16)name_len;
 	t->ent_flags[pos] = flags;
+	t->ent_db[pos] = db_slot;
 	t->head++;
 	t->count++;
 	t->used += size;
@@ -423,10 +525,48 @@ RG_INLINE void rg_hpack_field_done(struct rg_hpack *t, __u32 value_len)
 {
 	if (t->rep == RG_HPR_INC)
 		rg_hpack_insert(t, t->name_len + value_len + RG_HPACK_ENTRY_OVERHEAD, t->name_len,
-				(__u8)((t->is_path ? RG_HPACK_F_PATH_NAME : 0) | (t->cls << 1)));
+				(__u8)((t->is_path ? RG_HPACK_F_PATH_NAME : 0) |
+				       (t->is_db ? RG_HPACK_F_DB_NAME : 0) | (t->cls << 1)),
+				t->db_slot);
 	if (t->is_path)
-		t->blk |= (__u8)(1U << (t->cls & 3));
+		t->blk |= (__u8)(1U << (t->cls & RG_HPACK_CLS_MASK));
+	if (t->is_db)
+		t->blk_db = t->blk_db			    ? RG_HPACK_DB_MANY :
+			    t->db_slot >= RG_HPACK_DB_SLOTS ? RG_HPACK_DB_LOST :
+							      t->db_slot + 1;
 	t->st = RG_HPS_REP;
+}
+
+/* A db-name field's value is read (t->dbv, t->dlen bytes): the slot that
+ * holds it, a new one if none does.  The entries that named the value the
+ * new one replaces lose it. */
+RG_HPACK_FN int rg_hpack_db_store(struct rg_hpack *t)
+{
+	__u32 i, j, len, diff;
+
+	if (!t)
+		return RG_HPACK_ERR;
+	len = t->dlen > 255 ? 255 : t->dlen;
+	for (i = 0; i < RG_HPACK_DB_SLOTS; i++) {
+		if (!(t->db_used & (1U << i)) || t->db_len[i] != len)
+			continue;
+		diff = 0;
+		for (j = 0; j < RG_DB_NAME_MAX / 8; j++)
+			diff |= t->db[i].w[j] != t->dbv.w[j];
+		if (!diff) {
+			t->db_slot = (__u8)i;
+			return 0;
+		}
+	}
+	i = t->db_next++ & (RG_HPACK_DB_SLOTS - 1);
+	for (j = 0; j < RG_HPACK_ENTRIES; j++)
+		if ((t->ent_flags[j] & RG_HPACK_F_DB_NAME) && t->ent_db[j] == i)
+			t->ent_db[j] = RG_HPACK_DB_LOST;
+	t->db_used |= (__u8)(1U << i);
+	t->db_len[i] = (__u8)len;
+	__builtin_memcpy(&t->db[i], &t->dbv, sizeof(t->dbv));
+	t->db_slot = (__u8)i;
+	return 0;
 }
 
 /* A string's length is known. */
@@ -444,14 +584,17 @@ RG_INLINE int rg_hpack_int_done(struct rg_hpack *t, __u32 v)
 		if (v <= RG_HPACK_STATIC_ENTRIES) {
 			/* static 4 and 5: `:path /` and `:path /index.html` */
 			t->is_path = v == 4 || v == 5;
+			t->is_db = 0;
 			t->cls = t->is_path ? RG_HPACK_PATH_OTHER : RG_HPACK_NOT_PATH;
 		} else {
 			pos = rg_hpack_dyn(t, v - RG_HPACK_STATIC_ENTRIES);
 			if (pos < 0)
 				return RG_HPACK_ERR;
-			t->is_path = t->ent_flags[pos & (RG_HPACK_ENTRIES - 1)] &
-				     RG_HPACK_F_PATH_NAME;
-			t->cls = (t->ent_flags[pos & (RG_HPACK_ENTRIES - 1)] >> 1) & 3;
+			pos &= RG_HPACK_ENTRIES - 1;
+			t->is_path = t->ent_flags[pos] & RG_HPACK_F_PATH_NAME;
+			t->is_db = !!(t->ent_flags[pos] & RG_HPACK_F_DB_NAME);
+			t->cls = (t->ent_flags[pos] >> 1) & RG_HPACK_CLS_MASK;
+			t->db_slot = t->ent_db[pos];
 		}
 		t->rep = RG_HPR_NOIDX; /* nothing added */
 		rg_hpack_field_done(t, 0);
@@ -462,19 +605,22 @@ RG_INLINE int rg_hpack_int_done(struct rg_hpack *t, __u32 v)
 		if (v == 0) {
 			t->in_value = 0;
 			t->is_path = 0;
+			t->is_db = 0;
 			return 0;
 		}
 		t->in_value = 1;
 		if (v <= RG_HPACK_STATIC_ENTRIES) {
 			t->is_path = v == 4 || v == 5;
+			t->is_db = 0;
 			t->name_len = rg_hpack_static_name_len(v);
 		} else {
 			pos = rg_hpack_dyn(t, v - RG_HPACK_STATIC_ENTRIES);
 			if (pos < 0)
 				return RG_HPACK_ERR;
-			t->is_path = t->ent_flags[pos & (RG_HPACK_ENTRIES - 1)] &
-				     RG_HPACK_F_PATH_NAME;
-			t->name_len = t->ent_name[pos & (RG_HPACK_ENTRIES - 1)];
+			pos &= RG_HPACK_ENTRIES - 1;
+			t->is_path = t->ent_flags[pos] & RG_HPACK_F_PATH_NAME;
+			t->is_db = !!(t->ent_flags[pos] & RG_HPACK_F_DB_NAME);
+			t->name_len = t->ent_name[pos];
 		}
 		return 0;
 	case RG_HPI_SIZE:
@@ -490,12 +636,19 @@ RG_INLINE int rg_hpack_int_done(struct rg_hpack *t, __u32 v)
 	return RG_HPACK_ERR;
 }
 
+/* Whether the string's Huffman code is walked: its decoded length sizes
+ * an entry, or its symbols are a database's name. */
+RG_INLINE bool rg_hpack_huff_walked(const struct rg_hpack *t)
+{
+	return t->huff && (t->rep == RG_HPR_INC || (t->in_value && t->is_db));
+}
+
 /* A string is complete. */
 RG_INLINE int rg_hpack_str_done(struct rg_hpack *t)
 {
 	int r;
 
-	if (t->huff && t->rep == RG_HPR_INC) {
+	if (rg_hpack_huff_walked(t)) {
 		r = rg_hpack_huff_end(t);
 		if (r < 0)
 			return r;
@@ -504,12 +657,15 @@ RG_INLINE int rg_hpack_str_done(struct rg_hpack *t)
 		t->name_len = t->dlen;
 		t->is_path = t->name_pos ==
 			     (t->huff ? RG_HPACK_PATH_NAME_HUFF : RG_HPACK_PATH_NAME_RAW);
+		t->is_db = t->db_pos == (t->huff ? RG_HPACK_DB_NAME_HUFF : RG_HPACK_DB_NAME_RAW);
 		t->in_value = 1;
 		t->st = RG_HPS_STRLEN;
 		return 0;
 	}
 	if (t->is_path)
 		t->cls = (__u8)RG_HPACK_ROUTE(t);
+	if (t->is_db)
+		rg_hpack_db_store(t);
 	rg_hpack_field_done(t, t->dlen);
 	return 0;
 }
@@ -521,12 +677,17 @@ RG_INLINE int rg_hpack_str_start(struct rg_hpack *t, __u32 len)
 	t->dlen = t->huff ? 0 : len;
 	t->acc = 0;
 	t->nbits = 0;
-	if (!t->in_value)
+	if (!t->in_value) {
 		t->name_pos = len == (t->huff ? RG_HPACK_PATH_NAME_HUFF : RG_HPACK_PATH_NAME_RAW) ?
 				      0 :
 				      0xff;
-	else if (t->is_path)
+		t->db_pos = len == (t->huff ? RG_HPACK_DB_NAME_HUFF : RG_HPACK_DB_NAME_RAW) ? 0 :
+											      0xff;
+	} else if (t->is_path) {
 		__builtin_memset(t->path, 0, sizeof(t->path));
+	} else if (t->is_db) {
+		__builtin_memset(&t->dbv, 0, sizeof(t->dbv));
+	}
 	if (len == 0)
 		return rg_hpack_str_done(t);
 	t->st = RG_HPS_STR;
@@ -548,11 +709,11 @@ RG_INLINE int rg_hpack_int_start(struct rg_hpack *t, __u8 what, __u32 v, __u32 m
 /* Whether the current string's bytes must be looked at. */
 RG_INLINE bool rg_hpack_str_needed(const struct rg_hpack *t)
 {
-	if (t->huff && t->rep == RG_HPR_INC)
-		return true; /* its decoded length sizes the entry */
+	if (rg_hpack_huff_walked(t))
+		return true;
 	if (t->in_value)
-		return t->is_path;
-	return t->name_pos != 0xff;
+		return t->is_path || t->is_db;
+	return t->name_pos != 0xff || t->db_pos != 0xff;
 }
 
 /* One byte of a header block.  Returns 0 or RG_HPACK_ERR. */
@@ -599,10 +760,15 @@ RG_HPACK_FN int rg_hpack_step(struct rg_hpack *t, __u8 c)
 				t->name_pos = rg_hpack_path_name_byte(t->huff, i) == c ?
 						      (__u8)(i + 1) :
 						      0xff;
+			if (t->db_pos != 0xff)
+				t->db_pos = rg_hpack_db_name_byte(t->huff, i) == c ? (__u8)(i + 1) :
+										     0xff;
 		} else if (t->is_path && i < RG_HPACK_PATH_BYTES) {
 			t->path[i & (RG_HPACK_PATH_BYTES - 1)] = c;
+		} else if (t->is_db && !t->huff && i < RG_DB_NAME_MAX - 1) {
+			t->dbv.c[i & (RG_DB_NAME_MAX - 1)] = (char)c;
 		}
-		if (t->huff && t->rep == RG_HPR_INC) {
+		if (rg_hpack_huff_walked(t)) {
 			e = rg_hpack_huff_byte(t, c);
 			if (e < 0)
 				return e;
@@ -632,6 +798,22 @@ RG_INLINE void rg_hpack_skip(struct rg_hpack *t, __u32 n)
 RG_INLINE void rg_hpack_block_start(struct rg_hpack *t)
 {
 	t->blk = 0;
+	t->blk_db = 0;
+}
+
+/* The block's `x-greptime-db-name` value, if it has exactly one the shadow
+ * knows in whole (NULL: none, several, lost, longer than a key); *len its
+ * length. */
+RG_INLINE const char *rg_hpack_block_db(const struct rg_hpack *t, __u32 *len)
+{
+	__u32 i = t->blk_db - 1;
+
+	if (!t->blk_db || i >= RG_HPACK_DB_SLOTS)
+		return NULL;
+	*len = t->db_len[i];
+	if (*len >= RG_DB_NAME_MAX)
+		return NULL;
+	return t->db[i].c;
 }
 
 /* The block ended: -1 if it ended inside a representation, else its

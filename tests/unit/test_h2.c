@@ -43,7 +43,10 @@ static void put(struct buf *b, const void *d, size_t n)
 	b->len += n;
 }
 
-static void put8(struct buf *b, uint8_t c) { put(b, &c, 1); }
+static void put8(struct buf *b, uint8_t c)
+{
+	put(b, &c, 1);
+}
 
 static void varint(struct buf *b, uint64_t v)
 {
@@ -54,7 +57,10 @@ static void varint(struct buf *b, uint64_t v)
 	put8(b, (uint8_t)v);
 }
 
-static void key(struct buf *b, uint32_t field, uint8_t wire) { varint(b, (uint64_t)field << 3 | wire); }
+static void key(struct buf *b, uint32_t field, uint8_t wire)
+{
+	varint(b, (uint64_t)field << 3 | wire);
+}
 
 static void lenfield(struct buf *b, uint32_t field, const struct buf *sub)
 {
@@ -169,8 +175,8 @@ static void grpc_msg(struct buf *out, const struct buf *msg, uint8_t compressed)
 	put(out, msg->p, msg->len);
 }
 
-static void frame(struct buf *b, uint8_t type, uint8_t flags, uint32_t sid,
-		  const void *payload, size_t len)
+static void frame(struct buf *b, uint8_t type, uint8_t flags, uint32_t sid, const void *payload,
+		  size_t len)
 {
 	put8(b, (uint8_t)(len >> 16));
 	put8(b, (uint8_t)(len >> 8));
@@ -206,8 +212,7 @@ static void headers(struct buf *b, uint32_t sid, uint8_t flags)
 }
 
 /* DATA frames of at most chunk payload bytes carrying data[0..n) */
-static void data(struct buf *b, uint32_t sid, const struct buf *d, size_t chunk,
-		 bool end_stream)
+static void data(struct buf *b, uint32_t sid, const struct buf *d, size_t chunk, bool end_stream)
 {
 	size_t off = 0;
 
@@ -225,8 +230,7 @@ static void data(struct buf *b, uint32_t sid, const struct buf *d, size_t chunk,
 
 static struct rg_h2_conn conn;
 
-static void feed(const struct buf *b, const size_t *cuts, int ncuts, bool skip,
-		 struct outcome *o)
+static void feed(const struct buf *b, const size_t *cuts, int ncuts, bool skip, struct outcome *o)
 {
 	feed_pieces(&conn, b->p, b->len, cuts, ncuts, skip, o);
 }
@@ -259,13 +263,12 @@ static void check_splits(const char *what, const struct buf *b, const struct out
 	for (s = 0; s < 2; s++) {
 		feed(b, NULL, 0, s, &got);
 		CHECK(same(&got, want), "%s: whole (skip %d) differs", what, s);
-		for (k = 1; k < b->len && bad < 3;
-		     k += k < SPLIT_ALL_BYTES ? 1 : 1 + b->len / 400) {
+		for (k = 1; k < b->len && bad < 3; k += k < SPLIT_ALL_BYTES ? 1 : 1 + b->len / 400) {
 			feed(b, &k, 1, s, &got);
 			if (!same(&got, want)) {
 				bad++;
-				CHECK(0, "%s: split at %zu (skip %d): err %d events %d",
-				      what, k, s, got.err, got.nev);
+				CHECK(0, "%s: split at %zu (skip %d): err %d events %d", what, k, s,
+				      got.err, got.nev);
 			}
 		}
 	}
@@ -291,22 +294,21 @@ static void check_splits(const char *what, const struct buf *b, const struct out
 	check_count++;
 }
 
-#define EXPECT_EV(o, i, sid_, kind_, rows_, db_)                                   \
-	do {                                                                       \
-		CHECK((o)->nev > (i), "event %d missing (have %d)", i, (o)->nev);   \
-		if ((o)->nev > (i)) {                                              \
-			CHECK_EQ_U64((o)->ev[i].sid, sid_, "stream");               \
-			CHECK_EQ_U64((o)->ev[i].kind, kind_, "kind");               \
-			CHECK_EQ_U64((o)->ev[i].rows, rows_, "rows");               \
-			CHECK(strcmp((o)->ev[i].db, db_) == 0, "db %s, want %s",    \
-			      (o)->ev[i].db, db_);                                  \
-		}                                                                  \
+#define EXPECT_EV(o, i, sid_, kind_, rows_, db_)                                                \
+	do {                                                                                    \
+		CHECK((o)->nev > (i), "event %d missing (have %d)", i, (o)->nev);               \
+		if ((o)->nev > (i)) {                                                           \
+			CHECK_EQ_U64((o)->ev[i].sid, sid_, "stream");                           \
+			CHECK_EQ_U64((o)->ev[i].kind, kind_, "kind");                           \
+			CHECK_EQ_U64((o)->ev[i].rows, rows_, "rows");                           \
+			CHECK(strcmp((o)->ev[i].db, db_) == 0, "db %s, want %s", (o)->ev[i].db, \
+			      db_);                                                             \
+		}                                                                               \
 	} while (0)
 
 /* ---- tests ---------------------------------------------------------------- */
 
-static void build_req(struct buf *req, const char *cat, const char *sch, const char *db,
-		      int rows)
+static void build_req(struct buf *req, const char *cat, const char *sch, const char *db, int rows)
 {
 	memset(req, 0, sizeof(*req));
 	if (cat || sch || db)
@@ -329,7 +331,8 @@ static void test_unary_and_db_resolution(void)
 		{ "c", "s", "wins", "wins" },
 		{ NULL, NULL, NULL, "public" },
 		{ NULL, NULL, "\xc3\x89t\xc3\xa9", "\xc3\x89t\xc3\xa9" }, /* dbname: bytes as sent */
-		{ NULL, "\xc3\x89t\xc3\xa9", NULL, "<too long>" }, /* Unicode lower-casing: refused */
+		{ NULL, "\xc3\x89t\xc3\xa9", NULL,
+		  "<too long>" }, /* Unicode lower-casing: refused */
 		{ "\xc3\x89", "s", NULL, "<too long>" },
 	};
 	size_t i;
@@ -445,7 +448,10 @@ static void test_connection(void)
 	grpc_msg(&b, &req, 0);
 	freebuf(&req);
 	/* HEADERS(1) without END_HEADERS + CONTINUATION */
-	frame(&c, RG_H2_HEADERS, RG_H2_FLAG_PRIORITY, 1, "\0\0\0\0\x0f" "\x83\x86\x44", 8);
+	frame(&c, RG_H2_HEADERS, RG_H2_FLAG_PRIORITY, 1,
+	      "\0\0\0\0\x0f"
+	      "\x83\x86\x44",
+	      8);
 	frame(&c, RG_H2_CONTINUATION, 0, 1, hpack + 3, 7);
 	frame(&c, RG_H2_CONTINUATION, RG_H2_FLAG_END_HEADERS, 1, hpack + 10, sizeof(hpack) - 1 - 10);
 	/* HEADERS(3), padded and with priority */
@@ -456,8 +462,9 @@ static void test_connection(void)
 		put(&h, "\x80\0\0\x01\x10", 5);
 		put(&h, hpack, sizeof(hpack) - 1);
 		put(&h, pad, 4);
-		frame(&c, RG_H2_HEADERS, RG_H2_FLAG_PADDED | RG_H2_FLAG_PRIORITY |
-			  RG_H2_FLAG_END_HEADERS, 3, h.p, h.len);
+		frame(&c, RG_H2_HEADERS,
+		      RG_H2_FLAG_PADDED | RG_H2_FLAG_PRIORITY | RG_H2_FLAG_END_HEADERS, 3, h.p,
+		      h.len);
 		freebuf(&h);
 	}
 	half = a.len / 3;
@@ -474,8 +481,9 @@ static void test_connection(void)
 			put8(&d, (uint8_t)(i % 3));
 			put(&d, b.p + off, n);
 			put(&d, pad, (size_t)(i % 3));
-			frame(&c, RG_H2_DATA, RG_H2_FLAG_PADDED |
-				  (off + n == b.len ? RG_H2_FLAG_END_STREAM : 0), 3, d.p, d.len);
+			frame(&c, RG_H2_DATA,
+			      RG_H2_FLAG_PADDED | (off + n == b.len ? RG_H2_FLAG_END_STREAM : 0), 3,
+			      d.p, d.len);
 			off += n;
 			i++;
 			if (i == 2)
@@ -771,7 +779,8 @@ static void test_short_tail(void)
 				bad++;
 				continue;
 			}
-			bad += (rg_h2_stash_bytes(&conn, (uint32_t)cut, fh_off) == cut - f1) != want;
+			bad += (rg_h2_stash_bytes(&conn, (uint32_t)cut, fh_off) == cut - f1) !=
+			       want;
 		}
 		freebuf(&c);
 	}
@@ -795,7 +804,8 @@ static void test_short_tail(void)
 	for (tail = 10; tail <= 30; tail += 20) {
 		two_frames(&c, &cm, tail, &f1, &f2);
 		CHECK(short_tail_at_f1_end(&c, f2) == (tail < RG_H2_SHORT_TAIL_BYTES),
-		      "short tail: a compressed message with %zu bytes after its first frame", tail);
+		      "short tail: a compressed message with %zu bytes after its first frame",
+		      tail);
 		freebuf(&c);
 	}
 
@@ -877,17 +887,16 @@ static void test_malformed(void)
 	struct buf c = { 0 }, req = { 0 }, g = { 0 };
 	int i;
 
-#define CASE(what, err, build)          \
-	do {                            \
-		c.len = 0;              \
-		build;                  \
+#define CASE(what, err, build)             \
+	do {                               \
+		c.len = 0;                 \
+		build;                     \
 		expect_err(what, &c, err); \
 	} while (0)
 
 	CASE("HTTP/1 request", RG_H2_ERR_PREFACE, put(&c, "POST /write HTTP/1.1\r\n", 22));
 	CASE("preface typo", RG_H2_ERR_PREFACE, put(&c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\n\n", 24));
-	CASE("no SETTINGS first", RG_H2_ERR_PREFACE,
-	     (put(&c, preface, 24), headers(&c, 1, 0)));
+	CASE("no SETTINGS first", RG_H2_ERR_PREFACE, (put(&c, preface, 24), headers(&c, 1, 0)));
 	CASE("SETTINGS ACK first", RG_H2_ERR_PREFACE,
 	     (put(&c, preface, 24), frame(&c, RG_H2_SETTINGS, 1, 0, NULL, 0)));
 	CASE("frame over max size", RG_H2_ERR_FRAME_SIZE,
@@ -928,8 +937,7 @@ static void test_malformed(void)
 	     (start(&c), frame(&c, RG_H2_HEADERS, 0, 1, hpack, 4),
 	      frame(&c, RG_H2_CONTINUATION, 4, 3, hpack, 4)));
 	CASE("unknown frame inside a header block", RG_H2_ERR_PROTOCOL,
-	     (start(&c), frame(&c, RG_H2_HEADERS, 0, 1, hpack, 4),
-	      frame(&c, 0xfa, 0, 1, "x", 1)));
+	     (start(&c), frame(&c, RG_H2_HEADERS, 0, 1, hpack, 4), frame(&c, 0xfa, 0, 1, "x", 1)));
 	CASE("padding longer than the frame", RG_H2_ERR_PROTOCOL,
 	     (start(&c), headers(&c, 1, 0), frame(&c, RG_H2_DATA, 8, 1, "\x05xyz", 4)));
 	CASE("PADDED DATA of length 0", RG_H2_ERR_FRAME_SIZE,
@@ -953,12 +961,21 @@ static void test_malformed(void)
 		{ "row_inserts as fixed32", "\x35\0\0\0\0", 5 },
 		{ "field number 0", "\x02\x00", 2 },
 		{ "group wire type", "\x0b\x0c", 2 },
-		{ "length past the message", "\x0a\x05" "ab", 4 },
+		{ "length past the message",
+		  "\x0a\x05"
+		  "ab",
+		  4 },
 		{ "varint of 11 bytes", "\x50\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12 },
 		{ "key without a value", "\x50", 1 },
-		{ "nested length past its parent", "\x32\x03\x0a\x05" "a", 5 },
+		{ "nested length past its parent",
+		  "\x32\x03\x0a\x05"
+		  "a",
+		  5 },
 		{ "dbname as a varint", "\x0a\x02\x20\x01", 4 },
-		{ "row_count as a string", "\x12\x06\x0a\x04\x22\x02" "ab", 8 },
+		{ "row_count as a string",
+		  "\x12\x06\x0a\x04\x22\x02"
+		  "ab",
+		  8 },
 		{ "Row as a varint", "\x32\x06\x0a\x04\x12\x02\x10\x01", 8 },
 		{ "fixed64 past the message", "\x59\x01\x02", 3 },
 	};
@@ -1120,7 +1137,8 @@ static void test_real_clients(void)
 		CHECK_EQ_U64(o.nev, fx[i].messages, fx[i].file);
 		for (e = 0; e < o.nev; e++) {
 			/* unary: one message per stream 1, 3, 5; streaming: 3 per stream */
-			uint32_t sid = fx[i].messages == 3 ? 1 + 2 * (uint32_t)e : 1 + 2 * (uint32_t)(e / 3);
+			uint32_t sid = fx[i].messages == 3 ? 1 + 2 * (uint32_t)e :
+							     1 + 2 * (uint32_t)(e / 3);
 
 			EXPECT_EV(&o, e, sid, fx[i].kind, fx[i].rows, fx[i].db);
 		}
@@ -1282,27 +1300,35 @@ static void test_hpack_rfc(void)
 		uint32_t count[3], used[3];
 		int cls[3];
 	} v[] = {
-		{ "C.3", 4096,
+		{ "C.3",
+		  4096,
 		  { "828684410f7777772e6578616d706c652e636f6d", "828684be58086e6f2d6361636865",
 		    "828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565" },
-		  { 1, 2, 3 }, { 57, 110, 164 },
+		  { 1, 2, 3 },
+		  { 57, 110, 164 },
 		  { RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER } },
-		{ "C.4", 4096,
+		{ "C.4",
+		  4096,
 		  { "828684418cf1e3c2e5f23a6ba0ab90f4ff", "828684be5886a8eb10649cbf",
 		    "828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf" },
-		  { 1, 2, 3 }, { 57, 110, 164 },
+		  { 1, 2, 3 },
+		  { 57, 110, 164 },
 		  { RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER } },
-		{ "C.5", 256,
+		{ "C.5",
+		  256,
 		  { "4803333032580770726976617465611d4d6f6e2c203231204f637420323031332032303a31333a323120474d546e1768747470733a2f2f7777772e6578616d706c652e636f6d",
 		    "4803333037c1c0bf",
 		    "88c1611d4d6f6e2c203231204f637420323031332032303a31333a323220474d54c05a04677a69707738666f6f3d4153444a4b48514b425a584f5157454f50495541585157454f49553b206d61782d6167653d333630303b2076657273696f6e3d31" },
-		  { 4, 4, 3 }, { 222, 222, 215 },
+		  { 4, 4, 3 },
+		  { 222, 222, 215 },
 		  { RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED } },
-		{ "C.6", 256,
+		{ "C.6",
+		  256,
 		  { "488264025885aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad171863c78f0b97c8e9ae82ae43d3",
 		    "4883640effc1c0bf",
 		    "88c16196d07abe941054d444a8200595040b8166e084a62d1bffc05a839bd9ab77ad94e7821dd7f2e6c7b335dfdfcd5b3960d5af27087f3672c1ab270fb5291f9587316065c003ed4ee5b1063d5007" },
-		  { 4, 4, 3 }, { 222, 222, 215 },
+		  { 4, 4, 3 },
+		  { 222, 222, 215 },
 		  { RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED } },
 	};
 	struct rg_hpack t;
@@ -1517,14 +1543,14 @@ static void test_hpack_paths(void)
 
 	memset(k, 0, sizeof(k));
 	m_reset();
-#define ADD(routed_, stmt)                                    \
-	do {                                                  \
-		struct buf *b = &k[n].block;                  \
-		hp_common(b);                                 \
-		stmt;                                         \
-		k[n].routed = routed_;                        \
-		unrouted += !(routed_);                       \
-		n++;                                          \
+#define ADD(routed_, stmt)                   \
+	do {                                 \
+		struct buf *b = &k[n].block; \
+		hp_common(b);                \
+		stmt;                        \
+		k[n].routed = routed_;       \
+		unrouted += !(routed_);      \
+		n++;                         \
 	} while (0)
 	/* grpc-go: :path with incremental indexing, Huffman, name indexed */
 	ADD(true, hp_path(b, 0x40, NAME_IDX, ROUTE_HANDLE, true));
@@ -1635,8 +1661,9 @@ static void test_hpack_paths(void)
 				if (got.err || got.unrouted != want.unrouted ||
 				    got.nev != want.nev - (k[i].routed ? 1 : 0)) {
 					bad++;
-					CHECK(0, "block %d cut at %zu: err %d events %d unrouted %u", i,
-					      a, got.err, got.nev, got.unrouted);
+					CHECK(0,
+					      "block %d cut at %zu: err %d events %d unrouted %u",
+					      i, a, got.err, got.nev, got.unrouted);
 				}
 				freebuf(&d);
 			}
@@ -1644,6 +1671,185 @@ static void test_hpack_paths(void)
 		check_count++;
 	}
 	hp_free(k, n);
+}
+
+/* Append an HPACK string: its length prefix (7 bits) and bytes, Huffman
+ * coded when huff. */
+static void hpack_str(struct buf *b, const char *v, bool huff)
+{
+	uint8_t code[512];
+	size_t n = strlen(v);
+	int m;
+
+	if (huff) {
+		m = rg_huff_encode(v, n, code, sizeof(code), NULL);
+		CHECK(m >= 0 && m < 127, "huffman encode of %s", v);
+		put(b, &(uint8_t){ (uint8_t)(0x80 | m) }, 1);
+		put(b, code, (size_t)m);
+		return;
+	}
+	if (n < 127) {
+		put(b, &(uint8_t){ (uint8_t)n }, 1);
+	} else {
+		put(b,
+		    (uint8_t[]){ 0x7f, (uint8_t)(0x80 | ((n - 127) & 0x7f)),
+				 (uint8_t)((n - 127) >> 7) },
+		    3);
+	}
+	put(b, v, n);
+}
+
+#define DB_HDR "x-greptime-db-name"
+
+/* A block of `:method POST`, `:path` (indexed into the table) and one
+ * x-greptime-db-name field: literal name (rep: 0x40 incremental, 0x00
+ * without, 0x10 never indexed) or, with name_idx, a name by index. */
+static void db_block(struct buf *b, uint8_t rep, uint8_t name_idx, const char *db, bool huff)
+{
+	b->len = 0;
+	put(b, "\x83", 1);
+	put(b, "\x04", 1); /* :path, literal without indexing, static name 4 */
+	hpack_str(b, OTHER_PATH, false);
+	if (name_idx) {
+		/* 6-bit index prefix with incremental indexing, else 4 */
+		uint8_t max = rep == 0x40 ? 0x3f : 0x0f;
+
+		if (name_idx < max)
+			put(b, &(uint8_t){ (uint8_t)(rep | name_idx) }, 1);
+		else
+			put(b, (uint8_t[]){ (uint8_t)(rep | max), (uint8_t)(name_idx - max) }, 2);
+	} else {
+		put(b, &rep, 1);
+		hpack_str(b, DB_HDR, huff);
+	}
+	hpack_str(b, db, huff);
+}
+
+static void check_block_db(struct rg_hpack *t, const struct buf *b, const char *want,
+			   const char *what)
+{
+	const char *got;
+	uint32_t len = 0;
+	int r = hpack_block(t, b->p, b->len);
+
+	CHECK(r >= 0, "%s: block refused (%d)", what, r);
+	got = rg_hpack_block_db(t, &len);
+	if (!want) {
+		CHECK(!got, "%s: no database expected, got %.*s", what, (int)len, got ? got : "");
+		return;
+	}
+	CHECK(got && len == strlen(want) && !memcmp(got, want, len) && !got[len],
+	      "%s: database %s, got %.*s", what, want, got ? (int)len : 4, got ? got : "none");
+}
+
+/* x-greptime-db-name read as the server reads it: raw and Huffman names and
+ * values, kept with dynamic-table entries and referred to by index, lost
+ * once its slot is reused, and refused when ambiguous or too long. */
+static void test_hpack_db(void)
+{
+	struct rg_hpack t;
+	struct buf b = { 0 };
+	char name[80];
+	uint32_t s, v;
+	int i;
+
+	/* the decoding tables agree with the encoder's on every symbol */
+	for (s = 0; s < 256; s++) {
+		v = rg_huff_code[s] << (RG_HPACK_HUFF_WINDOW_BITS - rg_huff_bits[s]);
+		CHECK(rg_hpack_code_bits(v) == rg_huff_bits[s], "code length of symbol %u", s);
+		CHECK(rg_hpack_huff_sym(v, rg_huff_bits[s]) == s, "symbol %u decoded", s);
+	}
+	{
+		uint8_t code[32];
+
+		CHECK(rg_huff_encode(DB_HDR, strlen(DB_HDR), code, sizeof(code), NULL) ==
+				      RG_HPACK_DB_NAME_HUFF &&
+			      !memcmp(code, rg_hpack_db_name_huff, RG_HPACK_DB_NAME_HUFF),
+		      "Huffman wire form of " DB_HDR);
+	}
+
+	for (i = 0; i < 2; i++) {
+		bool huff = i;
+
+		rg_hpack_init(&t);
+		/* grpc-go: literal with incremental indexing, then indexed (62) */
+		db_block(&b, 0x40, 0, "tenant_a", huff);
+		check_block_db(&t, &b, "tenant_a", "literal, incremental indexing");
+		b.len = 0;
+		put(&b, "\x83\xbe", 2);
+		check_block_db(&t, &b, "tenant_a", "indexed dynamic entry");
+		/* a new value under the entry's name (index 62) */
+		db_block(&b, 0x00, 62, "greptime-Public_2", huff);
+		check_block_db(&t, &b, "greptime-Public_2", "name by index, without indexing");
+		db_block(&b, 0x10, 0, "a", huff);
+		check_block_db(&t, &b, "a", "never indexed");
+		/* no field, a field named alike but not the same */
+		b.len = 0;
+		put(&b, "\x83", 1);
+		check_block_db(&t, &b, NULL, "no field");
+		b.len = 0;
+		put(&b, "\x00", 1);
+		hpack_str(&b, "x-greptime-db-namf", huff);
+		hpack_str(&b, "x", huff);
+		check_block_db(&t, &b, NULL, "another name");
+		b.len = 0;
+		put(&b, "\x00", 1);
+		hpack_str(&b, "x-greptime-db-name-x", huff);
+		hpack_str(&b, "x", huff);
+		check_block_db(&t, &b, NULL, "a longer name");
+		/* two fields: the server takes one, which one is not ours to guess */
+		db_block(&b, 0x00, 0, "one", huff);
+		put(&b, "\xbe", 1);
+		check_block_db(&t, &b, NULL, "two fields");
+		CHECK(t.blk_db == RG_HPACK_DB_MANY, "two fields: many");
+		/* 63 bytes fit a key, 64 do not */
+		memset(name, 'd', 63);
+		name[63] = 0;
+		db_block(&b, 0x00, 0, name, huff);
+		check_block_db(&t, &b, name, "63 bytes");
+		name[63] = 'd';
+		name[64] = 0;
+		db_block(&b, 0x00, 0, name, huff);
+		check_block_db(&t, &b, NULL, "64 bytes");
+		/* the same value again takes its slot, not a new one */
+		b.len = 0;
+		put(&b, "\x83\xbe", 2);
+		check_block_db(&t, &b, "tenant_a", "entry still known");
+		{
+			uint8_t next = t.db_next;
+
+			db_block(&b, 0x00, 0, "tenant_a", huff);
+			check_block_db(&t, &b, "tenant_a", "same value");
+			CHECK(t.db_next == next, "same value: no new slot");
+		}
+		/* eight new values reuse the entry's slot: the entry is lost */
+		for (s = 0; s < RG_HPACK_DB_SLOTS; s++) {
+			snprintf(name, sizeof(name), "db%u", s);
+			db_block(&b, 0x00, 0, name, huff);
+			check_block_db(&t, &b, name, "a new value");
+		}
+		b.len = 0;
+		put(&b, "\x83\xbe", 2);
+		check_block_db(&t, &b, NULL, "entry lost");
+		CHECK(t.blk_db == RG_HPACK_DB_LOST, "entry lost: lost");
+		/* a new entry of the name takes a slot again */
+		db_block(&b, 0x40, 0, "tenant_b", huff);
+		check_block_db(&t, &b, "tenant_b", "a new entry");
+		b.len = 0;
+		put(&b, "\x83\xbe", 2);
+		check_block_db(&t, &b, "tenant_b", "the new entry, indexed");
+		b.len = 0;
+		put(&b, "\x83\xbf", 2); /* 63: the lost one */
+		check_block_db(&t, &b, NULL, "the lost entry, indexed");
+	}
+	/* bad Huffman padding in the value: the server's decoder refuses it */
+	rg_hpack_init(&t);
+	b.len = 0;
+	put(&b, "\x00", 1);
+	hpack_str(&b, DB_HDR, false);
+	put(&b, "\x81\x00", 2);
+	CHECK(hpack_block(&t, b.p, b.len) == RG_HPACK_ERR, "bad Huffman padding refused");
+	free(b.p);
 }
 
 /* Header blocks the server's decoder refuses, or the shadow cannot follow:
@@ -1795,8 +2001,8 @@ static void test_uncounted(void)
 		frame(&c, RG_H2_CONTINUATION, RG_H2_FLAG_END_HEADERS, 1, b.p + b.len - 3, 3);
 		feed(&c, NULL, 0, true, &o);
 		CHECK(o.err == RG_H2_ERR_UNCOUNTED, "DoPut across CONTINUATION: err %d", o.err);
-		CHECK(o.err_at >= c.len - 3, "refused at the block's end (at %zu of %zu)",
-		      o.err_at, c.len);
+		CHECK(o.err_at >= c.len - 3, "refused at the block's end (at %zu of %zu)", o.err_at,
+		      c.len);
 		/* with END_STREAM on HEADERS (no body) too */
 		freebuf(&c);
 		start(&c);
@@ -1819,6 +2025,7 @@ int main(void)
 	test_hpack_rfc();
 	test_hpack_paths();
 	test_hpack_errors();
+	test_hpack_db();
 	test_preface_prefix();
 	test_unary_and_db_resolution();
 	test_merge_rules();
