@@ -189,8 +189,7 @@ struct {
 /* The class of a route found in h2_routes. */
 static __always_inline int rg_h2_route_found(const struct rg_h2_route *r)
 {
-	return r->flags & RG_H2_ROUTE_F_UNCOUNTED ? RG_HPACK_PATH_UNCOUNTED :
-						    RG_HPACK_PATH_ROUTED;
+	return rg_h2_route_flags_class(r->flags);
 }
 
 /* The class of the `:path` the HPACK shadow just read: the whole value,
@@ -262,17 +261,20 @@ static __always_inline bool rg_h2_stream_refused(const struct rg_h2_sock *st, __
 	return rg_h2_keep && (st->frame_rej == sid || rg_h2_find(st->rej, RG_H2_REJECTED, sid) >= 0);
 }
 
-/* The slot whose compressed message the next byte belongs to, or -1. */
+/* The slot whose copied message (compressed under --grpc-compressed debt,
+ * or OTLP) the next byte belongs to, or -1. */
 static __always_inline int rg_h2_copy_slot(const struct rg_h2_sock *st)
 {
 	const struct rg_h2_stream *s;
 
-	if (!rg_h2_compressed_debt || st->h.st != RG_H2S_DATA || st->h.unrouted_frame)
+	if (st->h.st != RG_H2S_DATA || st->h.unrouted_frame)
 		return -1;
 	if (st->h.slot < 0 || st->h.slot >= RG_H2_STREAM_SLOTS)
 		return -1;
 	s = &st->h.s[rg_h2_slot(st->h.slot)];
-	return s->pfx_got == 5 && s->m.compressed ? st->h.slot : -1;
+	if (s->pfx_got != 5)
+		return -1;
+	return s->m.hdr || (rg_h2_compressed_debt && s->m.compressed) ? st->h.slot : -1;
 }
 
 /* The current DATA frame goes on with a compressed message whose copy is
@@ -339,7 +341,9 @@ __noinline int rg_h2_copy_extend(struct __sk_buff *skb, struct rg_h2_sock *st, i
 		rec->h.type = RG_BODY_START;
 		rec->h.cookie = bpf_get_socket_cookie(skb);
 		rec->h.seq = st->copy_seq[i];
-		rec->protocol = RG_PROTO_GREPTIME_GRPC;
+		rec->protocol = s->m.hdr ? s->m.hdr : RG_PROTO_GREPTIME_GRPC;
+		if (s->m.hdr) /* an OTLP export's: its header's database */
+			rg_grpc_db_key_in(&s->m, &rec->db, st->db_raw);
 		rec->admitted = 1;
 		rec->content_length = s->m.len;
 		bpf_ringbuf_submit(rec, 0);
@@ -370,8 +374,10 @@ __noinline int rg_h2_copy_end(struct __sk_buff *skb, struct rg_h2_sock *st, int 
 	if (st->cp_slot == slot)
 		rg_h2_copy_flush(skb, st);
 	if (st->copy_seq[i] > RG_H2_COPY_NONE) {
+		/* what the kernel charged or refused: an OTLP export's estimate */
 		if (rg_body_end_record(bpf_get_socket_cookie(skb), st->copy_seq[i],
-				       st->h.s[i].m.len, 0, admitted, false)) {
+				       st->h.s[i].m.len, st->h.s[i].m.hdr ? st->h.s[i].m.rows : 0,
+				       admitted, false)) {
 			rg_global_inc(body_ring_full);
 			rg_global_inc(h2_compressed_lost);
 		} else {
@@ -445,7 +451,7 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	if (s < 0 || s >= RG_H2_STREAM_SLOTS)
 		return 0;
 	m = &st->h.s[rg_h2_slot(s)].m;
-	if (m->compressed && !rg_h2_compressed_debt) {
+	if (m->compressed && !m->hdr && !rg_h2_compressed_debt) {
 		/* grpc-encoding: the database and rows are unknown here
 		 * (docs/grpc.md#compressed) */
 		st->err = RG_H2_ERR_GRPC;
@@ -453,7 +459,7 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	}
 	if (rg_h2_stream_refused(st, st->h.done_sid))
 		return 0; /* its stream was reset: never handled, never charged */
-	if (m->compressed) {
+	if (m->compressed && !m->hdr) {
 		/* --grpc-compressed debt: charged nothing here, its rows by
 		 * rowgated from its copy (rg_h2_copy_end) */
 		n = st->cverdict;
@@ -480,6 +486,11 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 		st->db_len = (__u32)n;
 		__builtin_memcpy(&db, &st->db, sizeof(db));
 		n = rg_admit(&db, &st->info);
+		/* an OTLP export is charged (or refused) the estimate HTTP gives
+		 * such a body; rowgated corrects it from the copy (rg_h2_copy_end
+		 * sends it), and a lost copy leaves it standing */
+		if (m->hdr)
+			m->rows = n == RG_ADMIT_UNLIMITED ? 0 : rg_grpc_answer_rows(m);
 	}
 	switch (n) {
 	case RG_ADMIT_UNLIMITED:
@@ -854,7 +865,7 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
 		return 0;
 	s = &h->s[rg_h2_slot(h->slot)];
-	if (s->m.compressed) {
+	if (s->m.compressed && !s->m.hdr) {
 		/* --grpc-compressed debt: on the databases the connection's
 		 * earlier compressed messages named (refuse: fails closed at
 		 * completion) */
@@ -1014,7 +1025,7 @@ __noinline int rg_h2_tail_judge(struct rg_h2_sock *st, int slot)
 	if (rg_h2_stream_refused(st, sid) ||
 	    rg_h2_find(st->adm, RG_H2_ADMITTED, sid) >= 0)
 		return 0; /* already refused, or admitted whatever the bucket says */
-	if (s->m.compressed)
+	if (s->m.compressed && !s->m.hdr)
 		return rg_h2_compressed_debt ? RG_H2_TAIL_COMPRESSED : 0;
 	n = rg_grpc_db_key_in(&s->m, &st->db, st->db_raw);
 	if (n < 0 || !rg_grpc_db_plain(&st->db, (__u32)n))

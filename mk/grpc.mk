@@ -15,7 +15,10 @@ GRPC_GO_SRV := $(BUILD)/grpc/rg-grpc-go-server
 # Debian's Go packages are a GOPATH tree; no module download.
 GRPC_GOPATH ?= /usr/share/gocode
 
-EXTRA_ALL += $(GRPC_PY)
+# OTLP messages for the same server's OTLP/gRPC exports (proto/otlp.proto:
+# package rowgate.otlp, wire-compatible with opentelemetry-proto)
+GRPC_PY_OTLP := $(BUILD)/grpc/py/otlp_pb2.py
+EXTRA_ALL += $(GRPC_PY) $(GRPC_PY_OTLP)
 # Without Go and Debian's grpc-go the client is not built and the tests
 # that need it skip, saying so.
 ifneq ($(and $(shell command -v go 2>/dev/null),$(shell command -v protoc-gen-go 2>/dev/null),$(wildcard $(GRPC_GOPATH)/src/google.golang.org/grpc),$(wildcard $(GRPC_GOPATH)/src/github.com/klauspost/compress/zstd)),)
@@ -26,6 +29,11 @@ $(GRPC_PY): $(GRPC_PROTO)
 	@mkdir -p $(BUILD)/grpc/py
 	$(call msg,PROTOC,$@)
 	$(Q)protoc --proto_path=proto --python_out=$(BUILD)/grpc/py greptime/v1/ingest.proto
+
+$(GRPC_PY_OTLP): proto/otlp.proto
+	@mkdir -p $(BUILD)/grpc/py
+	$(call msg,PROTOC,$@)
+	$(Q)protoc --proto_path=proto --python_out=$(BUILD)/grpc/py otlp.proto
 
 # One GOPATH-mode package per program: the generated messages, main.go
 # and the files both programs share (tests/grpc/gocommon).

@@ -54,6 +54,8 @@
 /* Open streams whose `:path` no route names, followed until they end; one
  * more fails closed.  A power of two. */
 #define RG_H2_UNROUTED_SLOTS   16
+/* open OTLP/gRPC streams (their database from the header block) */
+#define RG_H2_HDB_SLOTS 8
 
 /* Frame types (RFC 9113 §6). */
 enum rg_h2_frame_type {
@@ -89,6 +91,9 @@ enum rg_h2_result {
 	RG_H2_ERR_HPACK = RG_HPACK_ERR, /* a header block the shadow cannot follow */
 	RG_H2_ERR_UNROUTED = -8,  /* more than RG_H2_UNROUTED_SLOTS unrouted streams */
 	RG_H2_ERR_UNCOUNTED = -9, /* a stream of a method whose rows the kernel cannot count */
+	/* an OTLP/gRPC stream whose x-greptime-db-name the shadow cannot give
+	 * (several, lost, too long, empty), or more than RG_H2_HDB_SLOTS */
+	RG_H2_ERR_HEADER_DB = -10,
 };
 
 enum rg_h2_state {
@@ -157,10 +162,19 @@ struct rg_grpc_msg {
 	__u8 kind;           /* enum rg_grpc_kind: the oneof member set last */
 	__u8 compressed;     /* grpc-encoding applied: nothing below is known */
 	__u8 has_header;
-	__u8 pad;
+	/* enum rg_protocol of a message whose database is its stream's header
+	 * (OTLP/gRPC): nothing inside it is read in the kernel; 0: none */
+	__u8 hdr;
 	__u16 str_len[RG_GRPC_STRS]; /* may exceed RG_DB_RAW_MAX: too long */
 	char str[RG_GRPC_STRS][RG_DB_RAW_MAX]; /* zero past str_len */
 };
+
+/* Whether nothing inside message m is read in the kernel: it is
+ * compressed, or an OTLP/gRPC export (its rows are rowgated's to count). */
+RG_INLINE bool rg_grpc_opaque(const struct rg_grpc_msg *m)
+{
+	return m->compressed || m->hdr;
+}
 
 /* Protobuf walk of one message; positions are message-relative. */
 struct rg_pb_walk {
@@ -183,9 +197,18 @@ struct rg_h2_stream {
 	__u8 pfx[5];         /* the gRPC length prefix being read */
 	__u8 pfx_got;        /* 0..5; 5 = inside the message */
 	__u8 refused;        /* the kernel reset it (bpf/h2.h): a new stream may take the slot */
-	__u8 pad;
+	__u8 hdr;     /* rg_grpc_msg.hdr of its messages */
 	struct rg_pb_walk w;
 	struct rg_grpc_msg m;
+};
+
+/* An open OTLP/gRPC stream: its database, from its header block. */
+struct rg_h2_hdb {
+	__u32 sid;  /* 0: free */
+	__u8 proto; /* enum rg_protocol */
+	__u8 len;   /* of the x-greptime-db-name value; 0: none */
+	__u8 pad[2];
+	struct rg_hpack_db v; /* the value, zero padded */
 };
 
 struct rg_h2_conn {
@@ -213,6 +236,7 @@ struct rg_h2_conn {
 	__u32 unrouted_streams; /* streams found unrouted, ever (a counter) */
 	__u32 unrouted[RG_H2_UNROUTED_SLOTS]; /* open unrouted streams, 0 = free */
 	struct rg_h2_stream s[RG_H2_STREAM_SLOTS];
+	struct rg_h2_hdb hdb[RG_H2_HDB_SLOTS];
 	struct rg_hpack hp;
 };
 
@@ -313,20 +337,52 @@ RG_INLINE int rg_h2_find_unrouted(const struct rg_h2_conn *h, __u32 sid)
 	return -1;
 }
 
-/* An unrouted stream ended (END_STREAM or RST_STREAM). */
+/* Index of sid among the OTLP/gRPC streams, -1 if absent. */
+RG_INLINE int rg_h2_find_hdb(const struct rg_h2_conn *h, __u32 sid)
+{
+	int i;
+
+	for (i = 0; i < RG_H2_HDB_SLOTS; i++)
+		if (h->hdb[i].sid == sid)
+			return i;
+	return -1;
+}
+
+/* A stream ended (END_STREAM or RST_STREAM): it leaves the unrouted and
+ * OTLP sets. */
 RG_INLINE void rg_h2_unrouted_end(struct rg_h2_conn *h, __u32 sid)
 {
 	int i = rg_h2_find_unrouted(h, sid);
 
 	if (i >= 0)
 		h->unrouted[rg_h2_opaque((__u32)i) & (RG_H2_UNROUTED_SLOTS - 1)] = 0;
+	i = rg_h2_find_hdb(h, sid);
+	if (i >= 0)
+		h->hdb[rg_h2_opaque((__u32)i) & (RG_H2_HDB_SLOTS - 1)].sid = 0;
 }
 
-RG_INLINE void rg_h2_stream_open(struct rg_h2_stream *s, __u32 sid)
+/* A slot takes stream sid.  An OTLP/gRPC stream's messages are named
+ * the database of its header block: the value goes where a GreptimeRequest's
+ * RequestHeader.dbname would (both are resolved alike, docs/grpc.md §2),
+ * and stays there for each message (rg_grpc_step clears what is before). */
+RG_INLINE void rg_h2_stream_open(const struct rg_h2_conn *h, struct rg_h2_stream *s, __u32 sid)
 {
+	const struct rg_h2_hdb *e;
+	int i = rg_h2_find_hdb(h, sid), j;
+
 	s->id = sid;
 	s->pfx_got = 0;
 	s->refused = 0;
+	s->hdr = 0;
+	if (i < 0)
+		return;
+	e = &h->hdb[rg_h2_opaque((__u32)i) & (RG_H2_HDB_SLOTS - 1)];
+	s->hdr = e->proto;
+	__builtin_memset(s->m.str_len, 0, sizeof(s->m.str_len));
+	__builtin_memset(s->m.str, 0, sizeof(s->m.str));
+	for (j = 0; j < RG_DB_NAME_MAX; j++)
+		s->m.str[RG_GRPC_STR_DBNAME][j] = e->v.c[j];
+	s->m.str_len[RG_GRPC_STR_DBNAME] = e->len;
 }
 
 /* A slot whose stream the kernel reset: a client that abandons a refused
@@ -705,8 +761,15 @@ RG_INLINE int rg_grpc_step(struct rg_h2_stream *s, __u8 c)
 	int r;
 
 	if (s->pfx_got < 5) {
-		if (s->pfx_got == 0)
-			__builtin_memset(&s->m, 0, sizeof(s->m));
+		if (s->pfx_got == 0) {
+			/* an OTLP stream's database stays (rg_h2_stream_open) */
+			if (s->hdr)
+				__builtin_memset(&s->m, 0,
+						 __builtin_offsetof(struct rg_grpc_msg, str_len));
+			else
+				__builtin_memset(&s->m, 0, sizeof(s->m));
+			s->m.hdr = s->hdr;
+		}
 		s->pfx[s->pfx_got] = c;
 		s->pfx_got++;
 		if (s->pfx_got < 5)
@@ -719,8 +782,8 @@ RG_INLINE int rg_grpc_step(struct rg_h2_stream *s, __u8 c)
 			return RG_H2_ERR_GRPC;
 		s->m.compressed = s->pfx[0];
 		rg_pb_begin_request(&s->w, s->m.len);
-		if (s->m.compressed) {
-			/* nothing inside can be read: skip it whole */
+		if (rg_grpc_opaque(&s->m)) {
+			/* nothing inside is read: skip it whole */
 			s->w.st = RG_PBS_SKIP;
 			s->w.left = s->m.len;
 		}
@@ -740,9 +803,38 @@ RG_INLINE int rg_grpc_step(struct rg_h2_stream *s, __u8 c)
 
 /* ---- frames -------------------------------------------------------------- */
 
+/* A new OTLP/gRPC stream (class cls) with DATA to come: it joins the OTLP
+ * set with the database its block names (none: greptime-public, as the
+ * server's default). */
+RG_INLINE int rg_h2_hdb_open(struct rg_h2_conn *h, int cls)
+{
+	__u32 len = 0, s = h->hp.blk_db - 1;
+	struct rg_h2_hdb *e;
+	int i;
+
+	/* several fields, a value lost or too long, an empty one */
+	if (h->hp.blk_db && (!rg_hpack_block_db(&h->hp, &len) || !len))
+		return RG_H2_ERR_HEADER_DB;
+	i = rg_h2_find_hdb(h, 0);
+	if (i < 0)
+		return RG_H2_ERR_HEADER_DB;
+	e = &h->hdb[rg_h2_opaque((__u32)i) & (RG_H2_HDB_SLOTS - 1)];
+	if (len)
+		__builtin_memcpy(&e->v, &h->hp.db[s & (RG_HPACK_DB_SLOTS - 1)], sizeof(e->v));
+	else
+		__builtin_memset(&e->v, 0, sizeof(e->v));
+	e->len = (__u8)len;
+	e->proto = cls == RG_HPACK_PATH_OTLP_METRICS ? RG_PROTO_OTLP_METRICS :
+		   cls == RG_HPACK_PATH_OTLP_LOGS    ? RG_PROTO_OTLP_LOGS :
+						       RG_PROTO_OTLP_TRACES;
+	e->sid = h->hb_sid;
+	return 0;
+}
+
 /* A header block ended: a new stream whose `:path` no route names joins
  * the unrouted set (its DATA is passed unread); one of an uncounted
- * method is refused, before any of its bytes reach the server. */
+ * method is refused, before any of its bytes reach the server; an OTLP
+ * export's joins the OTLP set with its database. */
 RG_INLINE int rg_h2_block_end(struct rg_h2_conn *h)
 {
 	int r = rg_hpack_block_end(&h->hp), i;
@@ -751,6 +843,8 @@ RG_INLINE int rg_h2_block_end(struct rg_h2_conn *h)
 		return RG_H2_ERR_HPACK;
 	if (h->hb_new && r == RG_HPACK_PATH_UNCOUNTED)
 		return RG_H2_ERR_UNCOUNTED;
+	if (h->hb_new && r >= RG_HPACK_PATH_OTLP_METRICS)
+		return h->hb_end ? 0 : rg_h2_hdb_open(h, r);
 	if (!h->hb_new || r != RG_HPACK_PATH_OTHER)
 		return 0;
 	h->unrouted_streams++;
@@ -776,7 +870,7 @@ RG_INLINE int rg_h2_frame_end(struct rg_h2_conn *h)
 		if ((h->fflags & RG_H2_FLAG_END_STREAM) || s->pfx_got == 0)
 			s->id = 0;
 	}
-	if (h->ftype == RG_H2_DATA && h->unrouted_frame && (h->fflags & RG_H2_FLAG_END_STREAM))
+	if (h->ftype == RG_H2_DATA && (h->fflags & RG_H2_FLAG_END_STREAM))
 		rg_h2_unrouted_end(h, h->fsid);
 	h->slot = -1;
 	h->unrouted_frame = 0;
@@ -911,7 +1005,7 @@ RG_INLINE int rg_h2_frame_header(struct rg_h2_conn *h)
 				i = rg_h2_find_refused_slot(h);
 			if (i < 0)
 				return RG_H2_ERR_STREAMS;
-			rg_h2_stream_open(&h->s[rg_h2_slot(i)], sid);
+			rg_h2_stream_open(h, &h->s[rg_h2_slot(i)], sid);
 			h->slot = (__s8)i;
 		}
 		if (flags & RG_H2_FLAG_PADDED) {
@@ -1223,7 +1317,7 @@ RG_INLINE bool rg_h2_short_tail_ready(const struct rg_h2_stream *s)
 		return false;
 	rest = s->m.len - s->w.pos;
 	return rest && rest < RG_H2_SHORT_TAIL_BYTES &&
-	       (s->m.compressed || rg_h2_msg_db_state(s) == RG_H2_EARLY_READY);
+	       (rg_grpc_opaque(&s->m) || rg_h2_msg_db_state(s) == RG_H2_EARLY_READY);
 }
 
 RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_off)
@@ -1245,8 +1339,8 @@ RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_
 	if (!rg_h2_msg_ends_near(h, s))
 		return RG_H2_EARLY_NO;
 	/* a compressed message is judged on what its connection's earlier
-	 * ones named, nothing inside it: its prefix is all it needs */
-	if (!s->m.compressed) {
+	 * ones named, an OTLP one on its header: its prefix is all it needs */
+	if (!rg_grpc_opaque(&s->m)) {
 		db = rg_h2_msg_db_state(s);
 		if (db != RG_H2_EARLY_READY)
 			return db;
@@ -1393,24 +1487,24 @@ static inline int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *
 /* Whether a completed message is charged, and its rows (docs/grpc.md §3). */
 RG_INLINE bool rg_grpc_charged(const struct rg_grpc_msg *m)
 {
-	return rg_grpc_kind_charged(m->kind);
+	return m->hdr || rg_grpc_kind_charged(m->kind);
 }
 
 /* Whether a refusal of message m names an estimate: its rows are unread
- * (compressed). */
+ * (compressed, OTLP). */
 RG_INLINE bool rg_grpc_rows_estimated(const struct rg_grpc_msg *m)
 {
-	return m->compressed;
+	return rg_grpc_opaque(m);
 }
 
-/* The rows a refusal of message m names: those read, or for a compressed
- * message the estimate HTTP's 429 gives a coded body of its length
+/* The rows a refusal of message m names: those read, or for an opaque
+ * message the estimate HTTP's 429 gives a body of its length and protocol
  * (rowgate/estimate.h). */
 RG_INLINE __u64 rg_grpc_answer_rows(const struct rg_grpc_msg *m)
 {
 	if (!rg_grpc_rows_estimated(m))
 		return m->rows;
-	return rg_est_rows(m->len, 0, RG_PROTO_GREPTIME_GRPC, true);
+	return rg_est_rows(m->len, 0, m->hdr ? m->hdr : RG_PROTO_GREPTIME_GRPC, m->compressed);
 }
 
 #endif /* ROWGATE_H2_H */

@@ -41,13 +41,18 @@ enum rg_hpack_cls {
 	RG_HPACK_PATH_ROUTED = 2, /* a routed gRPC method */
 	/* a method that writes rows the kernel cannot count: refused */
 	RG_HPACK_PATH_UNCOUNTED = 3,
-	RG_HPACK_CLS_MASK = 3,
+	/* an OTLP/gRPC export: its database is `x-greptime-db-name`, its rows
+	 * are counted by rowgated from a copy (docs/grpc.md#otlp) */
+	RG_HPACK_PATH_OTLP_METRICS = 4,
+	RG_HPACK_PATH_OTLP_LOGS = 5,
+	RG_HPACK_PATH_OTLP_TRACES = 6,
+	RG_HPACK_CLS_MASK = 7,
 };
 
-/* ent_flags: bit 0 the name is `:path`, bits 1-2 enum rg_hpack_cls, bit 3
+/* ent_flags: bit 0 the name is `:path`, bits 1-3 enum rg_hpack_cls, bit 4
  * the name is `x-greptime-db-name` */
 #define RG_HPACK_F_PATH_NAME 1
-#define RG_HPACK_F_DB_NAME   8
+#define RG_HPACK_F_DB_NAME   16
 
 /* Values of `x-greptime-db-name` the connection's fields carry, decoded:
  * dynamic-table entries and the block refer to them by slot.  A slot is
@@ -98,6 +103,26 @@ struct rg_h2_route_key {
 /* route.flags: the method writes rows the kernel cannot count (its
  * database or rows are out of the verdict's reach): its streams are refused */
 #define RG_H2_ROUTE_F_UNCOUNTED 1
+/* route.flags: an OTLP/gRPC export of metrics, logs, traces */
+#define RG_H2_ROUTE_F_OTLP_METRICS 2
+#define RG_H2_ROUTE_F_OTLP_LOGS	   4
+#define RG_H2_ROUTE_F_OTLP_TRACES  8
+#define RG_H2_ROUTE_F_OTLP \
+	(RG_H2_ROUTE_F_OTLP_METRICS | RG_H2_ROUTE_F_OTLP_LOGS | RG_H2_ROUTE_F_OTLP_TRACES)
+/* The class of a `:path` a route with these flags names. */
+RG_INLINE int rg_h2_route_flags_class(__u32 flags)
+{
+	if (flags & RG_H2_ROUTE_F_UNCOUNTED)
+		return RG_HPACK_PATH_UNCOUNTED;
+	if (flags & RG_H2_ROUTE_F_OTLP_METRICS)
+		return RG_HPACK_PATH_OTLP_METRICS;
+	if (flags & RG_H2_ROUTE_F_OTLP_LOGS)
+		return RG_HPACK_PATH_OTLP_LOGS;
+	if (flags & RG_H2_ROUTE_F_OTLP_TRACES)
+		return RG_HPACK_PATH_OTLP_TRACES;
+	return RG_HPACK_PATH_ROUTED;
+}
+
 struct rg_h2_route {
 	__u32 flags;			    /* RG_H2_ROUTE_F_* */
 	__u8 prefix_lens[RG_H2_ROUTE_LENS]; /* lengths of prefix keys, 0: none */
@@ -823,10 +848,21 @@ RG_INLINE const char *rg_hpack_block_db(const struct rg_hpack *t, __u32 *len)
  * `:path`s no route names make RG_HPACK_PATH_OTHER. */
 RG_INLINE int rg_hpack_block_end(const struct rg_hpack *t)
 {
+	__u8 otlp = t->blk & ((1U << RG_HPACK_PATH_OTLP_METRICS) | (1U << RG_HPACK_PATH_OTLP_LOGS) |
+			      (1U << RG_HPACK_PATH_OTLP_TRACES));
+
 	if (t->st != RG_HPS_REP)
 		return RG_HPACK_ERR;
 	if (t->blk & (1U << RG_HPACK_PATH_UNCOUNTED))
 		return RG_HPACK_PATH_UNCOUNTED;
+	if (otlp) {
+		/* an export's `:path` beside any other: not ours to guess */
+		if (t->blk != otlp || (otlp & (otlp - 1)))
+			return RG_HPACK_PATH_UNCOUNTED;
+		return otlp == (1U << RG_HPACK_PATH_OTLP_METRICS) ? RG_HPACK_PATH_OTLP_METRICS :
+		       otlp == (1U << RG_HPACK_PATH_OTLP_LOGS)	  ? RG_HPACK_PATH_OTLP_LOGS :
+								    RG_HPACK_PATH_OTLP_TRACES;
+	}
 	if (t->blk == (1U << RG_HPACK_PATH_OTHER))
 		return RG_HPACK_PATH_OTHER;
 	return RG_HPACK_PATH_ROUTED;

@@ -12,7 +12,9 @@
 # prior knowledge, Huffman) and a raw HPACK literal (python-hpack).  A
 # GreptimeDatabase write on its own connection is still charged and stored.
 # With --grpc-uncounted pass the same calls reach the server and are
-# answered, uncharged, counted as unrouted streams.
+# answered, uncharged, counted as unrouted streams.  OTLP exports are counted
+# by default (e2e/grpc_otlp); here --grpc-otlp refuse puts them back among
+# these methods.
 RG_PROFILE=greptimedb
 source "$(dirname "$0")/lib.sh"
 rg_require_root
@@ -52,7 +54,7 @@ go_calls() { # go_calls PATH OUT: CALLS unary calls of PATH, one connection
 }
 
 rg_mount_bpffs
-RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT"
+RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT" --grpc-otlp refuse
 rg_ctl limit set $DB 1 >/dev/null || rg_fail "limit set"
 
 # --- refuse (the default) -------------------------------------------------
@@ -103,7 +105,7 @@ rg_check "GreptimeDatabase/Handle: admitted, stored = charged = $ROWS rows" \
 
 # --- pass -------------------------------------------------------------------
 rg_stop_rowgated
-RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT" --grpc-uncounted pass
+RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT" --grpc-otlp refuse --grpc-uncounted pass
 rg_ctl limit set $DB 1 >/dev/null || rg_fail "limit set"
 unrouted=$(rg_global h2_streams_unrouted)
 before=$(rg_global h2_streams_uncounted)

@@ -13,7 +13,7 @@
 struct event {
 	uint32_t sid;
 	uint64_t rows;
-	uint8_t kind, compressed;
+	uint8_t kind, compressed, hdr;
 	char db[RG_DB_NAME_MAX];
 	size_t at; /* byte offset of the message's last byte */
 };
@@ -54,6 +54,7 @@ static void on_result(const struct rg_h2_conn *h, struct outcome *o, int r, size
 	e->rows = s->m.rows;
 	e->kind = s->m.kind;
 	e->compressed = s->m.compressed;
+	e->hdr = s->m.hdr;
 	e->at = at;
 	if (rg_grpc_db_key(&s->m, &k) < 0)
 		strcpy(e->db, "<too long>"); /* or not resolvable: refused */

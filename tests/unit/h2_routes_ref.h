@@ -43,8 +43,7 @@ static int route_found(const struct rg_h2_route_key *k)
 
 	for (i = 0; i < nroute_keys; i++)
 		if (!memcmp(&route_keys[i], k, sizeof(*k)))
-			cls = route_flags[i] & RG_H2_ROUTE_F_UNCOUNTED ? RG_HPACK_PATH_UNCOUNTED :
-									 RG_HPACK_PATH_ROUTED;
+			cls = rg_h2_route_flags_class(route_flags[i]);
 	return cls;
 }
 

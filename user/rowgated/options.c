@@ -89,6 +89,14 @@ static void usage(FILE *out)
 		"                          reaches the server (counted h2_streams_uncounted);\n"
 		"                          pass lets them through unlimited, as any gRPC\n"
 		"                          service rowgate does not route; default: refuse\n"
+		"      --grpc-otlp count|refuse\n"
+		"                          OTLP/gRPC exports (metrics, logs, traces Export):\n"
+		"                          count judges each message on the database its\n"
+		"                          x-greptime-db-name header names, charges the\n"
+		"                          estimate HTTP charges such a body and corrects it\n"
+		"                          to the rows rowgated counts from a copy\n"
+		"                          (docs/grpc.md#otlp); refuse treats them as\n"
+		"                          --grpc-uncounted says; default: count\n"
 		"      --grpc-compressed refuse|debt\n"
 		"                          GreptimeDatabase messages sent compressed\n"
 		"                          (grpc-encoding gzip or zstd) name their database\n"
@@ -322,6 +330,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		OPT_GRPC_CLOSE_GRACE,
 		OPT_GRPC_MAX_STREAMS,
 		OPT_GRPC_UNCOUNTED,
+		OPT_GRPC_OTLP,
 		OPT_GRPC_COMPRESSED
 	};
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
@@ -342,6 +351,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		{ "grpc-close-grace", required_argument, NULL, OPT_GRPC_CLOSE_GRACE },
 		{ "grpc-max-streams", required_argument, NULL, OPT_GRPC_MAX_STREAMS },
 		{ "grpc-uncounted", required_argument, NULL, OPT_GRPC_UNCOUNTED },
+		{ "grpc-otlp", required_argument, NULL, OPT_GRPC_OTLP },
 		{ "grpc-compressed", required_argument, NULL, OPT_GRPC_COMPRESSED },
 		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
@@ -370,6 +380,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 	cfg->admin_group = RG_ADMIN_ROOT_ONLY;
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
 	cfg->grpc_keep = true;
+	cfg->grpc_otlp_count = true;
 	/* whoever holds --max-conns idle connections must not unlimit the rest */
 	cfg->conns_full_close = true;
 	cfg->grpc_close_grace_ms = RG_GRPC_CLOSE_GRACE_MS;
@@ -556,6 +567,16 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 				cfg->grpc_uncounted_pass = true;
 			} else {
 				pr_err("--grpc-uncounted '%s': expected refuse or pass", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_GRPC_OTLP:
+			if (!strcmp(optarg, "refuse")) {
+				cfg->grpc_otlp_count = false;
+			} else if (!strcmp(optarg, "count")) {
+				cfg->grpc_otlp_count = true;
+			} else {
+				pr_err("--grpc-otlp '%s': expected refuse or count", optarg);
 				return -EINVAL;
 			}
 			break;

@@ -409,6 +409,31 @@ static void learn_grpc_db(struct rg_reconciler *r, __u64 cookie, const char *raw
  * nothing of: nothing is charged.  The rows go to the database the message
  * names, as debt (docs/grpc.md#compressed).
  */
+/* An OTLP/gRPC export message: the kernel judged it on its header's
+ * database (s->db) and charged (or refused) an estimate; its rows (data
+ * points, log records, spans, by the OTLP/HTTP rules) replace it here.  One
+ * rowgated cannot decode keeps the estimate, as an HTTP body does. */
+static void finish_grpc_export(struct rg_reconciler *r, struct pending *p,
+			       const struct rg_body_end *e, const char *ce, __u64 lag)
+{
+	const struct rg_body_start *s = &p->start;
+	struct rg_row_counts counts = { 0 };
+
+	if (rg_count_payload(rg_payload_of(s->protocol), ce, "application/x-protobuf", p->buf,
+			     p->len, limits_of(r, s), &counts) ||
+	    counts.err != RG_COUNT_OK) {
+		STAT_ADD(r, undecodable, 1);
+		pr_info("OTLP/gRPC message of %zu bytes to %s not counted: %s", p->len, s->db.name,
+			counts.err_msg);
+		correct(r, s, s->db.name, false, e->estimated_rows, e->estimated_rows, e->admitted,
+			true, lag);
+		return;
+	}
+	correct(r, s, s->db.name, false, e->estimated_rows, counts.rows, e->admitted, false, lag);
+	STAT_ADD(r, reconciled, 1);
+	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = rg_monotonic_ns() - e->end_ns;
+}
+
 static void finish_grpc(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e,
 			__u64 lag)
 {
@@ -421,7 +446,7 @@ static void finish_grpc(struct rg_reconciler *r, struct pending *p, const struct
 
 	if (!e->complete || p->overflow) {
 		STAT_ADD(r, incomplete, 1);
-		pr_warn("compressed gRPC message of %llu bytes not counted: its copy is incomplete",
+		pr_warn("gRPC message of %llu bytes not counted: its copy is incomplete",
 			(unsigned long long)e->body_bytes);
 		return;
 	}
@@ -429,6 +454,10 @@ static void finish_grpc(struct rg_reconciler *r, struct pending *p, const struct
 		ce = "gzip";
 	else if (p->len >= sizeof(zstd_magic) && !memcmp(p->buf, zstd_magic, sizeof(zstd_magic)))
 		ce = "zstd";
+	if (s->protocol != RG_PROTO_GREPTIME_GRPC) {
+		finish_grpc_export(r, p, e, ce, lag);
+		return;
+	}
 	if (!ce || rg_count_payload(RG_PAYLOAD_GREPTIME_GRPC, ce, NULL, p->buf, p->len,
 				    limits_of(r, s), &counts) ||
 	    counts.err != RG_COUNT_OK) {
@@ -460,7 +489,8 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 	long len = (long)p->len;
 	enum rg_payload_protocol proto = rg_payload_of(s->protocol);
 
-	if (s->protocol == RG_PROTO_GREPTIME_GRPC) {
+	if (s->protocol == RG_PROTO_GREPTIME_GRPC || (s->h.seq >> 63)) {
+		/* a gRPC message's copy (its id's top bit: bpf/h2.h) */
 		finish_grpc(r, p, e, lag);
 		return;
 	}

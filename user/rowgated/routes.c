@@ -204,7 +204,8 @@ int rgd_populate_ports_routes(struct daemon *d)
 
 /* Write h2_routes: each route path's raw and Huffman keys and prefix keys
  * (rg_h2_route_paths: the GreptimeDatabase writes, followed, and the
- * methods whose rows the kernel cannot count, refused unless
+ * methods whose rows the kernel cannot count (OTLP exports too with
+ * --grpc-otlp refuse), refused unless
  * --grpc-uncounted pass leaves them unrouted), and the entry listing the
  * prefix lengths (key {0, 0}), last: until it exists every stream is
  * followed. */
@@ -218,6 +219,9 @@ int rgd_populate_h2_routes(struct daemon *d)
 
 	for (i = 0; i < RG_H2_ROUTE_PATHS; i++) {
 		route.flags = rg_h2_route_paths[i].flags;
+		/* OTLP exports are counted unless --grpc-otlp refuse */
+		if ((route.flags & RG_H2_ROUTE_F_OTLP) && !d->cfg->grpc_otlp_count)
+			route.flags = RG_H2_ROUTE_F_UNCOUNTED;
 		if ((route.flags & RG_H2_ROUTE_F_UNCOUNTED) && d->cfg->grpc_uncounted_pass)
 			continue;
 		n = rg_h2_route_keys(rg_h2_route_paths[i].path, keys);

@@ -67,6 +67,7 @@ struct config {
 	__u32 grpc_close_grace_ms; /* --grpc-close-grace, 0 = off */
 	__u32 grpc_max_streams;	   /* --grpc-max-streams, 0 = off */
 	bool grpc_uncounted_pass;  /* --grpc-uncounted pass */
+	bool grpc_otlp_count;      /* --grpc-otlp count */
 	bool grpc_compressed_debt; /* --grpc-compressed debt */
 	bool cleanup;
 	const char *metrics_addr; /* /metrics listener, NULL = off */

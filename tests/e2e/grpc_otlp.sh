@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# OTLP/gRPC exports limited in the kernel (rowgated --grpc-otlp count, the
+# default; docs/grpc.md#otlp): each Export's messages are judged on the
+# database its x-greptime-db-name metadata names (read from HPACK in the
+# verdict, raw or Huffman, literal or indexed), refused with
+# RESOURCE_EXHAUSTED while that database is in debt, charged an estimate,
+# and corrected to the rows rowgated counts from a copy (data points, log
+# records, spans; gzip too).  Two
+# client stacks: gRPC C-core (python3-grpcio, tests/grpc/otlp_client.py)
+# and OpenTelemetry's own exporter on grpc-js (npm
+# @opentelemetry/exporter-metrics-otlp-grpc, tests/grpc/otlp_js.js, which
+# retries no gRPC failure), against the C-core server of tests/grpc,
+# which stores the rows each database gets.  Stored = charged for each
+# database; a refused export never reaches the handler and its rows are
+# counted rejected; two values of the metadata fail closed.
+RG_PROFILE=greptimedb
+source "$(dirname "$0")/lib.sh"
+rg_require_root
+rg_require_cmd curl "$RG_PY"
+GRPC_PY=$RG_BUILD/grpc/py
+CLIENT=$RG_ROOT/tests/grpc/otlp_client.py
+JS=$RG_ROOT/tests/grpc/otlp_js.js
+"$RG_PY" -c 'import grpc, google.protobuf' 2>/dev/null ||
+	rg_skip "needs python3-grpcio and python3-protobuf for $RG_PY (make deps)"
+command -v node >/dev/null 2>&1 && [ -d "$RG_ROOT/tests/grpc/node_modules/@opentelemetry/exporter-metrics-otlp-grpc" ] ||
+	rg_skip "needs node and @opentelemetry/exporter-metrics-otlp-grpc in tests/grpc/node_modules (make deps)"
+[ -f "$GRPC_PY/otlp_pb2.py" ] || rg_fail "build first: $GRPC_PY/otlp_pb2.py is missing"
+export RG_GRPC_PY=$GRPC_PY
+
+out=$("$RG_ROWGATED" --grpc-otlp maybe 2>&1) && rg_fail "--grpc-otlp maybe accepted"
+rg_check "--grpc-otlp maybe: $out" grep -q "expected refuse or count" <<<"$out"
+
+rg_make_cgroup
+PORT=$(rg_free_port) || rg_fail "no free port"
+ADMIN=$(rg_free_port) || rg_fail "no free port"
+[ "$PORT" != "$ADMIN" ] || rg_fail "ports collide"
+(
+	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
+	exec "$RG_PY" "$RG_ROOT/tests/grpc/greptime_server.py" --port "$PORT" --admin-port "$ADMIN"
+) >"$RG_TMP/server.log" 2>&1 &
+SRV=$!
+rg_on_exit "kill -9 $SRV; wait $SRV"
+rg_wait_for 20 curl -sf "http://127.0.0.1:$ADMIN/stats" || rg_fail "server did not come up"
+
+rg_mount_bpffs
+# --grpc-otlp count is the default
+RG_PORT=$PORT rg_start_rowgated --grpc "$PORT"
+for db in o_free o_gz public o_tr o_js o_jsgz o_two; do
+	rg_ctl limit set $db 1000000 >/dev/null || rg_fail "limit set $db"
+done
+rg_ctl limit set o_lim 10 >/dev/null || rg_fail "limit set"
+rg_ctl limit set o_jslim 100 >/dev/null || rg_fail "limit set"
+
+jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+sget() { curl -sf "http://127.0.0.1:$ADMIN/stats" | "$RG_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+stored() { sget "d['otlp_rows'].get('$1', 0)"; }
+is() { [ "$1" = "$2" ] || { rg_log "  $3: got '$1', want '$2'"; return 1; }; }
+# charged DB ROWS: rowgated has charged DB ROWS admitted rows (after the fact)
+charged() { rg_wait_for 10 eval "[ \"\$(rg_stat $1 admitted_rows)\" = $2 ]" ||
+	{ rg_log "  $1: admitted_rows $(rg_stat $1 admitted_rows), want $2"; return 1; }; }
+py() { # py OUT ARGS...: the C-core client against the guarded port
+	local out=$1
+	shift
+	"$RG_PY" "$CLIENT" --target "127.0.0.1:$PORT" "$@" >"$out" 2>&1
+	rg_log "$(basename "$out"): $(cat "$out")"
+}
+js() { # js OUT ARGS...: OpenTelemetry's exporter
+	local out=$1
+	shift
+	node "$JS" --target "127.0.0.1:$PORT" "$@" >"$out" 2>&1
+	rg_log "$(basename "$out"): $(cat "$out")"
+}
+
+# --- admitted: stored = charged, per database, per signal -----------------
+py "$RG_TMP/free.json" --db o_free --calls 5 --points 100
+rg_check "C-core metrics: 5 exports of 100 points answered" is "$(jget "$RG_TMP/free.json" "d['ok']")" 5 ok
+rg_check "o_free: 500 points stored, 500 charged" eval 'is "$(stored o_free)" 500 stored && charged o_free 500'
+py "$RG_TMP/gz.json" --db greptime-o_gz --calls 3 --points 40 --gzip
+rg_check "C-core gzip, greptime-o_gz: 120 stored, 120 charged to o_gz" \
+	eval 'is "$(jget "$RG_TMP/gz.json" "d['"'ok'"']")" 3 ok && is "$(stored o_gz)" 120 stored && charged o_gz 120'
+py "$RG_TMP/logs.json" --kind logs --calls 1 --points 7
+rg_check "logs without x-greptime-db-name: 7 records stored and charged to public" \
+	eval 'is "$(stored public)" 7 stored && charged public 7'
+py "$RG_TMP/traces.json" --kind traces --db o_tr --calls 2 --points 9
+rg_check "traces: 18 spans stored and charged to o_tr" eval 'is "$(stored o_tr)" 18 stored && charged o_tr 18'
+js "$RG_TMP/js.json" --db o_js --exports 3 --points 50
+rg_check "OTel exporter: 3 exports, 150 points stored and charged" \
+	eval 'is "$(jget "$RG_TMP/js.json" "d['"'ok'"']")" 3 ok && is "$(stored o_js)" 150 stored && charged o_js 150'
+js "$RG_TMP/jsgz.json" --db o_jsgz --exports 2 --points 20 --gzip
+rg_check "OTel exporter, gzip: 40 points stored and charged" \
+	eval 'is "$(stored o_jsgz)" 40 stored && charged o_jsgz 40'
+
+# --- at a limit: admitted on a full bucket, then refused until repaid -------
+calls=$(sget "d['otlp_calls']")
+py "$RG_TMP/lim.json" --db o_lim --calls 3 --points 500 --interval 0.3
+rg_check "o_lim (10 rows/s): the first export admitted, the next two RESOURCE_EXHAUSTED" \
+	eval 'is "$(jget "$RG_TMP/lim.json" "d['"'ok'"']")" 1 ok &&
+	      is "$(jget "$RG_TMP/lim.json" "d['"'codes'"'].get('"'8'"', 0)")" 2 code8'
+rg_check "o_lim: the refusal says why, as the 429 does" \
+	grep -q "Ingestion rate limit exceeded for database" "$RG_TMP/lim.json"
+rg_check "o_lim: the refused exports never reached the handler; 500 stored, 500 charged" \
+	eval 'is "$(sget "d['"'otlp_calls'"']")" $((calls + 1)) otlp_calls &&
+	      is "$(stored o_lim)" 500 stored && charged o_lim 500'
+rg_check "o_lim: their 1,000 points counted as rejected rows" \
+	rg_wait_for 10 eval '[ "$(rg_stat o_lim rejected_rows)" = 1000 ]'
+
+# OpenTelemetry's exporter at 100 rows/s, back to back: the first export
+# admitted on a full bucket, the rest refused while it is repaid.  This
+# exporter (0.223) retries no gRPC failure: a refused export is dropped by
+# the client, as with GreptimeDB's own limiter; what it stores is charged.
+calls=$(sget "d['otlp_calls']")
+js "$RG_TMP/jslim.json" --db o_jslim --exports 4 --points 150
+ok=$(jget "$RG_TMP/jslim.json" "d['ok']")
+rg_check "OTel exporter at 100 rows/s: the first export admitted, the others refused with the 429's sentence" \
+	eval '[ "$ok" -ge 1 ] && [ "$ok" -lt 4 ] &&
+	      is "$(jget "$RG_TMP/jslim.json" "d['"'ok'"'] + d['"'failed'"']")" 4 exports &&
+	      grep -q "RESOURCE_EXHAUSTED: Ingestion rate limit exceeded for database '"'"'o_jslim'"'"'" "$RG_TMP/jslim.json"'
+rg_check "o_jslim: only admitted exports handled; stored = charged = $((ok * 150))" \
+	eval 'is "$(sget "d['"'otlp_calls'"']")" $((calls + ok)) otlp_calls &&
+	      is "$(stored o_jslim)" $((ok * 150)) stored && charged o_jslim $((ok * 150))'
+rg_check "o_jslim: the refused points counted as rejected rows" \
+	rg_wait_for 10 eval "[ \"\$(rg_stat o_jslim rejected_rows)\" = $(((4 - ok) * 150)) ]"
+
+# --- a block the kernel cannot read as the server does: fail closed ---------
+fc=$(rg_global h2_failclosed)
+calls=$(sget "d['otlp_calls']")
+"$RG_PY" - "127.0.0.1:$PORT" >"$RG_TMP/two.txt" 2>&1 <<'PY'
+import sys, grpc
+ch = grpc.insecure_channel(sys.argv[1])
+call = ch.unary_unary("/opentelemetry.proto.collector.metrics.v1.MetricsService/Export")
+try:
+    call(b"", metadata=(("x-greptime-db-name", "o_two"), ("x-greptime-db-name", "o_free")),
+         timeout=20)
+    print("ok")
+except grpc.RpcError as e:
+    print("code", e.code().value[0], e.details())
+PY
+rg_log "two x-greptime-db-name values: $(cat "$RG_TMP/two.txt")"
+rg_check "two x-greptime-db-name values: failed closed (GOAWAY), the handler never called" \
+	eval 'grep -q "^code 14" "$RG_TMP/two.txt" && is "$(sget "d['"'otlp_calls'"']")" "$calls" otlp_calls &&
+	      [ "$(rg_global h2_failclosed)" -gt "$fc" ]'
+rg_pass
