@@ -1808,6 +1808,65 @@ static void test_h2_otlp(void)
 		frame(&c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, 1, msg.p, msg.len);
 		feed(&c, NULL, 0, true, &o);
 		CHECK(o.err == RG_H2_ERR_HEADER_DB, "otlp, empty database: err %d", o.err);
+
+		/* RG_H2_HDB_SLOTS exports open at once; one more fails closed,
+		 * unless one of them ended first */
+		for (int end_one = 0; end_one < 2; end_one++) {
+			uint32_t sid = 1;
+
+			m_reset();
+			c.len = 0;
+			start(&c);
+			for (int k = 0; k <= RG_H2_HDB_SLOTS; k++, sid += 2) {
+				b.len = 0;
+				hp_common(&b);
+				hp_path(&b, 0x00, NAME_IDX, OTLP_METRICS_PATH, h);
+				frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, sid, b.p, b.len);
+				if (end_one && k == 0)
+					frame(&c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, sid, msg.p,
+					      msg.len);
+			}
+			feed(&c, NULL, 0, true, &o);
+			CHECK(o.err == (end_one ? 0 : RG_H2_ERR_HEADER_DB),
+			      "otlp, %d exports open%s: err %d", RG_H2_HDB_SLOTS + 1,
+			      end_one ? ", the first ended" : "", o.err);
+		}
+
+		/* an indexed value the shadow lost (its slot reused by eight
+		 * newer values): the export fails closed */
+		m_reset();
+		c.len = 0;
+		start(&c);
+		b.len = 0;
+		hp_common(&b);
+		hp_path(&b, 0x00, NAME_IDX, OTHER_PATH, h);
+		put8(&b, 0x40);
+		hp_str(&b, DB_HDR, h);
+		hp_str(&b, "kept", h);
+		frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS | RG_H2_FLAG_END_STREAM, 1, b.p,
+		      b.len);
+		for (int k = 0; k < RG_HPACK_DB_SLOTS; k++) {
+			char v[16];
+
+			snprintf(v, sizeof(v), "v%d", k);
+			b.len = 0;
+			put(&b, "\x83\x86", 2);
+			hp_path(&b, 0x00, NAME_IDX, OTHER_PATH, h);
+			put8(&b, 0x00);
+			hp_str(&b, DB_HDR, h);
+			hp_str(&b, v, h);
+			frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS | RG_H2_FLAG_END_STREAM,
+			      (uint32_t)(3 + 2 * k), b.p, b.len);
+		}
+		b.len = 0;
+		put(&b, "\x83\x86", 2);
+		hp_path(&b, 0x00, NAME_IDX, OTLP_METRICS_PATH, h);
+		put8(&b, 0xbe); /* the newest entry: the lost value */
+		frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, 19, b.p, b.len);
+		frame(&c, RG_H2_DATA, RG_H2_FLAG_END_STREAM, 19, msg.p, msg.len);
+		feed(&c, NULL, 0, true, &o);
+		CHECK(o.err == RG_H2_ERR_HEADER_DB && o.nev == 0, "otlp, a lost value: err %d",
+		      o.err);
 	}
 	freebuf(&c);
 	freebuf(&b);
