@@ -52,7 +52,7 @@ static void expect_same(const struct outcome *a, const struct outcome *b, int nc
 		const struct event *x = &a->ev[i], *y = &b->ev[i];
 
 		FUZZ_ASSERT(x->sid == y->sid && x->rows == y->rows && x->kind == y->kind &&
-				    x->compressed == y->compressed && x->at == y->at &&
+				    x->compressed == y->compressed && x->hdr == y->hdr && x->at == y->at &&
 				    !strcmp(x->db, y->db),
 			    "message %d: stream %u kind %u rows %llu db %s at %zu whole; stream "
 			    "%u kind %u rows %llu db %s at %zu in pieces",
