@@ -723,20 +723,24 @@ broken:
 #define RG_H2_SETTING_BYTES	       6
 #define RG_H2_SETTINGS_CAPPED_MAX      16 /* parameters looked at */
 #define RG_H2_SETTING_MAX_CONC_STREAMS 0x3
+#define RG_H2_SETTING_MAX_FRAME_SIZE   0x5
 
 /*
  * The server's first SETTINGS, whole in this msg at start, its payload
  * o->left bytes: make the MAX_CONCURRENT_STREAMS the client obeys at most
  * rg_h2_max_streams (docs/grpc.md#h2-max-streams): lower the server's
  * value in place, or add the parameter when the server sent none (no
- * limit).  The server's own view is untouched; its stream limit is the
- * same or higher than what the client now keeps to.  Returns the bytes
- * added to the frame (0 or 6).
+ * limit).  A MAX_FRAME_SIZE over the default is lowered to it in place:
+ * the verdict reads frames of the default size at most (gRPC C-core
+ * servers offer 4 MiB, and C-core clients then send larger frames).  The
+ * server's own view is untouched; its limits are the same or higher than
+ * what the client now keeps to.  Returns the bytes added to the frame (0
+ * or 6).
  */
 __noinline __u32 rg_h2_out_cap_streams(struct sk_msg_md *msg, struct rg_h2_out *o, __u32 start)
 {
 	__u32 len, i, at, v, cap = rg_h2_max_streams;
-	__u8 *data, *end, *p;
+	__u8 *data, *end, *p, found = 0;
 
 	if (!msg || !o)
 		return 0;
@@ -755,15 +759,24 @@ __noinline __u32 rg_h2_out_cap_streams(struct sk_msg_md *msg, struct rg_h2_out *
 		p = data + at;
 		if (p + RG_H2_SETTING_BYTES > end)
 			goto uncapped;
-		if (p[0] != 0 || p[1] != RG_H2_SETTING_MAX_CONC_STREAMS)
+		if (p[0] != 0)
 			continue;
 		v = (__u32)p[2] << 24 | (__u32)p[3] << 16 | (__u32)p[4] << 8 | p[5];
+		if (p[1] == RG_H2_SETTING_MAX_FRAME_SIZE && v > RG_H2_DEFAULT_MAX_FRAME_BYTES) {
+			rg_h2_put_u32(p + 2, RG_H2_DEFAULT_MAX_FRAME_BYTES);
+			rg_global_inc(h2_out_frame_size_capped);
+			continue;
+		}
+		if (p[1] != RG_H2_SETTING_MAX_CONC_STREAMS || found)
+			continue;
+		found = 1;
 		if (v <= cap)
-			return 0; /* the server's own limit is lower */
+			continue; /* the server's own limit is lower */
 		rg_h2_put_u32(p + 2, cap);
 		rg_global_inc(h2_out_streams_capped);
-		return 0;
 	}
+	if (found)
+		return 0;
 	/* none: the server allows any number.  Push 6 bytes before the
 	 * frame (6.1 cannot push at the end of a msg) and write the frame's
 	 * header, 6 bytes longer, over them and the old header's first 6,

@@ -182,6 +182,10 @@
 	X(h2_out_streams_capped, "h2_out_streams_capped", "h2_out_streams_capped_total",  \
 	  COUNTER, "Servers' first SETTINGS whose MAX_CONCURRENT_STREAMS egress lowered " \
 	  "to --grpc-max-streams.")                                                      \
+	X(h2_out_frame_size_capped, "h2_out_frame_size_capped",                           \
+	  "h2_out_frame_size_capped_total", COUNTER,                                      \
+	  "Servers' first SETTINGS whose MAX_FRAME_SIZE egress lowered to 16,384, the "  \
+	  "largest frame the verdict reads.")                                            \
 	X(h2_out_streams_uncapped, "h2_out_streams_uncapped",                             \
 	  "h2_out_streams_uncapped_total", COUNTER,                                       \
 	  "Servers' first SETTINGS egress could not cap (split across writes, too many " \

@@ -50,6 +50,7 @@ for db in o_free o_gz public o_tr o_js o_jsgz o_two; do
 	rg_ctl limit set $db 1000000 >/dev/null || rg_fail "limit set $db"
 done
 rg_ctl limit set o_lim 10 >/dev/null || rg_fail "limit set"
+rg_ctl limit set o_big 10 >/dev/null || rg_fail "limit set"
 rg_ctl limit set o_jslim 100 >/dev/null || rg_fail "limit set"
 
 jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
@@ -104,6 +105,27 @@ rg_check "o_lim: the refused exports never reached the handler; 500 stored, 500 
 	      is "$(stored o_lim)" 500 stored && charged o_lim 500'
 rg_check "o_lim: their 1,000 points counted as rejected rows" \
 	rg_wait_for 10 eval '[ "$(rg_stat o_lim rejected_rows)" = 1000 ]'
+
+# C-core's server offers a SETTINGS_MAX_FRAME_SIZE of 4 MiB, and its
+# clients then send a message in one frame that large; egress lowers the
+# offer to 16,384 (h2_out_frame_size_capped), the largest the verdict reads
+rg_check "the server's MAX_FRAME_SIZE lowered on its connections" [ "$(rg_global h2_out_frame_size_capped)" -gt 0 ]
+py "$RG_TMP/bigcc.json" --db o_free --calls 2 --points 5000
+rg_check "C-core, 2 exports of 5,000 points (many frames): answered, 10,000 more stored and charged" \
+	eval 'is "$(jget "$RG_TMP/bigcc.json" "d['"'ok'"']")" 2 ok && is "$(stored o_free)" 10500 stored &&
+	      charged o_free 10500'
+
+# exports of many 16 KB frames: the refusals kept
+early=$(rg_global h2_reject_early)
+calls=$(sget "d['otlp_calls']")
+js "$RG_TMP/big.json" --db o_big --exports 3 --points 1500
+rg_check "o_big (10 rows/s): 1,500-point exports over several 16 KB frames: the first admitted, the others refused" \
+	eval 'is "$(jget "$RG_TMP/big.json" "d['"'ok'"']")" 1 ok && is "$(jget "$RG_TMP/big.json" "d['"'failed'"']")" 2 failed &&
+	      grep -q "RESOURCE_EXHAUSTED: Ingestion rate limit exceeded" "$RG_TMP/big.json"'
+rg_log "o_big: h2_reject_early +$(($(rg_global h2_reject_early) - early))"
+rg_check "o_big: the refused exports never handled; 1,500 stored and charged" \
+	eval 'is "$(sget "d['"'otlp_calls'"']")" $((calls + 1)) otlp_calls &&
+	      is "$(stored o_big)" 1500 stored && charged o_big 1500'
 
 # OpenTelemetry's exporter at 100 rows/s, back to back: the first export
 # admitted on a full bucket, the rest refused while it is repaid.  This
