@@ -451,7 +451,7 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	if (s < 0 || s >= RG_H2_STREAM_SLOTS)
 		return 0;
 	m = &st->h.s[rg_h2_slot(s)].m;
-	if (m->compressed && !m->hdr && !rg_h2_compressed_debt) {
+	if (rg_grpc_db_hidden(m) && !rg_h2_compressed_debt) {
 		/* grpc-encoding: the database and rows are unknown here
 		 * (docs/grpc.md#compressed) */
 		st->err = RG_H2_ERR_GRPC;
@@ -459,7 +459,7 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	}
 	if (rg_h2_stream_refused(st, st->h.done_sid))
 		return 0; /* its stream was reset: never handled, never charged */
-	if (m->compressed && !m->hdr) {
+	if (rg_grpc_db_hidden(m)) {
 		/* --grpc-compressed debt: charged nothing here, its rows by
 		 * rowgated from its copy (rg_h2_copy_end) */
 		n = st->cverdict;
@@ -865,7 +865,7 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
 		return 0;
 	s = &h->s[rg_h2_slot(h->slot)];
-	if (s->m.compressed && !s->m.hdr) {
+	if (rg_grpc_db_hidden(&s->m)) {
 		/* --grpc-compressed debt: on the databases the connection's
 		 * earlier compressed messages named (refuse: fails closed at
 		 * completion) */
@@ -1025,7 +1025,7 @@ __noinline int rg_h2_tail_judge(struct rg_h2_sock *st, int slot)
 	if (rg_h2_stream_refused(st, sid) ||
 	    rg_h2_find(st->adm, RG_H2_ADMITTED, sid) >= 0)
 		return 0; /* already refused, or admitted whatever the bucket says */
-	if (s->m.compressed && !s->m.hdr)
+	if (rg_grpc_db_hidden(&s->m))
 		return rg_h2_compressed_debt ? RG_H2_TAIL_COMPRESSED : 0;
 	n = rg_grpc_db_key_in(&s->m, &st->db, st->db_raw);
 	if (n < 0 || !rg_grpc_db_plain(&st->db, (__u32)n))

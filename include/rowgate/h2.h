@@ -176,6 +176,14 @@ RG_INLINE bool rg_grpc_opaque(const struct rg_grpc_msg *m)
 	return m->compressed || m->hdr;
 }
 
+/* Whether message m's database is inside its compressed bytes: a
+ * compressed GreptimeRequest, judged on what rowgated learned
+ * (--grpc-compressed debt), not an OTLP export, whose header names it. */
+RG_INLINE bool rg_grpc_db_hidden(const struct rg_grpc_msg *m)
+{
+	return m->compressed && !m->hdr;
+}
+
 /* Protobuf walk of one message; positions are message-relative. */
 struct rg_pb_walk {
 	__u32 pos;
@@ -368,7 +376,7 @@ RG_INLINE void rg_h2_unrouted_end(struct rg_h2_conn *h, __u32 sid)
 RG_INLINE void rg_h2_stream_open(const struct rg_h2_conn *h, struct rg_h2_stream *s, __u32 sid)
 {
 	const struct rg_h2_hdb *e;
-	int i = rg_h2_find_hdb(h, sid), j;
+	int i = rg_h2_find_hdb(h, sid);
 
 	s->id = sid;
 	s->pfx_got = 0;
@@ -380,8 +388,7 @@ RG_INLINE void rg_h2_stream_open(const struct rg_h2_conn *h, struct rg_h2_stream
 	s->hdr = e->proto;
 	__builtin_memset(s->m.str_len, 0, sizeof(s->m.str_len));
 	__builtin_memset(s->m.str, 0, sizeof(s->m.str));
-	for (j = 0; j < RG_DB_NAME_MAX; j++)
-		s->m.str[RG_GRPC_STR_DBNAME][j] = e->v.c[j];
+	__builtin_memcpy(s->m.str[RG_GRPC_STR_DBNAME], e->v.c, sizeof(e->v.c));
 	s->m.str_len[RG_GRPC_STR_DBNAME] = e->len;
 }
 
