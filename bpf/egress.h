@@ -20,6 +20,16 @@
 
 /* A field the other side writes: load it once, now. */
 #define RG_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+/* An atomic add that publishes a store before the loads after it: its old
+ * value is used, so it is BPF_FETCH, ordered on every arch (an add whose
+ * result is dropped compiles to the plain atomic add, a barrier on x86
+ * only). */
+#define RG_FETCH_ADD(p, v)                                       \
+	({                                                       \
+		typeof(*(p)) __old = __sync_fetch_and_add(p, v); \
+		barrier_var(__old);                              \
+		__old;                                           \
+	})
 
 /* 1: rowgated attached rg_egress: sockops arms new connections. */
 const volatile __u32 rg_egress_on = 0;
@@ -410,6 +420,9 @@ static long rg_msg_cb(__u64 idx, void *ctx)
  */
 #define RG_H2_SETTINGS_QUEUE 64 /* bits of owner: SETTINGS not yet acknowledged */
 #define RG_H2_ANSWERS	     64 /* refused streams awaiting their answer (a power of two) */
+/* streams whose response HEADERS the server sent and has not ended (a
+ * power of two; more than --grpc-max-streams allows open) */
+#define RG_H2_RESP_OPEN 32
 
 /* 1: rowgated --grpc-reject keep: a refused message resets its stream
  * instead of closing the connection (docs/grpc.md §6.3). */
@@ -455,6 +468,9 @@ struct rg_h2_out {
 	__u8 ack_due;	     /* egress: ... and must be replaced */
 	__u8 cap_due;	     /* egress: ... and its MAX_CONCURRENT_STREAMS capped */
 	__u8 pad3[2];
+	__u32 resp_next; /* egress: the next resp_open entry to take */
+	__u32 resp_seq;	 /* egress: bumped after each resp_open store */
+	__u32 resp_open[RG_H2_RESP_OPEN]; /* egress: see RG_H2_RESP_OPEN */
 	struct rg_h2_answer ans[RG_H2_ANSWERS];
 	struct rg_response r;	/* egress scratch: the answer's plan */
 	struct rg_resp_buf buf; /* egress scratch: the answer's bytes */
@@ -486,6 +502,58 @@ static __always_inline void rg_h2_out_lose(struct rg_h2_out *o)
 	}
 }
 
+/* The server sent HEADERS on stream sid: its response is open until
+ * HEADERS that end it (trailers).  A full set drops its oldest entry.
+ * Global: verified once, not at every frame of the walk. */
+__noinline int rg_h2_out_resp(struct rg_h2_out *o, __u32 sid, __u32 end)
+{
+	__u32 i;
+
+	if (!o)
+		return 0;
+	/* one early exit per loop: the verifier follows one path each */
+	for (i = 0; i < RG_H2_RESP_OPEN; i++) {
+		if (o->resp_open[i] == sid) {
+			if (end)
+				o->resp_open[i] = 0;
+			return 0;
+		}
+	}
+	if (end)
+		return 0;
+	for (i = 0; i < RG_H2_RESP_OPEN; i++) {
+		if (!o->resp_open[i]) {
+			o->resp_open[i] = sid;
+			break;
+		}
+	}
+	if (i == RG_H2_RESP_OPEN)
+		o->resp_open[o->resp_next++ & (RG_H2_RESP_OPEN - 1)] = sid;
+	/* a full barrier between this store and the read of ans_tail */
+	RG_FETCH_ADD(&o->resp_seq, 1);
+	return 0;
+}
+
+/* The verdict queued answer number t (after publishing it): its stream's
+ * response HEADERS went out before, so the answer is trailers only
+ * (docs/grpc.md §6.2.7). */
+__noinline int rg_h2_out_resp_sent(struct rg_h2_out *o, __u32 t)
+{
+	struct rg_h2_answer *a;
+	int i;
+
+	if (!o)
+		return 0;
+	a = &o->ans[t & (RG_H2_ANSWERS - 1)];
+	for (i = 0; i < RG_H2_RESP_OPEN; i++) {
+		if (o->resp_open[i] == a->sid) {
+			a->hdrs_sent = 1;
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /* A frame header completed.  The first must be the server's SETTINGS.
  * whole: all of it is in this msg, ending at end. */
 static __always_inline void rg_h2_out_frame(struct rg_h2_out *o, bool whole, __u32 end)
@@ -498,7 +566,8 @@ static __always_inline void rg_h2_out_frame(struct rg_h2_out *o, bool whole, __u
 		rg_h2_out_lose(o); /* not an HTTP/2 server preface */
 		return;
 	}
-	if (o->frames == 0 && rg_h2_max_streams) {
+	/* the frame size is lowered with or without --grpc-max-streams */
+	if (o->frames == 0) {
 		if (whole && end >= RG_H2_FRAME_HDR_BYTES)
 			o->cap_due = 1; /* the walk stops at end */
 		else
@@ -531,11 +600,23 @@ static __always_inline void rg_h2_out_frame(struct rg_h2_out *o, bool whole, __u
 		o->ack_due = 1;
 		return;
 	}
+	if (type == RG_H2_RST_STREAM) {
+		/* a response the server abandons is over */
+		rg_h2_out_resp(o, ((__u32)o->hdr[5] << 24 | (__u32)o->hdr[6] << 16 |
+				   (__u32)o->hdr[7] << 8 | o->hdr[8]) & 0x7fffffffU,
+			       1);
+		return;
+	}
 	if (type == RG_H2_HEADERS) {
 		/* the server answered the head of a stream refused since */
 		__u32 sid = ((__u32)o->hdr[5] << 24 | (__u32)o->hdr[6] << 16 |
 			     (__u32)o->hdr[7] << 8 | o->hdr[8]) & 0x7fffffffU;
-		__u32 h = o->ans_head, t = RG_READ_ONCE(o->ans_tail), i;
+		__u32 h = o->ans_head, t, i;
+
+		/* before the answers are read: a refusal the verdict queues
+		 * after finds it open (rg_h2_out_resp_sent) */
+		rg_h2_out_resp(o, sid, !!(flags & RG_H2_FLAG_END_STREAM));
+		t = RG_READ_ONCE(o->ans_tail);
 
 		for (i = 0; i < RG_H2_ANSWERS; i++) {
 			if (h + i == t)
@@ -671,39 +752,54 @@ err:
 	return 1;
 }
 
-/* A global function: verified once, not for every answer of a msg. */
-__noinline __u32 rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
+/* A global function: verified once, not for every answer of a msg.
+ * Returns the bytes now in the ACK's place (0: the ACK went), or -1. */
+__noinline int rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
 {
 	struct rg_h2_copy cp = { .msg = msg, .o = o };
 	struct rg_h2_answer *a;
-	__u32 start, h, len;
+	__u32 start, h, len = 0, sid;
 	__u64 owed;
 
 	if (!msg || !o)
-		return 0;
+		return -1;
 	start = o->ack_start;
 	h = o->ans_head;
 	if (h == RG_READ_ONCE(o->ans_tail))
-		return 0;
+		return -1;
 	a = &o->ans[h & (RG_H2_ANSWERS - 1)];
-	__builtin_memset(&o->r, 0, sizeof(o->r));
-	o->r.kind = RG_RESP_429;
-	o->r.rows = a->rows;
-	o->r.estimated = a->estimated;
-	o->r.quota_rows_per_s = a->quota_rows_per_s;
-	o->r.limit_rows_per_s = a->limit_rows_per_s;
-	o->r.db_len = a->db_len;
-	len = rg_grpc_write_answer(&o->buf, a->sid, a->hdrs_sent, &o->r, &a->db);
-	if (len <= RG_H2_FRAME_HDR_BYTES || len >= RG_RESP_TEXT_MAX)
-		return 0;
+	sid = a->sid;
+	/* sid 0: a give-back (rg_h2_keep_frame), the window only */
+	if (sid) {
+		__builtin_memset(&o->r, 0, sizeof(o->r));
+		o->r.kind = RG_RESP_429;
+		o->r.rows = a->rows;
+		o->r.estimated = a->estimated;
+		o->r.quota_rows_per_s = a->quota_rows_per_s;
+		o->r.limit_rows_per_s = a->limit_rows_per_s;
+		o->r.db_len = a->db_len;
+		len = rg_grpc_write_answer(&o->buf, sid, a->hdrs_sent, &o->r, &a->db);
+		if (len <= RG_H2_FRAME_HDR_BYTES || len >= RG_RESP_TEXT_MAX)
+			return -1;
+	}
+	/* taken before owed_in is read: DATA the verdict hides after this
+	 * read finds no answer queued and queues a give-back */
+	RG_FETCH_ADD(&o->ans_head, 1);
 	owed = RG_READ_ONCE(o->owed_in) - o->owed_out;
 	if (owed > RG_H2_WINDOW_MAX)
 		owed = RG_H2_WINDOW_MAX;
 	if (owed)
 		len += rg_h2_put_window_update((__u8 *)&o->buf.b[len & (RG_RESP_TEXT_MAX - 1)], 0,
 					       (__u32)owed);
-	if (bpf_msg_push_data(msg, start, len - RG_H2_FRAME_HDR_BYTES, 0))
+	if (!len) {
+		/* given back by the answer before: the ACK just goes */
+		if (bpf_msg_pop_data(msg, start, RG_H2_FRAME_HDR_BYTES, 0))
+			return -1;
 		return 0;
+	}
+	if (len <= RG_H2_FRAME_HDR_BYTES ||
+	    bpf_msg_push_data(msg, start, len - RG_H2_FRAME_HDR_BYTES, 0))
+		return -1;
 	if (len >= RG_RESP_TEXT_MAX || bpf_msg_pull_data(msg, start, start + len, 0))
 		goto broken;
 	cp.len = len;
@@ -711,13 +807,17 @@ __noinline __u32 rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
 	if (cp.err || cp.i != len)
 		goto broken;
 	o->owed_out += owed;
-	__sync_fetch_and_add(&o->ans_head, 1);
-	rg_global_inc(h2_out_answers);
-	return len;
+	if (sid) {
+		/* the kernel's trailers end the stream's response for the
+		 * client; the server, reset, never ends it */
+		rg_h2_out_resp(o, sid, 1);
+		rg_global_inc(h2_out_answers);
+	}
+	return (int)len;
 broken:
 	/* the pushed bytes are not the answer: take them out again */
 	bpf_msg_pop_data(msg, start, len - RG_H2_FRAME_HDR_BYTES, 0);
-	return 0;
+	return -1;
 }
 
 #define RG_H2_SETTING_BYTES	       6
@@ -737,7 +837,7 @@ broken:
  * what the client now keeps to.  Returns the bytes added to the frame (0
  * or 6).
  */
-__noinline __u32 rg_h2_out_cap_streams(struct sk_msg_md *msg, struct rg_h2_out *o, __u32 start)
+__noinline __u32 rg_h2_out_cap_settings(struct sk_msg_md *msg, struct rg_h2_out *o, __u32 start)
 {
 	__u32 len, i, at, v, cap = rg_h2_max_streams;
 	__u8 *data, *end, *p, found = 0;
@@ -767,7 +867,7 @@ __noinline __u32 rg_h2_out_cap_streams(struct sk_msg_md *msg, struct rg_h2_out *
 			rg_global_inc(h2_out_frame_size_capped);
 			continue;
 		}
-		if (p[1] != RG_H2_SETTING_MAX_CONC_STREAMS || found)
+		if (p[1] != RG_H2_SETTING_MAX_CONC_STREAMS || found || !cap)
 			continue;
 		found = 1;
 		if (v <= cap)
@@ -775,7 +875,7 @@ __noinline __u32 rg_h2_out_cap_streams(struct sk_msg_md *msg, struct rg_h2_out *
 		rg_h2_put_u32(p + 2, cap);
 		rg_global_inc(h2_out_streams_capped);
 	}
-	if (found)
+	if (found || !cap)
 		return 0;
 	/* none: the server allows any number.  Push 6 bytes before the
 	 * frame (6.1 cannot push at the end of a msg) and write the frame's
@@ -816,7 +916,7 @@ static long rg_h2_round_cb(__u64 idx, void *ctx)
 	struct rg_h2_round *r = ctx;
 	struct rg_h2_out_walk *w = r->w;
 	struct rg_h2_out *o = w->o;
-	__u32 n;
+	int n;
 
 	if (!o)
 		return 1;
@@ -828,7 +928,7 @@ static long rg_h2_round_cb(__u64 idx, void *ctx)
 	if (o->cap_due) {
 		/* the walk stopped after the SETTINGS header: its payload
 		 * is still to come, 6 bytes longer if a parameter went in */
-		o->left += rg_h2_out_cap_streams(r->msg, o, w->off - RG_H2_FRAME_HDR_BYTES);
+		o->left += rg_h2_out_cap_settings(r->msg, o, w->off - RG_H2_FRAME_HDR_BYTES);
 		w->size = r->msg->size;
 		return 0;
 	}
@@ -836,12 +936,12 @@ static long rg_h2_round_cb(__u64 idx, void *ctx)
 		return 1;
 	o->ack_due = 0;
 	n = rg_h2_out_answer(r->msg, o);
-	if (!n) {
+	if (n < 0) {
 		r->err = -1;
 		return 1;
 	}
 	w->size = r->msg->size;
-	w->off = o->ack_start + n;
+	w->off = o->ack_start + (__u32)n;
 	return 0;
 }
 

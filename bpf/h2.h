@@ -34,6 +34,7 @@
 #define RG_H2_OP_REWRITE      1 /* RST_STREAM + kernel SETTINGS + filler */
 #define RG_H2_OP_FILL	      2 /* the frame becomes unknown filler */
 #define RG_H2_OP_EARLY	      3 /* RST_STREAM + filler; SETTINGS at the frame's end */
+#define RG_H2_OP_GIVE_BACK    4 /* kernel SETTINGS + filler (docs/grpc.md#h2-give-back) */
 
 /* Why --grpc-reject keep could not keep a refusal: it closes with GOAWAY
  * instead, counted in h2_reject_fallback and in one h2_fallback_* counter
@@ -92,6 +93,9 @@ struct rg_h2_sock {
 			       * skb's base on; not 0: its last 9 bytes (the
 			       * trigger) are not all written */
 	__u32 early_rows_set; /* its message completed: early_ans.rows is known */
+	__u32 early_head_left; /* bytes of its rewritten head for the next skb's
+				* start (docs/grpc.md#h2-early-head-split) */
+	__u32 early_flen;      /* its frame's payload length, to write them */
 	struct rg_h2_answer early_ans;
 	struct rg_h2_op ops[RG_H2_OPS];
 	__u32 rej[RG_H2_REJECTED]; /* refused streams, 0 = free */
@@ -499,7 +503,8 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 		rg_charge(&db, m->rows, 1, true);
 		st->messages++;
 		st->rows += m->rows;
-		if (rg_h2_keep && rg_h2_find(st->adm, RG_H2_ADMITTED, st->h.done_sid) < 0)
+		if (rg_h2_keep && !rg_grpc_acked_each(m) &&
+		    rg_h2_find(st->adm, RG_H2_ADMITTED, st->h.done_sid) < 0)
 			st->adm[st->adm_next++ & (RG_H2_ADMITTED - 1)] = st->h.done_sid;
 		return 0;
 	default:
@@ -616,7 +621,7 @@ static __always_inline int rg_h2_reset_stream(struct rg_h2_sock *st, struct rg_h
 	if (!(st->h.fflags & RG_H2_FLAG_END_STREAM))
 		st->rej[rg_h2_rej_slot(st) & (RG_H2_REJECTED - 1)] = sid;
 	rg_h2_mark_refused(&st->h, slot, sid);
-	__sync_fetch_and_add(&o->owed_in, st->h.flen);
+	RG_FETCH_ADD(&o->owed_in, st->h.flen);
 	return 0;
 }
 
@@ -640,8 +645,12 @@ static __always_inline void rg_h2_answer_set(struct rg_h2_answer *a, const struc
 static __always_inline void rg_h2_answer_push(struct rg_h2_sock *st, struct rg_h2_out *o,
 					      __u32 sid, __u64 rows, __u8 estimated)
 {
-	rg_h2_answer_set(&o->ans[o->ans_tail & (RG_H2_ANSWERS - 1)], st, sid, rows, estimated);
-	__sync_fetch_and_add(&o->ans_tail, 1);
+	__u32 t = o->ans_tail;
+
+	rg_h2_answer_set(&o->ans[t & (RG_H2_ANSWERS - 1)], st, sid, rows, estimated);
+	/* a full barrier between this publication and the read of resp_open */
+	RG_FETCH_ADD(&o->ans_tail, 1);
+	rg_h2_out_resp_sent(o, t);
 	rg_h2_out_settings(o, true);
 	rg_global_inc(h2_reject_kept);
 }
@@ -682,12 +691,30 @@ static __always_inline int rg_h2_keep_reject(struct rg_h2_sock *st, struct rg_h2
 	return 0;
 }
 
+/*
+ * Whether the current DATA frame, hidden from the server, is to give the
+ * window of all DATA hidden so far back (docs/grpc.md#h2-give-back): no
+ * answer is queued that would, the queues have room, and its SETTINGS and
+ * filler header are in this skb (skb_len bytes).  Called after owed_in
+ * grew (a full barrier): an answer egress takes after this read of
+ * ans_head reads owed_in after the add.
+ */
+static __always_inline bool rg_h2_give_back_due(const struct rg_h2_sock *st,
+						const struct rg_h2_out *o, __u32 skb_len)
+{
+	return st->h.flen >= RG_H2_GIVE_BACK_MIN_PAYLOAD && st->fh_off != ~0U &&
+	       st->fh_off + RG_H2_GIVE_BACK_HEAD_BYTES <= skb_len &&
+	       RG_READ_ONCE(o->ans_head) == o->ans_tail && !rg_h2_out_room(o);
+}
+
 /* --grpc-reject keep: a client frame on a reset stream (DATA,
  * WINDOW_UPDATE, RST_STREAM) never reaches the server: the server would
  * answer it with a stream error (docs/grpc.md §6.2.4).  0, or the enum
  * rg_h2_fallback why it cannot. */
-static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_out *o)
+static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_out *o,
+					    __u32 skb_len)
 {
+	__u32 kind = RG_H2_OP_FILL;
 	__u8 type = st->h.ftype;
 	int i, r;
 
@@ -697,9 +724,22 @@ static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_
 	i = rg_h2_find(st->rej, RG_H2_REJECTED, st->h.fsid);
 	if (i < 0)
 		return 0;
-	r = rg_h2_op(st, RG_H2_OP_FILL, RG_H2_FB_LATER_SPLIT);
+	if (type == RG_H2_DATA && o) {
+		/* the server never gives this window back */
+		RG_FETCH_ADD(&o->owed_in, st->h.flen);
+		if (rg_h2_give_back_due(st, o, skb_len))
+			kind = RG_H2_OP_GIVE_BACK;
+	}
+	r = rg_h2_op(st, kind, RG_H2_FB_LATER_SPLIT);
 	if (r)
 		return r;
+	if (kind == RG_H2_OP_GIVE_BACK) {
+		/* an entry without a stream: egress writes the window only */
+		o->ans[o->ans_tail & (RG_H2_ANSWERS - 1)].sid = 0;
+		__sync_fetch_and_add(&o->ans_tail, 1);
+		rg_h2_out_settings(o, true);
+		rg_global_inc(h2_give_backs);
+	}
 	/* a message completing in it is gone with it, not refused again */
 	st->frame_rej = st->h.fsid;
 	/* and the frame is passed unread, its stream's slot let go, unless
@@ -710,8 +750,6 @@ static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_
 		rg_h2_frame_unread(&st->h);
 	else
 		rg_h2_mark_refused(&st->h, st->h.slot, st->h.fsid);
-	if (type == RG_H2_DATA && o)
-		__sync_fetch_and_add(&o->owed_in, st->h.flen);
 	if (type == RG_H2_RST_STREAM || (type == RG_H2_DATA && (st->h.fflags & RG_H2_FLAG_END_STREAM)))
 		st->rej[i & (RG_H2_REJECTED - 1)] = 0;
 	return 0;
@@ -849,7 +887,7 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	struct rg_db_key db; /* Linux 6.1 takes no map key from an argument's memory */
 	struct rg_h2_stream *s;
 	struct rg_h2_conn *h;
-	__u32 len, sid;
+	__u32 len, sid, head_min = RG_H2_EARLY_HEAD_BYTES;
 	int n;
 
 	if (!skb || !st)
@@ -857,7 +895,11 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	h = &st->h;
 	len = skb->len;
 	sid = h->fsid;
-	if (st->early_sid || rg_h2_early_state(h, len, st->fh_off) != RG_H2_EARLY_READY)
+	/* a skb that cannot be cut (rg_h2_hold) is judged with the frame's
+	 * header alone in it: the rest of the head goes in the next skb */
+	if (st->fh_off && st->fh_off < len && len > RG_CHANGE_TAIL_MAX)
+		head_min = RG_H2_FRAME_HDR_BYTES;
+	if (st->early_sid || rg_h2_early_state(h, len, st->fh_off, head_min) != RG_H2_EARLY_READY)
 		return 0;
 	if (rg_h2_stream_refused(st, sid) ||
 	    rg_h2_find(st->adm, RG_H2_ADMITTED, sid) >= 0)
@@ -891,15 +933,54 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	/* the frame's bytes from the end of the rewritten head on: the tail
 	 * (its last 9 bytes) is pending while this is not 0 */
 	st->early_left = RG_H2_FRAME_HDR_BYTES + h->flen - RG_H2_EARLY_HEAD_BYTES;
+	st->early_flen = h->flen;
+	st->early_head_left = 0;
+	if (len - st->fh_off < RG_H2_EARLY_HEAD_BYTES) {
+		st->early_head_left = RG_H2_EARLY_HEAD_BYTES - (len - st->fh_off);
+		rg_global_inc(h2_early_head_split);
+	}
 	rg_global_inc(h2_reject_early);
 	return 1;
 }
 
 /*
+ * Write what is left of the early-refused frame's head at base: its first
+ * bytes ended the skb before, which could not be cut
+ * (docs/grpc.md#h2-early-head-split).  Returns how many bytes it wrote,
+ * or -1 on a failed write.  In the skb that decided the refusal base is
+ * past its end: nothing is written (rg_h2_apply_ops writes the head).
+ */
+static __always_inline int rg_h2_early_head_rest(struct __sk_buff *skb, struct rg_h2_sock *st,
+						 __u32 base)
+{
+	__u32 len, left, i0, n;
+	__u8 *b;
+
+	if (!skb || !st)
+		return -1;
+	left = st->early_head_left;
+	len = skb->len;
+	if (!left || base >= len)
+		return 0;
+	if (left >= RG_H2_EARLY_HEAD_BYTES)
+		return -1;
+	b = (__u8 *)st->text.b;
+	if (rg_h2_put_early_head(b, st->early_sid, st->early_flen) != RG_H2_EARLY_HEAD_BYTES)
+		return -1;
+	i0 = RG_H2_EARLY_HEAD_BYTES - left;
+	n = len - base < left ? len - base : left;
+	if (bpf_skb_store_bytes(skb, base, b + (i0 & 31), ((n - 1) & 31) + 1, 0))
+		return -1;
+	st->early_head_left = left - n;
+	return (int)n;
+}
+
+/*
  * Write the part of the early-refused frame's last 9 bytes (the kernel
  * SETTINGS) that lies in this skb, from offset base on, where
- * st->early_left bytes of the frame begin.  Returns 1 when the frame ends
- * in this skb, 0 when it goes on, -1 on a failed write.
+ * st->early_left bytes of the frame begin, after what is left of its head
+ * (rg_h2_early_head_rest).  Returns 1 when the frame ends in this skb, 0
+ * when it goes on, -1 on a failed write.
  */
 __noinline int rg_h2_early_tail(struct __sk_buff *skb, struct rg_h2_sock *st, __u32 base)
 {
@@ -908,6 +989,10 @@ __noinline int rg_h2_early_tail(struct __sk_buff *skb, struct rg_h2_sock *st, __
 
 	if (!skb || !st || !st->early_left)
 		return 0;
+	n = rg_h2_early_head_rest(skb, st, base);
+	if ((int)n < 0)
+		return -1;
+	base += n;
 	len = skb->len;
 	end = base + st->early_left;
 	lo = end >= base + RG_H2_SETTINGS_EMPTY_BYTES ? end - RG_H2_SETTINGS_EMPTY_BYTES : base;
@@ -983,7 +1068,8 @@ __noinline int rg_h2_early_push(struct rg_h2_sock *st, struct rg_h2_out *o)
 	t = o->ans_tail;
 	a = &o->ans[t & (RG_H2_ANSWERS - 1)];
 	__builtin_memcpy(a, &st->early_ans, sizeof(*a));
-	__sync_fetch_and_add(&o->ans_tail, 1);
+	RG_FETCH_ADD(&o->ans_tail, 1); /* then resp_open is read */
+	rg_h2_out_resp_sent(o, t);
 	rg_h2_out_settings(o, true);
 	st->early_sid = 0;
 	rg_global_inc(h2_reject_kept);
@@ -1188,7 +1274,7 @@ static long rg_h2_byte_cb(__u64 idx, void *ctx)
 		if (st->h.ftype == RG_H2_SETTINGS && !(st->h.fflags & RG_H2_FLAG_ACK) && l->out)
 			rg_h2_out_settings(l->out, false);
 		if (rg_h2_keep && !st->must_pass) {
-			fb = rg_h2_keep_frame(st, l->out);
+			fb = rg_h2_keep_frame(st, l->out, l->skb->len);
 			if (fb)
 				goto fallback;
 		}
@@ -1345,6 +1431,30 @@ static __always_inline int rg_h2_goaway(struct __sk_buff *skb, struct rg_h2_sock
 	return 0;
 }
 
+/*
+ * Write an early-refused frame's head at off; the skb may end inside it:
+ * the rest goes at the next skb's start (rg_h2_early_head_rest).  0, or -1
+ * on a failed write.  A global function: verified once, not per op.
+ */
+__noinline int rg_h2_early_head(struct __sk_buff *skb, struct rg_h2_sock *st, __u32 off,
+				__u32 sid, __u32 flen)
+{
+	__u8 *b;
+	__u32 n;
+
+	if (!skb || !st || off >= skb->len)
+		return -1;
+	b = (__u8 *)st->text.b;
+	n = skb->len - off;
+	if (n > RG_H2_EARLY_HEAD_BYTES)
+		n = RG_H2_EARLY_HEAD_BYTES;
+	/* the mask keeps 6.1's verifier sure of n's bounds */
+	if (rg_h2_put_early_head(b, sid, flen) != RG_H2_EARLY_HEAD_BYTES ||
+	    bpf_skb_store_bytes(skb, off, b, ((n - 1) & 31) + 1, 0))
+		return -1;
+	return 0;
+}
+
 /* Write the rewrites the walk queued (same lengths: TCP read accounting). */
 static __always_inline int rg_h2_apply_ops(struct __sk_buff *skb, struct rg_h2_sock *st)
 {
@@ -1361,8 +1471,11 @@ static __always_inline int rg_h2_apply_ops(struct __sk_buff *skb, struct rg_h2_s
 			    bpf_skb_store_bytes(skb, op->off, b, RG_H2_REWRITE_HEAD_BYTES, 0))
 				return -1;
 		} else if (op->kind == RG_H2_OP_EARLY) {
-			if (rg_h2_put_early_head(b, op->sid, op->flen) != RG_H2_EARLY_HEAD_BYTES ||
-			    bpf_skb_store_bytes(skb, op->off, b, RG_H2_EARLY_HEAD_BYTES, 0))
+			if (rg_h2_early_head(skb, st, op->off, op->sid, op->flen))
+				return -1;
+		} else if (op->kind == RG_H2_OP_GIVE_BACK) {
+			if (rg_h2_put_give_back_head(b, op->sid, op->flen) != RG_H2_GIVE_BACK_HEAD_BYTES ||
+			    bpf_skb_store_bytes(skb, op->off, b, RG_H2_GIVE_BACK_HEAD_BYTES, 0))
 				return -1;
 		} else {
 			b[0] = RG_H2_FILLER;
@@ -1498,7 +1611,8 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		st->unrouted_seen = st->h.unrouted_streams;
 	}
 	if (!st->err && !st->reject && st->early_left) {
-		/* an early-refused frame goes on in this skb: its trigger bytes */
+		/* an early-refused frame goes on in this skb: the rest of its
+		 * head, its trigger bytes */
 		int end = rg_h2_early_tail(skb, st, skip > 0 ? (__u32)skip : 0);
 
 		if (end < 0) {
@@ -1536,12 +1650,15 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		if (l.out)
 			l.out->closing = 1; /* its SETTINGS are not counted any more */
 		rg_global_inc(h2_failclosed);
+		rg_global_set(h2_failclosed_err, (__u64)-st->err);
 		return SK_PASS;
 	}
-	if (st->reject)
+	if (st->reject) {
 		rg_global_inc(h2_reject_closed);
-	else
+	} else {
 		rg_global_inc(h2_failclosed);
+		rg_global_set(h2_failclosed_err, (__u64)-st->err);
+	}
 	st->closing = 1;
 	if (l.out)
 		l.out->closing = 1; /* egress stops following the server's frames */

@@ -44,6 +44,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_GLOBAL SEC(".maps");
 
+/* Store v in a gauge of the global counters. */
+#define rg_global_set(field, v)                                               \
+	do {                                                                  \
+		__u32 zero__ = 0;                                             \
+		struct rg_global_stats *g__ =                                 \
+			bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero__);         \
+		if (g__)                                                      \
+			g__->field = (v);                                     \
+	} while (0)
+
 #define rg_global_inc(field)                                                  \
 	do {                                                                  \
 		__u32 zero__ = 0;                                             \

@@ -585,6 +585,25 @@ int rg_getpeername6(struct bpf_sock_addr *ctx)
  * overcharged, under the bucket's lock, so corrections and admissions never
  * lose each other's updates.
  */
+/* A correction's request and rows in proto_stats: by the difference from
+ * the estimate the verdict counted, or whole (rows) when the verdict did
+ * not count the request (proto_uncounted: OTLP, Arrow Flight). */
+static __always_inline void rg_reconcile_proto(struct rg_proto_stats *ps,
+					       const struct rg_correction *cr, __u64 est,
+					       __u64 rows)
+{
+	if (!ps)
+		return;
+	if (cr->proto_uncounted) {
+		__sync_fetch_and_add(cr->admitted ? &ps->admitted_requests : &ps->rejected_requests,
+				     1);
+		__sync_fetch_and_add(&ps->estimated_rows, est);
+	} else {
+		rows -= est;
+	}
+	__sync_fetch_and_add(cr->admitted ? &ps->admitted_rows : &ps->rejected_rows, rows);
+}
+
 SEC("xdp")
 int rg_reconcile(struct xdp_md *ctx)
 {
@@ -630,9 +649,12 @@ int rg_reconcile(struct xdp_md *ctx)
 	if (cr->undecodable) {
 		if (ps)
 			__sync_fetch_and_add(&ps->undecodable_requests, 1);
-		/* rowgated charges the worst case the server could store */
-		if (exact <= est)
+		/* rowgated charges the worst case the server could store:
+		 * when the estimate stands, it is counted as charged */
+		if (exact <= est) {
+			rg_reconcile_proto(ps, cr, est, est);
 			return XDP_PASS;
+		}
 	}
 	if (cr->admitted) {
 		struct rg_limit *lim = bpf_map_lookup_elem(&RG_MAP_LIMITS, &pk.db);
@@ -651,14 +673,10 @@ int rg_reconcile(struct xdp_md *ctx)
 		/* counters move by the difference: -x is added as 2^64 - x */
 		if (st)
 			__sync_fetch_and_add(&st->admitted_rows, exact - est);
-		if (ps)
-			__sync_fetch_and_add(&ps->admitted_rows, exact - est);
-	} else {
-		if (st)
-			__sync_fetch_and_add(&st->rejected_rows, exact - est);
-		if (ps)
-			__sync_fetch_and_add(&ps->rejected_rows, exact - est);
+	} else if (st) {
+		__sync_fetch_and_add(&st->rejected_rows, exact - est);
 	}
+	rg_reconcile_proto(ps, cr, est, exact);
 	if (ps && !cr->undecodable) {
 		__sync_fetch_and_add(&ps->reconciled_requests, 1);
 		__sync_fetch_and_add(&ps->reconciled_rows, exact);

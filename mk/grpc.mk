@@ -18,7 +18,10 @@ GRPC_GOPATH ?= /usr/share/gocode
 # OTLP messages for the same server's OTLP/gRPC exports (proto/otlp.proto:
 # package rowgate.otlp, wire-compatible with opentelemetry-proto)
 GRPC_PY_OTLP := $(BUILD)/grpc/py/otlp_pb2.py
-EXTRA_ALL += $(GRPC_PY) $(GRPC_PY_OTLP)
+# Arrow Flight DoPut for its bulk writes (proto/flight.proto: package
+# arrow.flight.protocol, wire-compatible with Apache Arrow's Flight.proto)
+GRPC_PY_FLIGHT := $(BUILD)/grpc/py/flight_pb2.py
+EXTRA_ALL += $(GRPC_PY) $(GRPC_PY_OTLP) $(GRPC_PY_FLIGHT)
 # Without Go and Debian's grpc-go the client is not built and the tests
 # that need it skip, saying so.
 ifneq ($(and $(shell command -v go 2>/dev/null),$(shell command -v protoc-gen-go 2>/dev/null),$(wildcard $(GRPC_GOPATH)/src/google.golang.org/grpc),$(wildcard $(GRPC_GOPATH)/src/github.com/klauspost/compress/zstd)),)
@@ -34,6 +37,11 @@ $(GRPC_PY_OTLP): proto/otlp.proto
 	@mkdir -p $(BUILD)/grpc/py
 	$(call msg,PROTOC,$@)
 	$(Q)protoc --proto_path=proto --python_out=$(BUILD)/grpc/py otlp.proto
+
+$(GRPC_PY_FLIGHT): proto/flight.proto
+	@mkdir -p $(BUILD)/grpc/py
+	$(call msg,PROTOC,$@)
+	$(Q)protoc --proto_path=proto --python_out=$(BUILD)/grpc/py flight.proto
 
 # One GOPATH-mode package per program: the generated messages, main.go
 # and the files both programs share (tests/grpc/gocommon).

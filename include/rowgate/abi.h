@@ -267,7 +267,9 @@ struct rg_correction {
 	__u8 undecodable;
 	struct rg_db_key db;
 	__u32 protocol;
-	__u32 pad;
+	/* the kernel left proto_stats to this correction (a gRPC message
+	 * judged on its header's database): counted here whole */
+	__u32 proto_uncounted;
 	__u64 estimated_rows; /* what the kernel charged (0 for other dbs) */
 	__u64 exact_rows;     /* what the server will store */
 	__u64 lag_ns;

@@ -188,8 +188,9 @@
 	  "largest frame the verdict reads.")                                            \
 	X(h2_out_streams_uncapped, "h2_out_streams_uncapped",                             \
 	  "h2_out_streams_uncapped_total", COUNTER,                                       \
-	  "Servers' first SETTINGS egress could not cap (split across writes, too many " \
-	  "parameters, no room): the client keeps the server's limit.")                  \
+	  "Servers' first SETTINGS egress could not rewrite (split across writes, too "   \
+	  "many parameters, no room): the client keeps the server's stream limit and "   \
+	  "frame size.")                                                                 \
 	X(h2_streams_uncounted, "h2_streams_uncounted", "h2_streams_uncounted_total",     \
 	  COUNTER, "HTTP/2 streams of a gRPC method whose rows rowgate cannot count "     \
 	  "(--grpc-uncounted): their connection failed closed, also in h2_failclosed.")  \
@@ -208,7 +209,17 @@
 	  "saw: the server may still read them, unenforced (docs/threat-model.md).")     \
 	X(resets_held, "resets_held", "resets_held_total", COUNTER,                       \
 	  "Resets dropped because no verdict had seen the connection's data yet (not "   \
-	  "accepted): the verdict runs at accept, the next reset closes it.")
+	  "accepted): the verdict runs at accept, the next reset closes it.")          \
+	X(h2_give_backs, "h2_give_backs", "h2_give_backs_total", COUNTER,                 \
+	  "Refused streams' later DATA frames rewritten into a kernel SETTINGS whose "   \
+	  "ACK egress replaces with the connection window of the DATA hidden since the " \
+	  "last answer.")                                                                \
+	X(h2_early_head_split, "h2_early_head_split", "h2_early_head_split_total", COUNTER, \
+	  "Refusals decided at a DATA frame's header whose rewritten head was split "    \
+	  "across two skbs (the first one too long to hold back).")                      \
+	X(h2_failclosed_err, "h2_failclosed_err", "h2_failclosed_err", GAUGE,             \
+	  "Why the last HTTP/2 connection that failed closed did: minus its enum "       \
+	  "rg_h2_result (include/rowgate/h2.h; 3 protocol, 4 streams, 6 protobuf).")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

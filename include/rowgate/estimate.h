@@ -34,6 +34,8 @@
 #define RG_EST_JSON_BPR_X16    (16 * 16) /* NDJSON, ES bulk
 					  * ({"index":{}}\n{}\n) */
 #define RG_EST_TSDB_BPR_X16    (32 * 16) /* {"metric":"m","timestamp":1,...} */
+#define RG_EST_ARROW_BPR_X16   (4 * 16)  /* Arrow record batches: a
+					  * timestamp and a value take 16 */
 #define RG_EST_LINE_BPR_X16    (4 * 16)  /* plain line protocol counted by
 					  * rowgated (victoria-metrics rules):
 					  * a field takes at least "f=1" and a
@@ -58,6 +60,8 @@ RG_INLINE __u64 rg_est_ceiling_x16(__u32 protocol, bool coded)
 		return RG_EST_JSON_BPR_X16;
 	case RG_PROTO_OPENTSDB:
 		return RG_EST_TSDB_BPR_X16;
+	case RG_PROTO_ARROW_FLIGHT:
+		return RG_EST_ARROW_BPR_X16;
 	default:
 		return RG_EST_PB_BPR_X16;
 	}

@@ -833,7 +833,8 @@ RG_INLINE int rg_h2_hdb_open(struct rg_h2_conn *h, int cls)
 	e->len = (__u8)len;
 	e->proto = cls == RG_HPACK_PATH_OTLP_METRICS ? RG_PROTO_OTLP_METRICS :
 		   cls == RG_HPACK_PATH_OTLP_LOGS    ? RG_PROTO_OTLP_LOGS :
-						       RG_PROTO_OTLP_TRACES;
+		   cls == RG_HPACK_PATH_OTLP_TRACES  ? RG_PROTO_OTLP_TRACES :
+						       RG_PROTO_ARROW_FLIGHT;
 	e->sid = h->hb_sid;
 	return 0;
 }
@@ -1261,12 +1262,16 @@ RG_INLINE void rg_h2_skip(struct rg_h2_conn *h, __u32 n)
  * --grpc-reject keep, a DATA frame too large to hold back whole, the skb
  * of len bytes ending inside it (h: the state after its last byte), its
  * header at fh_off (~0U: an earlier skb): whether its message can be
- * judged now, at the frame's header (docs/grpc.md#h2-early).
+ * judged now, at the frame's header (docs/grpc.md#h2-early).  head_min:
+ * the bytes of the frame the skb must hold, RG_H2_EARLY_HEAD_BYTES, or
+ * RG_H2_FRAME_HDR_BYTES for a skb that cannot be held back (the rest of
+ * the rewritten head then goes at the next skb's start,
+ * docs/grpc.md#h2-early-head-split).
  *   RG_H2_EARLY_READY: the message is judged at this frame
  *	(rg_h2_msg_ends_near: it completes in it, or leaves a short tail),
  *	its prefix, kind (a charged one) and RequestHeader are read (a
- *	compressed one: its prefix), and the first RG_H2_EARLY_HEAD_BYTES of
- *	the frame are in this skb;
+ *	compressed one: its prefix), its header is read and the first
+ *	head_min bytes of the frame are in this skb;
  *   RG_H2_EARLY_WAIT: it may complete in this frame but is not ready:
  *	hold the frame's start back (rg_h2_stash_bytes) and ask again;
  *   RG_H2_EARLY_NO: not such a frame, or its message is judged elsewhere
@@ -1327,7 +1332,8 @@ RG_INLINE bool rg_h2_short_tail_ready(const struct rg_h2_stream *s)
 	       (rg_grpc_opaque(&s->m) || rg_h2_msg_db_state(s) == RG_H2_EARLY_READY);
 }
 
-RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_off)
+RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_off,
+			      __u32 head_min)
 {
 	const struct rg_h2_stream *s;
 	int db;
@@ -1352,7 +1358,7 @@ RG_INLINE int rg_h2_early_state(const struct rg_h2_conn *h, __u32 len, __u32 fh_
 		if (db != RG_H2_EARLY_READY)
 			return db;
 	}
-	if (h->st == RG_H2S_DATA && len - fh_off >= RG_H2_EARLY_HEAD_BYTES)
+	if (h->st == RG_H2S_DATA && len - fh_off >= head_min)
 		return RG_H2_EARLY_READY;
 	return RG_H2_EARLY_WAIT;
 }
@@ -1370,7 +1376,7 @@ RG_INLINE __u32 rg_h2_stash_bytes(const struct rg_h2_conn *h, __u32 len, __u32 f
 	if (h->flen > RG_H2_STASH_MAX - RG_H2_FRAME_HDR_BYTES) {
 		/* too large to hold whole: its start, while its message may
 		 * become judgeable at its header (rg_h2_early_state) */
-		if (rg_h2_early_state(h, len, fh_off) != RG_H2_EARLY_WAIT ||
+		if (rg_h2_early_state(h, len, fh_off, RG_H2_EARLY_HEAD_BYTES) != RG_H2_EARLY_WAIT ||
 		    len - fh_off > RG_H2_STASH_MAX)
 			return 0;
 		return len - fh_off;
@@ -1495,6 +1501,16 @@ static inline int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *
 RG_INLINE bool rg_grpc_charged(const struct rg_grpc_msg *m)
 {
 	return m->hdr || rg_grpc_kind_charged(m->kind);
+}
+
+/* Whether the server answers each message of m's stream on its own (a
+ * Flight DoPut's PutResult names the batch it stored): such a stream is
+ * judged message by message, refused mid-stream as GreptimeDB's own limit
+ * ends it, where a GreptimeDatabase stream's later messages pass once one
+ * was admitted (docs/grpc.md §6.2.6). */
+RG_INLINE bool rg_grpc_acked_each(const struct rg_grpc_msg *m)
+{
+	return m->hdr == RG_PROTO_ARROW_FLIGHT;
 }
 
 /* Whether a refusal of message m names an estimate: its rows are unread

@@ -26,6 +26,10 @@
 #define RG_H2_REWRITE_MIN_PAYLOAD (RG_H2_REWRITE_HEAD_BYTES - RG_H2_FRAME_HDR_BYTES)
 _Static_assert(RG_H2_SHORT_TAIL_BYTES == RG_H2_REWRITE_MIN_PAYLOAD,
 	       "a short tail is a payload the rewrite does not fit");
+/* SETTINGS + the filler's header in place of a refused stream's later
+ * DATA frame (rg_h2_put_give_back_head) */
+#define RG_H2_GIVE_BACK_HEAD_BYTES  (RG_H2_SETTINGS_EMPTY_BYTES + RG_H2_FRAME_HDR_BYTES)
+#define RG_H2_GIVE_BACK_MIN_PAYLOAD (RG_H2_GIVE_BACK_HEAD_BYTES - RG_H2_FRAME_HDR_BYTES)
 #define RG_H2_FILLER		  0xfa /* an unregistered frame type: ignored (RFC 9113 §5.5) */
 #define RG_H2_CANCEL		  0x8
 #define RG_H2_WINDOW_MAX	  0x7fffffffU /* largest window increment */
@@ -132,6 +136,26 @@ _Static_assert(RG_H2_EARLY_HEAD_BYTES == RG_H2_RST_STREAM_BYTES + RG_H2_FRAME_HD
 RG_INLINE int rg_h2_put_early_head(__u8 *b, __u32 sid, __u32 payload_len)
 {
 	return rg_h2_put_reset_head(b, sid, payload_len, false);
+}
+
+/*
+ * A DATA frame of a refused stream that gives the window of the DATA the
+ * kernel hid back (docs/grpc.md#h2-give-back): its first
+ * RG_H2_GIVE_BACK_HEAD_BYTES become an empty SETTINGS, whose ACK egress
+ * replaces with a connection WINDOW_UPDATE, and the header of an
+ * unknown-type filler over the rest.  Same length as the frame; -1 when
+ * the payload is too short.
+ */
+RG_INLINE int rg_h2_put_give_back_head(__u8 *b, __u32 sid, __u32 payload_len)
+{
+	__u32 off;
+
+	if (payload_len < RG_H2_GIVE_BACK_MIN_PAYLOAD)
+		return -1;
+	off = rg_h2_put_settings_empty(b);
+	rg_h2_put_frame_hdr(b + off, payload_len - RG_H2_GIVE_BACK_MIN_PAYLOAD, RG_H2_FILLER, 0,
+			    sid);
+	return (int)(off + RG_H2_FRAME_HDR_BYTES);
 }
 
 /* An HPACK integer with a prefix_bits-bit prefix, the first byte's high

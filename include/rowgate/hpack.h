@@ -46,6 +46,8 @@ enum rg_hpack_cls {
 	RG_HPACK_PATH_OTLP_METRICS = 4,
 	RG_HPACK_PATH_OTLP_LOGS = 5,
 	RG_HPACK_PATH_OTLP_TRACES = 6,
+	/* an Arrow Flight DoPut: the same, rows of its record batches */
+	RG_HPACK_PATH_FLIGHT = 7,
 	RG_HPACK_CLS_MASK = 7,
 };
 
@@ -109,6 +111,8 @@ struct rg_h2_route_key {
 #define RG_H2_ROUTE_F_OTLP_TRACES  8
 #define RG_H2_ROUTE_F_OTLP \
 	(RG_H2_ROUTE_F_OTLP_METRICS | RG_H2_ROUTE_F_OTLP_LOGS | RG_H2_ROUTE_F_OTLP_TRACES)
+/* route.flags: an Arrow Flight DoPut */
+#define RG_H2_ROUTE_F_FLIGHT 16
 /* The class of a `:path` a route with these flags names. */
 RG_INLINE int rg_h2_route_flags_class(__u32 flags)
 {
@@ -120,6 +124,8 @@ RG_INLINE int rg_h2_route_flags_class(__u32 flags)
 		return RG_HPACK_PATH_OTLP_LOGS;
 	if (flags & RG_H2_ROUTE_F_OTLP_TRACES)
 		return RG_HPACK_PATH_OTLP_TRACES;
+	if (flags & RG_H2_ROUTE_F_FLIGHT)
+		return RG_HPACK_PATH_FLIGHT;
 	return RG_HPACK_PATH_ROUTED;
 }
 
@@ -848,20 +854,22 @@ RG_INLINE const char *rg_hpack_block_db(const struct rg_hpack *t, __u32 *len)
  * `:path`s no route names make RG_HPACK_PATH_OTHER. */
 RG_INLINE int rg_hpack_block_end(const struct rg_hpack *t)
 {
-	__u8 otlp = t->blk & ((1U << RG_HPACK_PATH_OTLP_METRICS) | (1U << RG_HPACK_PATH_OTLP_LOGS) |
-			      (1U << RG_HPACK_PATH_OTLP_TRACES));
+	__u8 hdr = t->blk & ((1U << RG_HPACK_PATH_OTLP_METRICS) | (1U << RG_HPACK_PATH_OTLP_LOGS) |
+			     (1U << RG_HPACK_PATH_OTLP_TRACES) | (1U << RG_HPACK_PATH_FLIGHT));
 
 	if (t->st != RG_HPS_REP)
 		return RG_HPACK_ERR;
 	if (t->blk & (1U << RG_HPACK_PATH_UNCOUNTED))
 		return RG_HPACK_PATH_UNCOUNTED;
-	if (otlp) {
-		/* an export's `:path` beside any other: not ours to guess */
-		if (t->blk != otlp || (otlp & (otlp - 1)))
+	if (hdr) {
+		/* an export's or DoPut's `:path` beside any other: not ours
+		 * to guess */
+		if (t->blk != hdr || (hdr & (hdr - 1)))
 			return RG_HPACK_PATH_UNCOUNTED;
-		return otlp == (1U << RG_HPACK_PATH_OTLP_METRICS) ? RG_HPACK_PATH_OTLP_METRICS :
-		       otlp == (1U << RG_HPACK_PATH_OTLP_LOGS)	  ? RG_HPACK_PATH_OTLP_LOGS :
-								    RG_HPACK_PATH_OTLP_TRACES;
+		return hdr == (1U << RG_HPACK_PATH_OTLP_METRICS) ? RG_HPACK_PATH_OTLP_METRICS :
+		       hdr == (1U << RG_HPACK_PATH_OTLP_LOGS)	 ? RG_HPACK_PATH_OTLP_LOGS :
+		       hdr == (1U << RG_HPACK_PATH_OTLP_TRACES)	 ? RG_HPACK_PATH_OTLP_TRACES :
+								   RG_HPACK_PATH_FLIGHT;
 	}
 	if (t->blk == (1U << RG_HPACK_PATH_OTHER))
 		return RG_HPACK_PATH_OTHER;

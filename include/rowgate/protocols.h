@@ -28,7 +28,10 @@
 	X(9, OPENTSDB, "opentsdb", 0) \
 	/* GreptimeDatabase gRPC messages, never an HTTP route: the h2 \
 	 * verdict counts plain ones, rowgated compressed ones (docs/grpc.md) */ \
-	X(10, GREPTIME_GRPC, "greptime-grpc", 0)
+	X(10, GREPTIME_GRPC, "greptime-grpc", 0) \
+	/* Arrow Flight DoPut FlightData (GreptimeDB bulk inserts), never an \
+	 * HTTP route: rowgated counts each RecordBatch's rows */ \
+	X(11, ARROW_FLIGHT, "arrow-flight", 0)
 
 enum rg_protocol {
 	RG_PROTO_NONE = 0, /* no route: the request passes untouched */
@@ -37,6 +40,12 @@ enum rg_protocol {
 #undef RG_X_
 	RG_PROTO_MAX,
 };
+
+/* Whether a protocol is carried by gRPC only, never by an HTTP route. */
+RG_INLINE bool rg_protocol_grpc_only(__u32 p)
+{
+	return p == RG_PROTO_GREPTIME_GRPC || p == RG_PROTO_ARROW_FLIGHT;
+}
 
 /* Whether the kernel counts a protocol's rows itself. */
 RG_INLINE bool rg_protocol_in_kernel(__u32 p)

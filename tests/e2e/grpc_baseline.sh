@@ -46,8 +46,6 @@ rg_on_exit "kill -9 $SRV; wait $SRV"
 rg_wait_for 20 curl -sf "http://127.0.0.1:$ADMIN/stats" || rg_fail "server did not come up"
 
 stats() { curl -sf "http://127.0.0.1:$ADMIN/stats"; }
-# field of a client's JSON line or of the server's stats: jget FILE EXPR
-jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
 T=127.0.0.1:$PORT
 # name | client | args
@@ -76,27 +74,27 @@ stats >"$RG_TMP/stats.json" || rg_fail "stats"
 rg_log "server: $(cat "$RG_TMP/stats.json")"
 for pair in js_u:200 js_s:126 acme-js_c:65 go_u:220 go_s:100; do
 	db=${pair%%:*} want=${pair#*:}
-	got=$(jget "$RG_TMP/stats.json" "d['rows'].get('$db', 0)")
+	got=$(rg_jget "$RG_TMP/stats.json" "d['rows'].get('$db', 0)")
 	rg_check "database $db stored $got rows, sent $want" [ "$got" = "$want" ]
 done
 for c in js_u js_s js_c go_u go_s; do
 	rg_check "$c: every call answered OK, rows acknowledged = rows sent" \
-		[ "$(jget "$RG_TMP/$c.json" "d['failed'] == 0 and d['rows_acked'] == d['rows_sent'] > 0")" = True ]
+		[ "$(rg_jget "$RG_TMP/$c.json" "d['failed'] == 0 and d['rows_acked'] == d['rows_sent'] > 0")" = True ]
 done
 rg_check "the 6 server rejections happened and were retried" \
-	[ "$(jget "$RG_TMP/stats.json" "d['rejected']")" = 6 ]
-rg_check "no batch stored twice" [ "$(jget "$RG_TMP/stats.json" "d['duplicates']")" = 0 ]
+	[ "$(rg_jget "$RG_TMP/stats.json" "d['rejected']")" = 6 ]
+rg_check "no batch stored twice" [ "$(rg_jget "$RG_TMP/stats.json" "d['duplicates']")" = 0 ]
 # Handler calls: one per admitted call, plus one per rejected attempt.
 rg_check "handler calls = calls + retried attempts (56 + 6)" \
-	[ "$(jget "$RG_TMP/stats.json" "d['calls']")" = 62 ]
+	[ "$(rg_jget "$RG_TMP/stats.json" "d['calls']")" = 62 ]
 
 # Without a retry policy the rejection reaches the caller as GreptimeDB's.
 run_client nr_go go -db nr_go -calls 1 -no-retry && rg_fail "go: a rejected call succeeded"
 rg_check "grpc-go sees RESOURCE_EXHAUSTED with x-greptime-err-code 6001" \
-	[ "$(jget "$RG_TMP/nr_go.json" "d['codes'] == {'8': 1} and d['err_code'] == '6001' and \"'nr_go'\" in d['last_error']")" = True ]
+	[ "$(rg_jget "$RG_TMP/nr_go.json" "d['codes'] == {'8': 1} and d['err_code'] == '6001' and \"'nr_go'\" in d['last_error']")" = True ]
 run_client nr_js js --db nr_js --calls 1 --no-retry && rg_fail "js: a rejected call succeeded"
 rg_check "grpc-js sees RESOURCE_EXHAUSTED with x-greptime-err-code 6001" \
-	[ "$(jget "$RG_TMP/nr_js.json" "d['codes'] == {'8': 1} and d['err_code'] == '6001'")" = True ]
+	[ "$(rg_jget "$RG_TMP/nr_js.json" "d['codes'] == {'8': 1} and d['err_code'] == '6001'")" = True ]
 
 # With rowgated guarding this port: a greptimedb port follows h2c by
 # default (docs/grpc.md); --no-grpc PORT answers the preface 400 and closes,
@@ -140,7 +138,7 @@ PY
 rg_log "--no-grpc: preface answered: $(cat "$RG_TMP/preface.out")"
 run_client gap go -db gap -calls 1 -no-retry && rg_fail "a gRPC call passed a --no-grpc port"
 rg_check "--no-grpc: a grpc-go call fails UNAVAILABLE" \
-	[ "$(jget "$RG_TMP/gap.json" "d['codes'] == {'14': 1}")" = True ]
+	[ "$(rg_jget "$RG_TMP/gap.json" "d['codes'] == {'14': 1}")" = True ]
 
 # The default: the same port without --no-grpc follows h2c, charges inserts
 # and refuses them in the kernel at the limit.
@@ -150,19 +148,19 @@ rg_check "the log says port $PORT follows h2c" \
 	grep -q "port $PORT: greptimedb, gRPC (h2c) followed" "$RG_TMP/rowgated.log"
 rg_ctl limit set dflt 100000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set dflt_spent 10 >/dev/null || rg_fail "limit set"
-calls0=$(jget <(stats) "d['calls']")
+calls0=$(rg_jget <(stats) "d['calls']")
 run_client dflt go -db dflt -mode unary -calls 10 -rows 7 || rg_fail "go unary: $(cat "$RG_TMP/dflt."*)"
 run_client dflt_js js --db dflt --mode stream --calls 2 --per-call 3 --rows 5 ||
 	rg_fail "js stream: $(cat "$RG_TMP/dflt_js."*)"
 rg_check "default: 100 rows admitted and charged in the kernel" [ "$(rg_stat dflt admitted_rows)" = 100 ]
-rg_check "default: the server stored them" [ "$(jget <(stats) "d['rows'].get('dflt', 0)")" = 100 ]
+rg_check "default: the server stored them" [ "$(rg_jget <(stats) "d['rows'].get('dflt', 0)")" = 100 ]
 # a 50-row insert on a 10 rows/s database: the first is admitted (the bucket
 # may go into debt), the next is refused by the kernel, never handled
 run_client dflt_spent go -db dflt_spent -calls 2 -rows 50 -no-retry &&
 	rg_fail "two 50-row calls at 10 rows/s both passed"
 rg_check "default: the second call is refused RESOURCE_EXHAUSTED with code 6001" \
-	[ "$(jget "$RG_TMP/dflt_spent.json" "d['codes'].get('8') == 1 and d['err_code'] == '6001'")" = True ]
+	[ "$(rg_jget "$RG_TMP/dflt_spent.json" "d['codes'].get('8') == 1 and d['err_code'] == '6001'")" = True ]
 rg_check "default: the kernel refused it" [ "$(rg_stat dflt_spent rejected_rows)" = 50 ]
 rg_check "default: the refused call never reached the handler (12 + 1 handled calls)" \
-	[ "$(jget <(stats) "d['calls']")" = $((calls0 + 13)) ]
+	[ "$(rg_jget <(stats) "d['calls']")" = $((calls0 + 13)) ]
 rg_pass

@@ -56,7 +56,6 @@ rg_ctl limit set gz_n1 10000000 >/dev/null || rg_fail "limit set"
 SETTLE=10
 [ "${VMTEST:-0}" != 1 ] || SETTLE=60
 
-jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 gstored() { curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['rows'].get(sys.argv[1], 0))" "$1"; }
 gcalls() { curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['calls'])"; }
 GT=127.0.0.1:$GPORT
@@ -134,8 +133,8 @@ go_client -id p -db gz_lim -calls 1 -rows 10 -no-retry >"$RG_TMP/p.json" &&
 	rg_fail "a plain write to a database in debt passed: $(cat "$RG_TMP/p.json")"
 rg_log "a plain write to gz_lim in debt: $(cat "$RG_TMP/p.json")"
 rg_check "the plain write is refused RESOURCE_EXHAUSTED, never handled; its answer names the 10 rows read" \
-	eval '[ "$(jget "$RG_TMP/p.json" "d[\"codes\"]")" = "{'"'"'8'"'"': 1}" ] && [ "$(gcalls)" = "$calls0" ] && [ "$(gstored gz_lim)" = 3000 ] &&
-	      [ "$(jget "$RG_TMP/p.json" "\"rejected 10 rows\" in d[\"last_error\"]")" = True ]'
+	eval '[ "$(rg_jget "$RG_TMP/p.json" "d[\"codes\"]")" = "{'"'"'8'"'"': 1}" ] && [ "$(gcalls)" = "$calls0" ] && [ "$(gstored gz_lim)" = 3000 ] &&
+	      [ "$(rg_jget "$RG_TMP/p.json" "\"rejected 10 rows\" in d[\"last_error\"]")" = True ]'
 # The gate: a connection's later compressed messages are judged on the
 # database its first one named.  3 calls of 500 rows at 10 rows/s, apart:
 # the first passes (nothing learned yet) and leaves 49 s of debt, the next
@@ -148,7 +147,7 @@ rg_wait_for $SETTLE charged_is gz_gate 500
 # A compressed message's rows are unread: the answer names an estimate
 # from its length, as HTTP's 429 does for a coded body.
 rg_check "the gate: the first compressed call stored and charged, the next two refused RESOURCE_EXHAUSTED with the 429's sentence (an estimated rows), never handled" \
-	eval '[ "$(jget "$RG_TMP/g.json" "(d[\"ok\"], d[\"codes\"], \"gz_gate\" in d[\"last_error\"], \"rejected an estimated \" in d[\"last_error\"])")" = "(1, {'"'"'8'"'"': 2}, True, True)" ] &&
+	eval '[ "$(rg_jget "$RG_TMP/g.json" "(d[\"ok\"], d[\"codes\"], \"gz_gate\" in d[\"last_error\"], \"rejected an estimated \" in d[\"last_error\"])")" = "(1, {'"'"'8'"'"': 2}, True, True)" ] &&
 	      [ "$(gstored gz_gate)" = 500 ] && charged_is gz_gate 500 && [ $(($(gcalls) - calls0)) = 1 ]'
 # A connection whose compressed messages name two databases is judged on
 # both: one in debt refuses its compressed writes to the other too (a
@@ -163,7 +162,7 @@ go_client -id m -db gz_m1,gz_g2 -gzip -calls 4 -rows 500 -call-gap $GAP -no-retr
 rg_log "4 gzip calls naming gz_m1 and gz_g2 in turn, $GAP apart: $(cat "$RG_TMP/m.json")"
 rg_wait_for $SETTLE eval 'charged_is gz_m1 500 && charged_is gz_g2 500'
 rg_check "two databases on one connection: each charged its own, then both refused while gz_g2 is in debt, never handled" \
-	eval '[ "$(jget "$RG_TMP/m.json" "(d[\"ok\"], d[\"codes\"], \"gz_g2\" in d[\"last_error\"])")" = "(2, {'"'"'8'"'"': 2}, True)" ] &&
+	eval '[ "$(rg_jget "$RG_TMP/m.json" "(d[\"ok\"], d[\"codes\"], \"gz_g2\" in d[\"last_error\"])")" = "(2, {'"'"'8'"'"': 2}, True)" ] &&
 	      [ "$(gstored gz_m1)" = 500 ] && [ "$(gstored gz_g2)" = 500 ] &&
 	      charged_is gz_m1 500 && charged_is gz_g2 500 && [ $(($(gcalls) - calls0)) = 2 ]'
 # A compressed message whose last bytes come alone: grpc-go cuts DATA
@@ -190,8 +189,8 @@ rg_log "4 gzip calls of 2,000 rows, 65,545 bytes each on the wire, to gz_tail (1
 rg_wait_for $SETTLE eval 'charged_is gz_tail 2000 && tail_rejected_ok'
 rg_log "gz_tail: $(tail_copies) copies ended, $(rg_stat gz_tail rejected_rows) rejected rows counted from them"
 rg_check "short last frames: the first call stored and charged, the next three refused at the frame before (RESOURCE_EXHAUSTED, no fallback), never handled; 2,000 rejected rows counted from each refused copy whose last bytes came" \
-	eval '[ "$(jget "$RG_TMP/t.json" "(d[\"ok\"], d[\"codes\"])")" = "(1, {'"'"'8'"'"': 3})" ] &&
-	      [ "$(jget "$RG_TMP/t.json" "\"rejected an estimated $(((65540 + 1) / 2)) rows\" in d[\"last_error\"]")" = True ] &&
+	eval '[ "$(rg_jget "$RG_TMP/t.json" "(d[\"ok\"], d[\"codes\"])")" = "(1, {'"'"'8'"'"': 3})" ] &&
+	      [ "$(rg_jget "$RG_TMP/t.json" "\"rejected an estimated $(((65540 + 1) / 2)) rows\" in d[\"last_error\"]")" = True ] &&
 	      [ $(($(tail_early) - te0)) = 3 ] && [ "$(rg_global h2_reject_fallback)" = "$fb0" ] &&
 	      [ "$(gstored gz_tail)" = 2000 ] && charged_is gz_tail 2000 &&
 	      [ "$(rg_stat gz_tail rejected_requests)" = 3 ] &&
@@ -213,7 +212,7 @@ rg_log "10 gzip calls naming 9 databases, $GAP apart: $(cat "$RG_TMP/n.json"), h
 n1_settled() { charged_is gz_n1 "$(gstored gz_n1)"; }
 rg_wait_for $SETTLE n1_settled
 n1_outcome() {
-	case "$(jget "$RG_TMP/n.json" "(d[\"ok\"], d[\"codes\"])")" in
+	case "$(rg_jget "$RG_TMP/n.json" "(d[\"ok\"], d[\"codes\"])")" in
 	"(9, {'14': 1})") [ "$(gstored gz_n1)" = 10 ] ;; # reset: failed UNAVAILABLE
 	"(10, {})") [ "$(gstored gz_n1)" = 20 ] ;;       # retried on a new connection
 	*) false ;;
@@ -226,7 +225,7 @@ rg_check "a ninth database: the connection fails closed at its next compressed m
 
 # compressed messages whose copies ended above, and the retry of the tenth
 SENT=$((60 + TAIL_COPIES))
-[ "$(jget "$RG_TMP/n.json" "d[\"ok\"]")" = 9 ] || SENT=$((SENT + 1))
+[ "$(rg_jget "$RG_TMP/n.json" "d[\"ok\"]")" = 9 ] || SENT=$((SENT + 1))
 [ -z "$JS" ] || SENT=$((SENT + 5))
 rg_check "every compressed message copied ($(($(rg_global h2_compressed_copied) - copied0)) of $SENT), none lost" \
 	eval '[ $(($(rg_global h2_compressed_copied) - copied0)) = $SENT ] &&

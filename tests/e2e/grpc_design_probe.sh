@@ -55,7 +55,6 @@ probe() { # OUT PORT args...
 		2>"$RG_TMP/$out.err" || rg_fail "probe $out: $(cat "$RG_TMP/$out.err")"
 	rg_log "$out: $(head -c 400 "$RG_TMP/$out.json")"
 }
-jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 calls() { curl -sf "http://127.0.0.1:$1/stats" | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["calls"])'; }
 
 for srv in CC GO; do
@@ -67,27 +66,27 @@ for srv in CC GO; do
 	probe "$srv.mix" "$port" --scenario mix --rejects 1000 --admit-every 10
 	f=$RG_TMP/$srv.mix.json
 	rg_check "$name: admitted calls all answered OK beside 1000 rejected messages" \
-		[ "$(jget "$f" "d['admitted_ok'] == d['admitted'] == 101")" = True ]
-	rg_check "$name: every kernel SETTINGS acknowledged" [ "$(jget "$f" "d['trigger_acks']")" = 1000 ]
-	rg_check "$name: no GOAWAY, connection open" [ "$(jget "$f" "d['goaway'] is None and not d['closed']")" = True ]
+		[ "$(rg_jget "$f" "d['admitted_ok'] == d['admitted'] == 101")" = True ]
+	rg_check "$name: every kernel SETTINGS acknowledged" [ "$(rg_jget "$f" "d['trigger_acks']")" = 1000 ]
+	rg_check "$name: no GOAWAY, connection open" [ "$(rg_jget "$f" "d['goaway'] is None and not d['closed']")" = True ]
 	rg_check "$name: rejected messages never reached a handler" [ "$(($(calls "$admin") - before))" = 101 ]
 
 	before=$(calls "$admin")
 	probe "$srv.many" "$port" --scenario mix --rejects 10000 --admit-every 2500
 	f=$RG_TMP/$srv.many.json
 	rg_check "$name: 10,000 rejected streams on one connection, admitted calls still answered" \
-		[ "$(jget "$f" "d['admitted_ok'] == d['admitted'] == 5 and d['trigger_acks'] == 10000 and d['goaway'] is None")" = True ]
+		[ "$(rg_jget "$f" "d['admitted_ok'] == d['admitted'] == 5 and d['trigger_acks'] == 10000 and d['goaway'] is None")" = True ]
 	rg_check "$name: handler calls = admitted calls" [ "$(($(calls "$admin") - before))" = 5 ]
-	rg_log "$name: rejected streams the server answered itself after the trigger: $(jget "$f" "d['rejected_streams_answered_after_trigger']") of 10000"
+	rg_log "$name: rejected streams the server answered itself after the trigger: $(rg_jget "$f" "d['rejected_streams_answered_after_trigger']") of 10000"
 
 	probe "$srv.ping" "$port" --scenario mix --rejects 20 --admit-every 0 --trigger ping
 	rg_check "$name: PING as the trigger ends in GOAWAY too_many_pings" \
-		[ "$(jget "$RG_TMP/$srv.ping.json" "(d['goaway'] or {}).get('debug')")" = too_many_pings ]
+		[ "$(rg_jget "$RG_TMP/$srv.ping.json" "(d['goaway'] or {}).get('debug')")" = too_many_pings ]
 done
 # flow control: grpc-go gives no window back for bytes it never saw as DATA
 # (C-core raises its connection window by ~4 MB at start, which hides it
 # for a while)
 probe GO.window "$GO_PORT" --scenario window --rejects 20 --rows 2000
 rg_check "grpc-go: no connection WINDOW_UPDATE for 900 KB of rejected DATA" \
-	[ "$(jget "$RG_TMP/GO.window.json" "d['server_conn_window_updates'] == 0 and d['rejected_data_bytes'] > 65535")" = True ]
+	[ "$(rg_jget "$RG_TMP/GO.window.json" "d['server_conn_window_updates'] == 0 and d['rejected_data_bytes'] > 65535")" = True ]
 rg_pass

@@ -64,7 +64,6 @@ rg_on_exit "kill -9 $SRV2; wait $SRV2"
 rg_wait_for 20 curl -sf "http://127.0.0.1:$HPORT/stats" || rg_fail "rg-greptime did not come up"
 rg_wait_for 20 curl -sf "http://127.0.0.1:$HPORT2/stats" || rg_fail "rg-greptime (16 streams) did not come up"
 
-jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 sget() { curl -sf "http://127.0.0.1:${SHP:-$HPORT}/stats" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 # rows stored in a database, all tables
 stored() { curl -sf "http://127.0.0.1:$HPORT/stats" | "$RG_PY" -c "import json,sys; print(sum(json.load(sys.stdin)['rows'].get(sys.argv[1], {}).values()))" "$1"; }
@@ -77,7 +76,7 @@ env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id a -db public -calls 2 -rows 7
 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id b -db public -mode stream -calls 2 -per-call 3 -rows 5 \
 	>"$RG_TMP/bare-stream.json" 2>&1 || rg_fail "bare HandleRequests: $(cat "$RG_TMP/bare-stream.json")"
 rg_check "without rowgate: 2 Handle + 2 HandleRequests calls stored 44 rows in public" \
-	[ "$(jget "$RG_TMP/bare.json" "d['ok']")" = 2 ] && [ "$(jget "$RG_TMP/bare-stream.json" "d['ok']")" = 2 ] &&
+	[ "$(rg_jget "$RG_TMP/bare.json" "d['ok']")" = 2 ] && [ "$(rg_jget "$RG_TMP/bare-stream.json" "d['ok']")" = 2 ] &&
 	[ "$(stored public)" = 44 ] && [ "$(sget calls)" = 4 ] && [ "$(sget messages)" = 8 ]
 # raw h2c with curl: the status and the message are in the headers
 h2() { curl -sS --http2-prior-knowledge -o /dev/null -D - -H 'content-type: application/grpc' -H 'te: trailers' \
@@ -121,12 +120,12 @@ msg="Ingestion rate limit exceeded for database"
 # h_spent: limit 1 row/s, 1,000 rows of debt: refused from here on
 rg_ctl limit set h_spent 1 >/dev/null || rg_fail "limit set"
 run_one "$RG_TMP/spent.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id z -db h_spent -calls 1 -rows 1000 -no-retry
-rg_check "h_spent: 1,000 rows admitted on a full bucket" [ "$(jget "$RG_TMP/spent.json" "d['ok']")" = 1 ]
+rg_check "h_spent: 1,000 rows admitted on a full bucket" [ "$(rg_jget "$RG_TMP/spent.json" "d['ok']")" = 1 ]
 
 # 3,000 rows admitted on a full bucket, the next messages refused with
 # RESOURCE_EXHAUSTED, their handler never called
 run_one "$RG_TMP/seed.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id s -db h_lim -calls 1 -rows 3000 -no-retry
-rg_check "h_lim: 3,000 rows admitted on a full bucket" [ "$(jget "$RG_TMP/seed.json" "d['ok']")" = 1 ]
+rg_check "h_lim: 3,000 rows admitted on a full bucket" [ "$(rg_jget "$RG_TMP/seed.json" "d['ok']")" = 1 ]
 before=$(sget calls)
 run_one "$RG_TMP/rej-go.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id r -db h_lim -calls 3 -rows 10 -no-retry
 [ "$CLIENTS" = go ] ||
@@ -135,7 +134,7 @@ for c in $CLIENTS; do
 	f=$RG_TMP/rej-$c.json d=h_lim
 	[ $c = js ] && d=h_spent
 	rg_check "grpc-$c client: 3 calls RESOURCE_EXHAUSTED, x-greptime-err-code 6001, the 429's sentence" \
-		[ "$(jget "$f" "d['codes']")" = "{'8': 3}" ] && [ "$(jget "$f" "d.get('err_code')")" = 6001 ] &&
+		[ "$(rg_jget "$f" "d['codes']")" = "{'8': 3}" ] && [ "$(rg_jget "$f" "d.get('err_code')")" = 6001 ] &&
 		grep -q "$msg '$d': rejected 10 rows" "$f"
 done
 rg_check "refused messages never reached the handler" [ "$(sget calls)" = "$before" ]
@@ -154,7 +153,7 @@ for c in $CLIENTS; do
 		else
 			run_one "$f" node "$JS_CLIENT" --target "$T" --id u$runs --db h_retry --calls $left --rows 100 --concurrency 4
 		fi
-		left=$((left - $(jget "$f" "d['ok']")))
+		left=$((left - $(rg_jget "$f" "d['ok']")))
 		runs=$((runs + 1))
 	done
 	rg_check "grpc-$c client: 30 calls OK ($runs runs of the client)" [ $left = 0 ]
@@ -172,7 +171,7 @@ while [ $left -gt 0 ] && [ $runs -lt 20 ]; do
 	f=$RG_TMP/stream-$runs.json
 	run_one "$f" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id v$runs -db h_stream \
 		-mode stream -calls $left -per-call 3 -rows 100 -concurrency 4
-	left=$((left - $(jget "$f" "d['ok']")))
+	left=$((left - $(rg_jget "$f" "d['ok']")))
 	runs=$((runs + 1))
 done
 rg_check "HandleRequests: 20 calls OK ($runs runs of the client)" [ $left = 0 ]
@@ -186,7 +185,7 @@ before=$(sget calls)
 run_one "$RG_TMP/mux.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id w \
 	-db h_free,h_spent -calls 200 -rows 10 -concurrency 8 -no-retry
 rg_check "multiplexed: 100 calls of h_free OK, 100 of h_spent RESOURCE_EXHAUSTED" \
-	[ "$(jget "$RG_TMP/mux.json" "d['ok']")" = 100 ] && [ "$(jget "$RG_TMP/mux.json" "d['codes']")" = "{'8': 100}" ]
+	[ "$(rg_jget "$RG_TMP/mux.json" "d['ok']")" = 100 ] && [ "$(rg_jget "$RG_TMP/mux.json" "d['codes']")" = "{'8': 100}" ]
 rg_check "multiplexed: 1,000 rows of h_free stored, only its 100 calls handled" \
 	[ "$(stored h_free)" = 1000 ] && [ "$(sget calls)" = $((before + 100)) ]
 
@@ -203,11 +202,11 @@ for c in $CLIENTS; do
 		run_one "$RG_TMP/many-$c.json" timeout 600 node "$JS_CLIENT" --target "$T" --id x --db h_spent \
 			--calls $STREAMS --rows 5 --concurrency 16 --no-retry
 	fi
-	rg_log "grpc-$c client: $STREAMS refused streams in $(jget "$RG_TMP/many-$c.json" "round(d['seconds'], 2)") s"
+	rg_log "grpc-$c client: $STREAMS refused streams in $(rg_jget "$RG_TMP/many-$c.json" "round(d['seconds'], 2)") s"
 	no_open() { [ "$(sget streams_open)" = 0 ]; }
 	rg_wait_for 10 no_open
 	rg_check "grpc-$c client: $STREAMS refused streams on one connection, all RESOURCE_EXHAUSTED, none handled; h2 began $STREAMS streams, at most $(sget streams_open_max) open at once (limit 100), 0 open now" \
-		[ "$(jget "$RG_TMP/many-$c.json" "d['codes']")" = "{'8': $STREAMS}" ] && [ "$(sget calls)" = "$before" ] &&
+		[ "$(rg_jget "$RG_TMP/many-$c.json" "d['codes']")" = "{'8': $STREAMS}" ] && [ "$(sget calls)" = "$before" ] &&
 		[ "$(sget streams)" = $((streams + STREAMS)) ] && [ "$(sget streams_open_max)" -le 100 ] && no_open
 done
 
@@ -221,7 +220,7 @@ wide() { # wide OUT TARGET
 	run_one "$1" timeout 600 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$2" -id x -db h_spent \
 		-calls 2000 -rows 5 -concurrency 64 -no-retry
 	rg_check "64 in flight: 2,000 refused streams on one connection, all RESOURCE_EXHAUSTED, no GOAWAY" \
-		[ "$(jget "$1" "d['codes']")" = "{'8': 2000}" ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
+		[ "$(rg_jget "$1" "d['codes']")" = "{'8': 2000}" ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
 		[ "$(sget conn_errors | grep -c GoAway)" = 0 ]
 }
 SHP=$HPORT2 wide "$RG_TMP/wide16.json" 127.0.0.1:$GPORT2
@@ -237,15 +236,16 @@ rg_check "64 in flight, the server's own limit lowered to 16 by egress: at most 
 before=$(sget calls)
 run_one "$RG_TMP/big.json" timeout 120 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id y -db h_spent \
 	-calls 44 -rows 20000 -no-retry
-rg_log "44 refused 20,000-row messages in $(jget "$RG_TMP/big.json" "round(d['seconds'], 2)") s"
+rg_log "44 refused 20,000-row messages in $(rg_jget "$RG_TMP/big.json" "round(d['seconds'], 2)") s"
 rg_check "20 MB of refused messages on one connection: all 44 answered RESOURCE_EXHAUSTED, none handled" \
-	[ "$(jget "$RG_TMP/big.json" "d['codes']")" = "{'8': 44}" ] && [ "$(sget calls)" = "$before" ]
+	[ "$(rg_jget "$RG_TMP/big.json" "d['codes']")" = "{'8': 44}" ] && [ "$(sget calls)" = "$before" ]
 rg_check "h_spent: still 1,000 rows stored = admitted" \
 	[ "$(stored h_spent)" = 1000 ] && [ "$(rg_stat h_spent admitted_rows)" = 1000 ]
 
 kept=$(rg_global h2_reject_kept)
 fb_list=
 for r in head_split short later_split full per_skb name egress; do fb_list="$fb_list $r=$(rg_global h2_fallback_$r)"; done
+fb_list="$fb_list; h2_early_head_split=$(rg_global h2_early_head_split)"
 rg_log "kept $kept, h2_reject_fallback=$(rg_global h2_reject_fallback) by reason:$fb_list; server: $(curl -sf "http://127.0.0.1:$HPORT/stats" | head -c 300)"
 rg_check "every refusal kept its connection ($kept): no GOAWAY, no fallback" \
 	[ "$kept" -gt 0 ] && [ "$(rg_global h2_reject_closed)" = 0 ] && [ "$(rg_global h2_reject_fallback)" = 0 ]

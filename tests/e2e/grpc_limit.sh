@@ -95,7 +95,6 @@ rg_ctl limit set go_many 1000000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set acme-split_b 10000000 >/dev/null || rg_fail "limit set"
 
 stats() { curl -sf "http://127.0.0.1:$ADMIN/stats"; }
-jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 stored() { stats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['rows'].get(sys.argv[1], 0))" "$1"; }
 calls() { stats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['calls'])"; }
 gstats() { curl -sf "http://127.0.0.1:$GADMIN/stats"; }
@@ -151,7 +150,7 @@ if [ -n "$CC" ]; then
 			rg_fail "a message past the limit was admitted: $(cat "$RG_TMP/rej_js.json")"
 		rg_log "grpc-js: $(cat "$RG_TMP/rej_js.json")"
 		rg_check "grpc-js: RESOURCE_EXHAUSTED (ENHANCE_YOUR_CALM)" \
-			[ "$(jget "$RG_TMP/rej_js.json" "d['codes']")" = "{'8': 1}" ]
+			[ "$(rg_jget "$RG_TMP/rej_js.json" "d['codes']")" = "{'8': 1}" ]
 	fi
 	rg_check "refused messages never reached the handler" [ "$(calls)" = "$before" ]
 	rg_check "g_lim: 3,000 rows stored = admitted" \
@@ -163,7 +162,7 @@ if [ -n "$CC" ]; then
 	rg_check "g_lim: $rej messages rejected ($lo to $hi), 10 rows each" \
 		[ "$rej" -ge $lo ] && [ "$rej" -le $hi ] && [ "$(rg_stat g_lim rejected_rows)" = $((rej * 10)) ]
 	rg_check "every refusal closed its connection with GOAWAY" [ "$(rg_global h2_reject_closed)" = "$rej" ]
-	rg_check "grpc-go: UNAVAILABLE" [ "$(jget "$RG_TMP/rej_go.json" "d['codes']")" = "{'14': 1}" ]
+	rg_check "grpc-go: UNAVAILABLE" [ "$(rg_jget "$RG_TMP/rej_go.json" "d['codes']")" = "{'14': 1}" ]
 fi
 
 # Bytes the kernel cannot follow: DATA on stream 0 after the preface.
@@ -225,9 +224,9 @@ if [ -n "$CC" ]; then
 	RG_GRPC_PY=$GRPC_PY "$RG_PY" "$RG_ROOT/tests/grpc/h2_probe.py" --port "$PORT" --scenario split \
 		--from 3 --rows 5 --db g_split >"$RG_TMP/splits.json" 2>&1 || rg_fail "split: $(cat "$RG_TMP/splits.json")"
 	rg_log "splits: $(cat "$RG_TMP/splits.json")"
-	cuts=$(jget "$RG_TMP/splits.json" "d['cuts']")
+	cuts=$(rg_jget "$RG_TMP/splits.json" "d['cuts']")
 	rg_check "every split connection answered both calls OK ($cuts cuts)" \
-		[ "$(jget "$RG_TMP/splits.json" "d['ok'] == d['cuts'] > 100")" = True ]
+		[ "$(rg_jget "$RG_TMP/splits.json" "d['ok'] == d['cuts'] > 100")" = True ]
 	rg_check "g_split: $((cuts * 5)) rows stored = admitted" \
 		[ "$(stored g_split)" = $((cuts * 5)) ] && [ "$(rg_stat g_split admitted_rows)" = $((cuts * 5)) ]
 	rg_check "acme-split_b (catalog/schema): $((cuts * 5)) rows stored = admitted" \
@@ -269,7 +268,7 @@ else
 	# grpc-go: refused, retried once transparently on a new connection
 	GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id j -db go_lim -calls 1 -rows 10 -no-retry \
 		>"$RG_TMP/gorej.json" && rg_fail "a message past the limit was admitted: $(cat "$RG_TMP/gorej.json")"
-	rg_check "grpc-go client: UNAVAILABLE" [ "$(jget "$RG_TMP/gorej.json" "d['codes']")" = "{'14': 1}" ]
+	rg_check "grpc-go client: UNAVAILABLE" [ "$(rg_jget "$RG_TMP/gorej.json" "d['codes']")" = "{'14': 1}" ]
 	lo=1 hi=2
 fi
 rg_log "grpc-go server's refusal: $(cat "$RG_TMP/gorej.json")"
@@ -308,12 +307,12 @@ for c in go js; do
 	fi
 	rg_log "grpc-$c, a long-lived stream and a refused one on one connection: $(cat "$RG_TMP/long-$c.json"), h2_goaway_resets +$(($(rg_global h2_goaway_resets) - resets0))"
 	if [ $c = go ]; then
-		rg_check "grpc-go: a long-lived stream named possibly processed by a kernel GOAWAY: UNAVAILABLE $(jget "$RG_TMP/long-$c.json" "d['seconds']") s later, reset by rowgated (grace 2 s)" \
-			[ "$(jget "$RG_TMP/long-$c.json" "(d['codes'], 1.5 <= d['seconds'] < 30)")" = "({'14': 2}, True)" ] &&
+		rg_check "grpc-go: a long-lived stream named possibly processed by a kernel GOAWAY: UNAVAILABLE $(rg_jget "$RG_TMP/long-$c.json" "d['seconds']") s later, reset by rowgated (grace 2 s)" \
+			[ "$(rg_jget "$RG_TMP/long-$c.json" "(d['codes'], 1.5 <= d['seconds'] < 30)")" = "({'14': 2}, True)" ] &&
 			[ $(($(rg_global h2_goaway_resets) - resets0)) = 1 ]
 	else
-		rg_check "grpc-js: both calls RESOURCE_EXHAUSTED at once ($(jget "$RG_TMP/long-$c.json" "d['seconds']") s)" \
-			[ "$(jget "$RG_TMP/long-$c.json" "(d['codes'], d['seconds'] < 30)")" = "({'8': 2}, True)" ]
+		rg_check "grpc-js: both calls RESOURCE_EXHAUSTED at once ($(rg_jget "$RG_TMP/long-$c.json" "d['seconds']") s)" \
+			[ "$(rg_jget "$RG_TMP/long-$c.json" "(d['codes'], d['seconds'] < 30)")" = "({'8': 2}, True)" ]
 	fi
 done
 # A message the kernel cannot read (grpc-encoding gzip) fails closed with
@@ -332,13 +331,13 @@ resets0=$(rg_global h2_goaway_resets) fc=$(rg_global h2_failclosed)
 	>"$RG_TMP/gzip.json" && rg_fail "a gzip message passed: $(cat "$RG_TMP/gzip.json")"
 gz_resets=$(($(rg_global h2_goaway_resets) - resets0))
 rg_log "grpc-go, a gzip message: $(cat "$RG_TMP/gzip.json"), h2_goaway_resets +$gz_resets"
-gz_waited() { [ "$(jget "$RG_TMP/gzip.json" "(d['codes'], 1.5 <= d['seconds'] < 20)")" = "({'14': 1}, True)" ] && [ "$gz_resets" = 1 ]; }
-gz_at_once() { [ "$(jget "$RG_TMP/gzip.json" "(d['codes'], d['seconds'] < 1.5, 'draining' in d.get('last_error', ''))")" = "({'14': 1}, True, True)" ] && [ "$gz_resets" = 0 ]; }
+gz_waited() { [ "$(rg_jget "$RG_TMP/gzip.json" "(d['codes'], 1.5 <= d['seconds'] < 20)")" = "({'14': 1}, True)" ] && [ "$gz_resets" = 1 ]; }
+gz_at_once() { [ "$(rg_jget "$RG_TMP/gzip.json" "(d['codes'], d['seconds'] < 1.5, 'draining' in d.get('last_error', ''))")" = "({'14': 1}, True, True)" ] && [ "$gz_resets" = 0 ]; }
 # counted as fail-closed (seen once at +0 right after the call, in a run
 # with another test loading the machine: looked at until it is there)
 failclosed_above() { [ "$(rg_global h2_failclosed)" -gt "$1" ]; }
 gz_failed_closed() { { gz_waited || gz_at_once; } && rg_wait_for 3 failclosed_above "$fc"; }
-rg_check "grpc-go: a gzip message fails closed, its call UNAVAILABLE $(jget "$RG_TMP/gzip.json" "d['seconds']") s later (reset after the 2 s grace, or at once if the server saw nothing of it), not at its deadline" \
+rg_check "grpc-go: a gzip message fails closed, its call UNAVAILABLE $(rg_jget "$RG_TMP/gzip.json" "d['seconds']") s later (reset after the 2 s grace, or at once if the server saw nothing of it), not at its deadline" \
 	gz_failed_closed
 rg_log "h2_failclosed +$(($(rg_global h2_failclosed) - fc)), h2_reject_closed $(rg_global h2_reject_closed)"
 # A client that connects and closes before its preface, while the server
@@ -362,4 +361,23 @@ h2_states() { bpftool -j map dump pinned "$RG_BPFFS/$1" | "$RG_PY" -c 'import js
 no_h2_state() { [ "$(h2_states h2_conns)" = 0 ] && [ "$(h2_states h2_out)" = 0 ]; }
 rg_wait_for 30 no_h2_state
 rg_check "closed HTTP/2 connections leave no HTTP/2 state ($(h2_states h2_conns) + $(h2_states h2_out) left)" no_h2_state
+
+# --egress off: nothing follows the server's side, so a refusal cannot be
+# answered on its connection (--grpc-reject keep stands down) and closes
+# it with GOAWAY; rowgated says so, and why frames over 16 KB then fail
+# closed, when it starts
+rg_stop_rowgated
+RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT" --egress off
+rg_check "--egress off on gRPC ports: rowgated warns that refusals close and large frames fail closed" \
+	grep -q "egress off: a refused gRPC message closes its connection (GOAWAY).*SETTINGS_MAX_FRAME_SIZE" "$RG_TMP/rowgated.log"
+rg_ctl limit set go_off 1 >/dev/null || rg_fail "limit set"
+"$GO_CLIENT" -target "$GT" -id off -db go_off -calls 1 -rows 100 -no-retry >"$RG_TMP/off-seed.json" 2>&1
+rg_check "go_off: the first message admitted on a full bucket" [ "$(rg_jget "$RG_TMP/off-seed.json" "d['ok']")" = 1 ]
+kept0=$(rg_global h2_reject_kept) closed0=$(rg_global h2_reject_closed) before=$(gcalls)
+"$GO_CLIENT" -target "$GT" -id off -db go_off -calls 1 -rows 10 -no-retry >"$RG_TMP/off.json" 2>&1
+rg_log "--egress off, refused: $(cat "$RG_TMP/off.json")"
+rg_check "--egress off: the refused call UNAVAILABLE, its connection closed with GOAWAY (not kept), never handled" \
+	[ "$(rg_jget "$RG_TMP/off.json" "d['codes']")" = "{'14': 1}" ] &&
+	[ "$(rg_global h2_reject_kept)" = "$kept0" ] && [ "$(rg_global h2_reject_closed)" -gt "$closed0" ] &&
+	[ "$(gcalls)" = "$before" ] && [ "$(rg_stat go_off rejected_requests)" -ge 1 ]
 rg_pass

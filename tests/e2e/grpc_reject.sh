@@ -77,7 +77,6 @@ SEED_LIMIT=1000
 for db in k_lim kg_lim; do rg_ctl limit set $db $SEED_LIMIT >/dev/null || rg_fail "limit set"; done
 for db in k_retry kg_retry; do rg_ctl limit set $db 2000 >/dev/null || rg_fail "limit set"; done
 
-jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 stat_of() { curl -sf "http://127.0.0.1:$1/stats"; }
 stored() { stat_of "$1" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['rows'].get(sys.argv[1], 0))" "$2"; }
 calls() { stat_of "$1" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['calls'])"; }
@@ -98,14 +97,14 @@ msg="Ingestion rate limit exceeded for database"
 # k_spent: limit 1 row/s, 1,000 rows of debt: refused from here on
 rg_ctl limit set k_spent 1 >/dev/null || rg_fail "limit set"
 run_one "$RG_TMP/spent.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id z -db k_spent -calls 1 -rows 1000 -no-retry
-rg_check "k_spent: 1,000 rows admitted on a full bucket" [ "$(jget "$RG_TMP/spent.json" "d['ok']")" = 1 ]
+rg_check "k_spent: 1,000 rows admitted on a full bucket" [ "$(rg_jget "$RG_TMP/spent.json" "d['ok']")" = 1 ]
 
 for srv in $SERVERS; do
 	if [ $srv = cc ]; then T=127.0.0.1:$PORT A=$ADMIN L=k_lim R=k_retry; else T=127.0.0.1:$GPORT A=$GADMIN L=kg_lim R=kg_retry; fi
 	# the seed example: 3,000 rows admitted on a full bucket, the next
 	# message refused with RESOURCE_EXHAUSTED, its handler never called
 	run_one "$RG_TMP/$srv-seed.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id s -db $L -calls 1 -rows 3000 -no-retry
-	rg_check "$srv: 3,000 rows admitted on a full bucket" [ "$(jget "$RG_TMP/$srv-seed.json" "d['ok']")" = 1 ]
+	rg_check "$srv: 3,000 rows admitted on a full bucket" [ "$(rg_jget "$RG_TMP/$srv-seed.json" "d['ok']")" = 1 ]
 	before=$(calls $A)
 	run_one "$RG_TMP/$srv-rej-go.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id r -db $L -calls 3 -rows 10 -no-retry
 	# grpc-js starts too slowly for the seed's 2 s of debt: k_spent
@@ -116,7 +115,7 @@ for srv in $SERVERS; do
 		d=$L
 		[ $c = js ] && d=k_spent
 		rg_check "$srv, grpc-$c client: 3 calls RESOURCE_EXHAUSTED, x-greptime-err-code 6001, the 429's sentence" \
-			[ "$(jget "$f" "d['codes']")" = "{'8': 3}" ] && [ "$(jget "$f" "d.get('err_code')")" = 6001 ] &&
+			[ "$(rg_jget "$f" "d['codes']")" = "{'8': 3}" ] && [ "$(rg_jget "$f" "d.get('err_code')")" = 6001 ] &&
 			grep -q "$msg '$d': rejected 10 rows" "$f"
 	done
 	rg_check "$srv: refused messages never reached the handler" [ "$(calls $A)" = "$before" ]
@@ -134,7 +133,7 @@ for srv in $SERVERS; do
 			else
 				run_one "$f" node "$JS_CLIENT" --target "$T" --id u$runs --db $R --calls $left --rows 100 --concurrency 4
 			fi
-			left=$((left - $(jget "$f" "d['ok']")))
+			left=$((left - $(rg_jget "$f" "d['ok']")))
 			runs=$((runs + 1))
 		done
 		rg_check "$srv, grpc-$c client: 30 calls OK ($runs runs of the client)" [ $left = 0 ]
@@ -155,7 +154,7 @@ while [ $left -gt 0 ] && [ $runs -lt 20 ]; do
 	f=$RG_TMP/stream-$runs.json
 	run_one "$f" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "127.0.0.1:$SPORT" -id v$runs -db k_stream \
 		-mode stream -calls $left -per-call 3 -rows 100 -concurrency 4
-	left=$((left - $(jget "$f" "d['ok']")))
+	left=$((left - $(rg_jget "$f" "d['ok']")))
 	runs=$((runs + 1))
 done
 rg_check "HandleRequests: 20 calls OK ($runs runs of the client)" [ $left = 0 ]
@@ -168,7 +167,7 @@ before=$(calls $GADMIN)
 run_one "$RG_TMP/mux.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id w \
 	-db k_free,k_spent -calls 200 -rows 10 -concurrency 8 -no-retry
 rg_check "multiplexed: 100 calls of k_free OK, 100 of k_spent RESOURCE_EXHAUSTED" \
-	[ "$(jget "$RG_TMP/mux.json" "d['ok']")" = 100 ] && [ "$(jget "$RG_TMP/mux.json" "d['codes']")" = "{'8': 100}" ]
+	[ "$(rg_jget "$RG_TMP/mux.json" "d['ok']")" = 100 ] && [ "$(rg_jget "$RG_TMP/mux.json" "d['codes']")" = "{'8': 100}" ]
 rg_check "multiplexed: 1,000 rows of k_free stored, only its 100 calls handled" \
 	[ "$(stored $GADMIN k_free)" = 1000 ] && [ "$(calls $GADMIN)" = $((before + 100)) ]
 
@@ -186,15 +185,15 @@ for srv in $SERVERS; do
 	[ $srv = cc ] || conns=$(gget conns) streams=$(gget streams)
 	run_one "$RG_TMP/$srv-many.json" timeout 600 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id x -db k_spent \
 		-calls $STREAMS -rows 5 -concurrency 16 -no-retry
-	rg_log "$srv, grpc-go client: $STREAMS refused streams in $(jget "$RG_TMP/$srv-many.json" "round(d['seconds'], 2)") s"
+	rg_log "$srv, grpc-go client: $STREAMS refused streams in $(rg_jget "$RG_TMP/$srv-many.json" "round(d['seconds'], 2)") s"
 	rg_check "$srv: $STREAMS refused streams on one connection, all RESOURCE_EXHAUSTED" \
-		[ "$(jget "$RG_TMP/$srv-many.json" "d['codes']")" = "{'8': $STREAMS}" ]
+		[ "$(rg_jget "$RG_TMP/$srv-many.json" "d['codes']")" = "{'8': $STREAMS}" ]
 	if [ "$CLIENTS" != go ]; then
 		run_one "$RG_TMP/$srv-many-js.json" timeout 600 node "$JS_CLIENT" --target "$T" --id x --db k_spent \
 			--calls $STREAMS --rows 5 --concurrency 16 --no-retry
-		rg_log "$srv, grpc-js client: $STREAMS refused streams in $(jget "$RG_TMP/$srv-many-js.json" "round(d['seconds'], 2)") s"
+		rg_log "$srv, grpc-js client: $STREAMS refused streams in $(rg_jget "$RG_TMP/$srv-many-js.json" "round(d['seconds'], 2)") s"
 		rg_check "$srv: $STREAMS refused streams of grpc-js on one connection, all RESOURCE_EXHAUSTED" \
-			[ "$(jget "$RG_TMP/$srv-many-js.json" "d['codes']")" = "{'8': $STREAMS}" ]
+			[ "$(rg_jget "$RG_TMP/$srv-many-js.json" "d['codes']")" = "{'8': $STREAMS}" ]
 	fi
 	rg_check "$srv: none of them handled" [ "$(calls $A)" = "$before" ]
 	if [ $srv = go ]; then
@@ -214,9 +213,9 @@ done
 before=$(calls $GADMIN) conns=$(gget conns)
 run_one "$RG_TMP/big.json" timeout 120 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id y -db k_spent \
 	-calls $BIG_CALLS -rows 20000 -no-retry
-rg_log "$BIG_CALLS refused 20,000-row messages in $(jget "$RG_TMP/big.json" "round(d['seconds'], 2)") s"
+rg_log "$BIG_CALLS refused 20,000-row messages in $(rg_jget "$RG_TMP/big.json" "round(d['seconds'], 2)") s"
 rg_check "$((BIG_CALLS * 46 / 100)) MB of refused messages on one connection: all $BIG_CALLS answered RESOURCE_EXHAUSTED, none handled" \
-	[ "$(jget "$RG_TMP/big.json" "d['codes']")" = "{'8': $BIG_CALLS}" ] && [ "$(calls $GADMIN)" = "$before" ] &&
+	[ "$(rg_jget "$RG_TMP/big.json" "d['codes']")" = "{'8': $BIG_CALLS}" ] && [ "$(calls $GADMIN)" = "$before" ] &&
 	[ "$(gget conns)" = $((conns + 1)) ]
 rg_check "k_spent: still 1,000 rows stored = admitted" \
 	[ "$(stored $GADMIN k_spent)" = 1000 ] && [ "$(rg_stat k_spent admitted_rows)" = 1000 ]
@@ -251,12 +250,12 @@ rg_check "grpc-go messages whose last 10 bytes come alone: RESOURCE_EXHAUSTED, r
 FB=0
 if "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null && [ -f "$GRPC_PY/greptime/v1/ingest_pb2.py" ]; then
 	stashed=$(rg_global h2_stashed) kept0=$(rg_global h2_reject_kept) early0=$(rg_global h2_reject_early)
-	tail0=$(rg_global h2_reject_short_tail)
+	tail0=$(rg_global h2_reject_short_tail) hs0=$(rg_global h2_early_head_split)
 	RG_GRPC_PY=$GRPC_PY "$RG_PY" "$RG_ROOT/tests/grpc/h2_probe.py" --port "$GPORT" --scenario fallback \
 		--db k_spent --rows 5 --gap-ms 20 >"$RG_TMP/fallback.json" 2>&1 || rg_fail "fallback: $(cat "$RG_TMP/fallback.json")"
 	rg_log "fallback: $(cat "$RG_TMP/fallback.json") h2_stashed +$(($(rg_global h2_stashed) - stashed))"
 	rg_check "a short completing frame holding the RequestHeader and a 14 KB one whose RequestHeader follows 4 KB of rows: GOAWAY ENHANCE_YOUR_CALM, counted by reason" \
-		[ "$(jget "$RG_TMP/fallback.json" "(d['short'], d['over'])")" = "(11, 11)" ] &&
+		[ "$(rg_jget "$RG_TMP/fallback.json" "(d['short'], d['over'])")" = "(11, 11)" ] &&
 		[ "$(rg_global h2_fallback_short)" = 1 ] && [ "$(rg_global h2_fallback_head_split)" = 2 ]
 	# the third GOAWAY comes after stream 5, opened after the refused
 	# stream 3, was answered: it names 5 possibly processed (a client
@@ -264,27 +263,34 @@ if "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null && [ -f "$GRPC_PY/gre
 	# and the open call 1 with it, whose body never reaches the server:
 	# rowgated resets the connection after --grpc-close-grace (2 s by
 	# default) instead of leaving both ends waiting (docs/grpc.md#h2-close)
-	rg_check "a GOAWAY after a later stream was answered names it (last stream 5), and the open call's connection is reset $(jget "$RG_TMP/fallback.json" "d['open_call']['after_s']") s after it (grace 2 s), counted" \
-		[ "$(jget "$RG_TMP/fallback.json" "(lambda o: (o['goaway'], o['last_stream'], 5 in o['answered'], o['end'], 1.5 <= o['after_s'] <= 8))(d['open_call'])")" = "(11, 5, True, 'reset', True)" ] &&
+	rg_check "a GOAWAY after a later stream was answered names it (last stream 5), and the open call's connection is reset $(rg_jget "$RG_TMP/fallback.json" "d['open_call']['after_s']") s after it (grace 2 s), counted" \
+		[ "$(rg_jget "$RG_TMP/fallback.json" "(lambda o: (o['goaway'], o['last_stream'], 5 in o['answered'], o['end'], 1.5 <= o['after_s'] <= 8))(d['open_call'])")" = "(11, 5, True, 'reset', True)" ] &&
 		[ "$(rg_global h2_goaway_resets)" -ge 1 ] && [ "$(rg_global h2_goaway_reset_failed)" = 0 ] &&
 		[ "$(rg_global h2_goaway_queued)" = $(($(rg_global h2_reject_closed) + $(rg_global h2_failclosed))) ]
 	rg_check "refusals cut after the DATA header, inside it, inside the payload, and a refused stream's later DATA cut inside its header: grpc-status 8, the connection kept (each held back once)" \
-		[ "$(jget "$RG_TMP/fallback.json" "sorted(d['kept'].values())")" = "$(python3 -c 'print([8] * 13)')" ] &&
-		[ "$(jget "$RG_TMP/fallback.json" "(d['goaway'], d['closed'])")" = "(None, False)" ] &&
+		[ "$(rg_jget "$RG_TMP/fallback.json" "sorted(d['kept'].values())")" = "$(python3 -c 'print([8] * 16)')" ] &&
+		[ "$(rg_jget "$RG_TMP/fallback.json" "(d['goaway'], d['closed'])")" = "(None, False)" ] &&
 		[ "$(rg_global h2_fallback_later_split)" = 0 ] &&
-		[ $(($(rg_global h2_reject_kept) - kept0)) = 13 ] &&
+		[ $(($(rg_global h2_reject_kept) - kept0)) = 16 ] &&
 		[ $(($(rg_global h2_stashed) - stashed)) -ge 4 ]
-	rg_check "completing frames over the 4 KB hold-back (2,000-row messages of three frames cut in the last frame's payload and inside its last 9 bytes, a one-frame 600-row message cut in its rows, and one whose header came alone, held back until its RequestHeader came): refused at the frame's header, kept (with the short tail's below: h2_reject_early +5)" \
-		[ "$(jget "$RG_TMP/fallback.json" "[d['kept'][k] for k in ('early_two_frames', 'early_trigger_cut', 'early_one_frame', 'early_after_hold')]")" = "[8, 8, 8, 8]" ] &&
-		[ $(($(rg_global h2_reject_early) - early0)) = 5 ]
+	rg_check "completing frames over the 4 KB hold-back (2,000-row messages of three frames cut in the last frame's payload and inside its last 9 bytes, a one-frame 600-row message cut in its rows, and one whose header came alone, held back until its RequestHeader came): refused at the frame's header, kept (with the short tail's and the split heads' below: h2_reject_early +8)" \
+		[ "$(rg_jget "$RG_TMP/fallback.json" "[d['kept'][k] for k in ('early_two_frames', 'early_trigger_cut', 'early_one_frame', 'early_after_hold')]")" = "[8, 8, 8, 8]" ] &&
+		[ $(($(rg_global h2_reject_early) - early0)) = 8 ]
+	# a first send over 16 KB cannot be cut and held back: ending 14 or 9
+	# bytes into the completing frame, inside the 22-byte head the refusal
+	# writes, the head's rest goes at the next send's start, or across two
+	# (docs/grpc.md#h2-early-head-split); before, these fell back to GOAWAY
+	rg_check "completing frames whose 33 KB first send ends inside the refusal's head (14 bytes in, the header alone, and the rest cut again): refused at the header, the head split across skbs, kept (h2_early_head_split +3)" \
+		[ "$(rg_jget "$RG_TMP/fallback.json" "[d['kept'][k] for k in ('early_head_split', 'early_header_only', 'early_head_three')]")" = "[8, 8, 8]" ] &&
+		[ $(($(rg_global h2_early_head_split) - hs0)) = 3 ] && [ "$(rg_global h2_fallback_head_split)" = 2 ]
 	# grpc-go cuts a DATA frame at the flow-control window: a message's
 	# last few bytes may come alone, in a frame too short to rewrite
 	# (docs/grpc.md#h2-short-tail)
 	rg_check "messages whose last DATA frame holds 10 bytes (sent with the frame before, after it, after it held back, and after one over 4 KB): refused at the frame before, kept" \
-		[ "$(jget "$RG_TMP/fallback.json" "[d['kept'][k] for k in ('short_tail', 'short_tail_later', 'short_tail_held', 'short_tail_early')]")" = "[8, 8, 8, 8]" ] &&
+		[ "$(rg_jget "$RG_TMP/fallback.json" "[d['kept'][k] for k in ('short_tail', 'short_tail_later', 'short_tail_held', 'short_tail_early')]")" = "[8, 8, 8, 8]" ] &&
 		[ $(($(rg_global h2_reject_short_tail) - tail0)) = 3 ]
 	rg_check "one answer per refused stream: a message completing in a refused stream's later DATA frame is not answered again" \
-		[ "$(jget "$RG_TMP/fallback.json" "sorted(v.count('HEADERS') for v in d['frames'].values())")" = "$(python3 -c 'print([1] * 13)')" ]
+		[ "$(rg_jget "$RG_TMP/fallback.json" "sorted(v.count('HEADERS') for v in d['frames'].values())")" = "$(python3 -c 'print([1] * 16)')" ]
 	# two refused calls on one connection, its bytes cut once at every
 	# offset from 3 on (2 bytes do not tell h2c from HTTP/1): each refusal
 	# kept, whatever frame the cut falls in
@@ -293,9 +299,20 @@ if "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null && [ -f "$GRPC_PY/gre
 		--from 3 --want 8 --rows 5 --db k_spent --catalog greptime --schema k_spent >"$RG_TMP/splits.json" 2>&1 ||
 		rg_fail "split: $(cat "$RG_TMP/splits.json")"
 	rg_log "refused splits: $(cat "$RG_TMP/splits.json") h2_stashed +$(($(rg_global h2_stashed) - stashed))"
-	rg_check "two refused calls cut at every offset: both answered grpc-status 8 on every connection ($(jget "$RG_TMP/splits.json" "d['cuts']") cuts), frames held back" \
-		[ "$(jget "$RG_TMP/splits.json" "d['ok'] == d['cuts'] > 100")" = True ] &&
+	rg_check "two refused calls cut at every offset: both answered grpc-status 8 on every connection ($(rg_jget "$RG_TMP/splits.json" "d['cuts']") cuts), frames held back" \
+		[ "$(rg_jget "$RG_TMP/splits.json" "d['ok'] == d['cuts'] > 100")" = True ] &&
 		[ "$(rg_global h2_stashed)" -gt "$stashed" ]
+	# DATA a client had queued on a refused stream goes on after the
+	# answer reached it; the server never sees it, so the kernel gives its
+	# window back, or the client's connection window shrinks by it for
+	# good (8 grpc-go streams in flight stalled so in e2e/grpc_segments)
+	gb0=$(rg_global h2_give_backs)
+	RG_GRPC_PY=$GRPC_PY "$RG_PY" "$RG_ROOT/tests/grpc/h2_probe.py" --port "$GPORT" --scenario late \
+		--db k_spent --free-db k_free --rows 5 >"$RG_TMP/late.json" 2>&1 || rg_fail "late: $(cat "$RG_TMP/late.json")"
+	rg_log "late DATA: $(cat "$RG_TMP/late.json")"
+	rg_check "48,000 bytes of DATA sent on a refused stream after its answer: their window given back, the connection's next call answered" \
+		[ "$(rg_jget "$RG_TMP/late.json" "(d['refused_status'], d['credited'], d['admitted_status'][-1], d['goaway'])")" = "(['8'], True, '0', None)" ] &&
+		[ $(($(rg_global h2_give_backs) - gb0)) -ge 1 ]
 	FB=3
 else
 	rg_log "no python3-hpack here: the fallback probe does not run"

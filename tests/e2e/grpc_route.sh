@@ -34,7 +34,6 @@ rg_start_grpc_go_server
 rg_mount_bpffs
 RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT"
 
-jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 # is GOT WANT WHAT: equal, or say what differs
 is() { [ "$1" = "$2" ] || { rg_log "  $3: got '$1', want '$2'"; return 1; }; }
 sget() { curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
@@ -61,16 +60,16 @@ for c in $CLIENTS; do
 	rg_check "grpc-$c: one connection for all its calls" \
 		is "$(rg_global conns_tracked)" $((before_conns + 1)) conns_tracked
 	rg_check "grpc-$c: $n Health/Check calls answered SERVING, $n Other/Handle calls answered" \
-		eval 'is "$(jget "$out" "d['"'health_ok'"']")" $n health_ok &&
-		      is "$(jget "$out" "d['"'other_ok'"']")" $n other_ok &&
-		      is "$(jget "$out" "d['"'other_failed'"']")" 0 other_failed'
+		eval 'is "$(rg_jget "$out" "d['"'health_ok'"']")" $n health_ok &&
+		      is "$(rg_jget "$out" "d['"'other_ok'"']")" $n other_ok &&
+		      is "$(rg_jget "$out" "d['"'other_failed'"']")" 0 other_failed'
 	rg_check "grpc-$c: Other/Handle stored $((n * ROWS)) rows for $db, in debt, uncharged" \
 		eval 'is "$(sget "d['"'other_rows'"']")" $((other_rows + n * ROWS)) "server other_rows" &&
 		      is "$(sget "d['"'other_calls'"']")" $((other_calls + n)) "server other_calls" &&
-		      is "$(jget "$out" "d['"'other_rows_acked'"']")" $((n * ROWS)) "client other_rows_acked"'
+		      is "$(rg_jget "$out" "d['"'other_rows_acked'"']")" $((n * ROWS)) "client other_rows_acked"'
 	rg_check "grpc-$c: GreptimeDatabase: 1 call admitted, $((CALLS - 1)) RESOURCE_EXHAUSTED" \
-		eval 'is "$(jget "$out" "d['"'ok'"']")" 1 ok &&
-		      is "$(jget "$out" "d['"'codes'"']")" "{'"'8'"': $((CALLS - 1))}" codes'
+		eval 'is "$(rg_jget "$out" "d['"'ok'"']")" 1 ok &&
+		      is "$(rg_jget "$out" "d['"'codes'"']")" "{'"'8'"': $((CALLS - 1))}" codes'
 	rg_check "grpc-$c: $db stored = admitted = $ROWS rows, $((CALLS - 1)) messages refused" \
 		eval 'is "$(sget "d['"'rows'"'].get('"'$db'"', 0)")" $ROWS stored &&
 		      is "$(rg_stat $db admitted_rows)" $ROWS admitted_rows &&

@@ -41,7 +41,6 @@ rg_wait_for 20 in_ns curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-
 
 rg_mount_bpffs
 RG_PORT=$GPORT rg_start_rowgated --grpc-compressed debt
-jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 sget() { in_ns curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 # a full bucket of 1 row/s takes the first message, then refuses
@@ -53,7 +52,7 @@ ROWS=${SEG_ROWS:-20200} CALLS=20
 [ "${VMTEST:-0}" != 1 ] || CALLS=5
 in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id s -db seg_spent -calls 1 -rows 10 -no-retry \
 	>"$RG_TMP/seed.json" 2>&1
-rg_check "seg_spent: the first message admitted" [ "$(jget "$RG_TMP/seed.json" "d['ok']")" = 1 ]
+rg_check "seg_spent: the first message admitted" [ "$(rg_jget "$RG_TMP/seed.json" "d['ok']")" = 1 ]
 
 conns0=$(rg_global conns_tracked) early0=$(rg_global h2_reject_early) calls0=$(sget "d['calls']")
 in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id r -db seg_spent -calls "$CALLS" -rows "$ROWS" -no-retry \
@@ -61,7 +60,7 @@ in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id r -db seg_spent -calls "$CALLS
 rg_log "refused: $(cat "$RG_TMP/refused.json")"
 rg_log "h2_reject_kept=$(rg_global h2_reject_kept) h2_reject_early=$(rg_global h2_reject_early) h2_stashed=$(rg_global h2_stashed) h2_reject_fallback=$(rg_global h2_reject_fallback) h2_fallback_head_split=$(rg_global h2_fallback_head_split)"
 rg_check "$CALLS refused $ROWS-row messages in MSS-sized segments: code 8 with the 429's sentence, one connection" \
-	[ "$(jget "$RG_TMP/refused.json" "d['codes']")" = "{'8': $CALLS}" ] &&
+	[ "$(rg_jget "$RG_TMP/refused.json" "d['codes']")" = "{'8': $CALLS}" ] &&
 	grep -q "Ingestion rate limit exceeded for database 'seg_spent': rejected $ROWS rows" "$RG_TMP/refused.json" &&
 	[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ]
 rg_check "each refused at its last frame's header: no GOAWAY, no fallback, no handler call" \
@@ -86,7 +85,7 @@ if [ "$WIDE" = 1 ]; then
 	rg_ctl limit set seg_wide 1 >/dev/null || rg_fail "limit set"
 	in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id ws -db seg_wide -calls 1 -rows "$ROWS" -no-retry \
 		>"$RG_TMP/wide-seed.json" 2>&1
-	rg_check "seg_wide: the first message admitted" [ "$(jget "$RG_TMP/wide-seed.json" "d['ok']")" = 1 ]
+	rg_check "seg_wide: the first message admitted" [ "$(rg_jget "$RG_TMP/wide-seed.json" "d['ok']")" = 1 ]
 fi
 for mode in $([ "$WIDE" = 1 ] && echo stream unary); do
 	conns0=$(rg_global conns_tracked) calls0=$(sget "d['calls']")
@@ -94,7 +93,7 @@ for mode in $([ "$WIDE" = 1 ] && echo stream unary); do
 		-concurrency 8 -calls $((CALLS * 2)) -rows "$ROWS" -no-retry >"$RG_TMP/wide-$mode.json" 2>&1
 	rg_log "8 in flight, $mode: $(cat "$RG_TMP/wide-$mode.json") $(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; g=json.load(sys.stdin)["global"]; print({k: v for k, v in g.items() if v and (k.startswith("h2") or "intern" in k or "fail" in k)})')"
 	rg_check "8 refused $mode calls in flight, interleaved in the segments: all code 8, one connection, no fallback, no handler call" \
-		[ "$(jget "$RG_TMP/wide-$mode.json" "d['codes']")" = "{'8': $((CALLS * 2))}" ] &&
+		[ "$(rg_jget "$RG_TMP/wide-$mode.json" "d['codes']")" = "{'8': $((CALLS * 2))}" ] &&
 		[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ] &&
 		[ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$(sget "d['calls']")" = "$calls0" ]
 done
@@ -113,7 +112,7 @@ in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id gz -db seg_gz -gzip -calls $((
 	-call-gap $GAP -no-retry >"$RG_TMP/gz.json" 2>&1
 rg_log "gzip, $((CALLS + 1)) calls, $GAP apart: $(cat "$RG_TMP/gz.json") h2_reject_early +$(($(rg_global h2_reject_early) - early0)) h2_stashed=$(rg_global h2_stashed) h2_reject_fallback=$(rg_global h2_reject_fallback)"
 rg_check "compressed: the first call stored, the $CALLS next refused with code 8 on one connection, no fallback, never handled" \
-	[ "$(jget "$RG_TMP/gz.json" "(d['ok'], d['codes'])")" = "(1, {'8': $CALLS})" ] &&
+	[ "$(rg_jget "$RG_TMP/gz.json" "(d['ok'], d['codes'])")" = "(1, {'8': $CALLS})" ] &&
 	[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ] &&
 	[ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
 	[ $(($(sget "d['calls']") - calls0)) = 1 ]
@@ -130,7 +129,7 @@ rg_check "compressed: seg_gz charged its stored $ROWS rows, $CALLS refused reque
 in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id a -db seg_big -calls "$CALLS" -rows "$ROWS" -no-retry \
 	>"$RG_TMP/admitted.json" 2>&1
 rg_check "seg_big: $CALLS admitted $ROWS-row messages stored, rows stored = rows admitted" \
-	[ "$(jget "$RG_TMP/admitted.json" "d['ok']")" = "$CALLS" ] &&
+	[ "$(rg_jget "$RG_TMP/admitted.json" "d['ok']")" = "$CALLS" ] &&
 	[ "$(sget "d['rows'].get('seg_big', 0)")" = $((CALLS * ROWS)) ] &&
 	[ "$(rg_stat seg_big admitted_rows)" = $((CALLS * ROWS)) ]
 # A refusal that falls back to GOAWAY (its RequestHeader after 4 KB of
@@ -150,8 +149,8 @@ if "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null && [ -f "$GRPC_PY/gre
 		--scenario open_call --db seg_oc --gap-ms 300 >"$RG_TMP/open_call.json" 2>&1 ||
 		rg_fail "open_call: $(cat "$RG_TMP/open_call.json")"
 	rg_log "open call: $(cat "$RG_TMP/open_call.json")"
-	rg_check "a GOAWAY naming a later stream answered and an open call (last stream 5), the server in another network namespace: reset $(jget "$RG_TMP/open_call.json" "d['after_s']") s after it (grace 2 s)" \
-		[ "$(jget "$RG_TMP/open_call.json" "(d['goaway'], d['last_stream'], 5 in d['answered'], d['end'], 1.5 <= d['after_s'] <= 8)")" = "(11, 5, True, 'reset', True)" ] &&
+	rg_check "a GOAWAY naming a later stream answered and an open call (last stream 5), the server in another network namespace: reset $(rg_jget "$RG_TMP/open_call.json" "d['after_s']") s after it (grace 2 s)" \
+		[ "$(rg_jget "$RG_TMP/open_call.json" "(d['goaway'], d['last_stream'], 5 in d['answered'], d['end'], 1.5 <= d['after_s'] <= 8)")" = "(11, 5, True, 'reset', True)" ] &&
 		[ "$(rg_global h2_goaway_resets)" = 1 ] && [ "$(rg_global h2_goaway_reset_failed)" = 0 ]
 else
 	rg_log "no python3-hpack or python3-protobuf here: the open-call probe does not run"

@@ -12,9 +12,9 @@
 # prior knowledge, Huffman) and a raw HPACK literal (python-hpack).  A
 # GreptimeDatabase write on its own connection is still charged and stored.
 # With --grpc-uncounted pass the same calls reach the server and are
-# answered, uncharged, counted as unrouted streams.  OTLP exports are counted
-# by default (e2e/grpc_otlp); here --grpc-otlp refuse puts them back among
-# these methods.
+# answered, uncharged, counted as unrouted streams.  OTLP exports and DoPut
+# are counted by default (e2e/grpc_otlp, e2e/grpc_flight); here --grpc-otlp
+# refuse and --grpc-flight refuse put them back among these methods.
 RG_PROFILE=greptimedb
 source "$(dirname "$0")/lib.sh"
 rg_require_root
@@ -37,7 +37,6 @@ CALLS=3 ROWS=50 DB=uc_db
 rg_make_cgroup
 rg_start_grpc_go_server
 
-jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 # is GOT WANT WHAT: equal, or say what differs
 is() { [ "$1" = "$2" ] || { rg_log "  $3: got '$1', want '$2'"; return 1; }; }
 sget() { curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
@@ -54,7 +53,7 @@ go_calls() { # go_calls PATH OUT: CALLS unary calls of PATH, one connection
 }
 
 rg_mount_bpffs
-RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT" --grpc-otlp refuse
+RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT" --grpc-otlp refuse --grpc-flight refuse
 rg_ctl limit set $DB 1 >/dev/null || rg_fail "limit set"
 
 # --- refuse (the default) -------------------------------------------------
@@ -66,11 +65,11 @@ for m in $METHODS; do
 	go_calls "$m" "$out"
 	rg_log "grpc-go $m: $(cat "$out")"
 	rg_check "grpc-go $m: $CALLS calls, none answered by the server" \
-		eval 'is "$(jget "$out" "d['"'ok'"']")" 0 ok &&
-		      is "$(jget "$out" "d['"'failed'"']")" $CALLS failed &&
+		eval 'is "$(rg_jget "$out" "d['"'ok'"']")" 0 ok &&
+		      is "$(rg_jget "$out" "d['"'failed'"']")" $CALLS failed &&
 		      is "$(sget "d['"'uncounted_calls'"']")" "$calls" "server uncounted_calls"'
 	rg_check "grpc-go $m: every call failed UNAVAILABLE (the GOAWAY), none RESOURCE_EXHAUSTED" \
-		is "$(jget "$out" "list(d['codes'].keys())")" "['14']" codes
+		is "$(rg_jget "$out" "list(d['codes'].keys())")" "['14']" codes
 	rc=0
 	curl_call "$m" || rc=$?
 	rg_log "curl $m: exit $rc, $(tr -d '\r' <"$RG_TMP/curl.err" | head -c 300)"
@@ -82,17 +81,18 @@ for m in $METHODS; do
 		rg_fail "h2_probe: $(cat "$out")"
 	rg_log "raw literal $m: $(cat "$out")"
 	rg_check "raw literal $m: GOAWAY PROTOCOL_ERROR, last stream 0, saying why" \
-		eval 'is "$(jget "$out" "d['"'goaway'"']['"'code'"']")" 1 code &&
-		      is "$(jget "$out" "d['"'goaway'"']['"'last'"']")" 0 last &&
-		      jget "$out" "d['"'goaway'"']['"'debug'"']" | grep -q -- "--grpc-uncounted"'
+		eval 'is "$(rg_jget "$out" "d['"'goaway'"']['"'code'"']")" 1 code &&
+		      is "$(rg_jget "$out" "d['"'goaway'"']['"'last'"']")" 0 last &&
+		      rg_jget "$out" "d['"'goaway'"']['"'debug'"']" | grep -q -- "--grpc-uncounted"'
 done
 # each call once, or twice where the client retried a stream the GOAWAY
 # names unprocessed (grpc-go's transparent retry, curl's on REFUSED_STREAM)
 rg_check "h2_streams_uncounted counts every refused call" \
 	eval '[ "$(rg_global h2_streams_uncounted)" -ge $((3 * (CALLS + 2))) ] &&
 	      [ "$(rg_global h2_streams_uncounted)" -le $((3 * (2 * CALLS + 3))) ]'
-rg_check "h2_failclosed counts their connections too" \
-	eval '[ "$(rg_global h2_failclosed)" -ge "$(rg_global h2_streams_uncounted)" ]'
+rg_check "h2_failclosed counts their connections too, h2_failclosed_err says why (9: RG_H2_ERR_UNCOUNTED)" \
+	eval '[ "$(rg_global h2_failclosed)" -ge "$(rg_global h2_streams_uncounted)" ] &&
+	      [ "$(rg_global h2_failclosed_err)" = 9 ]'
 rg_check "nothing charged to $DB" is "$(rg_stat $DB admitted_rows)" 0 admitted_rows
 
 # a GreptimeDatabase write beside them is followed as before
@@ -105,7 +105,7 @@ rg_check "GreptimeDatabase/Handle: admitted, stored = charged = $ROWS rows" \
 
 # --- pass -------------------------------------------------------------------
 rg_stop_rowgated
-RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT" --grpc-otlp refuse --grpc-uncounted pass
+RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT" --grpc-otlp refuse --grpc-flight refuse --grpc-uncounted pass
 rg_ctl limit set $DB 1 >/dev/null || rg_fail "limit set"
 unrouted=$(rg_global h2_streams_unrouted)
 before=$(rg_global h2_streams_uncounted)
@@ -118,7 +118,7 @@ for m in $METHODS; do
 	out=$RG_TMP/go_pass_$i.json
 	go_calls "$m" "$out" || rg_fail "grpc-go $m with pass: $(cat "$out")"
 	rg_check "pass: grpc-go $m: $CALLS calls answered, $((CALLS * ROWS)) rows stored" \
-		eval 'is "$(jget "$out" "d['"'ok'"']")" $CALLS ok &&
+		eval 'is "$(rg_jget "$out" "d['"'ok'"']")" $CALLS ok &&
 		      is "$(sget "d['"'uncounted_calls'"']")" $((calls + CALLS)) "server uncounted_calls" &&
 		      is "$(sget "d['"'uncounted_rows'"']")" $((rows + CALLS * ROWS)) "server uncounted_rows"'
 	curl_call "$m" || rg_fail "pass: curl $m: $(cat "$RG_TMP/curl.err")"
@@ -128,8 +128,8 @@ for m in $METHODS; do
 	"$RG_PY" "$PROBE" --port "$GPORT" --scenario uncounted --path "$m" >"$out" 2>&1 ||
 		rg_fail "h2_probe: $(cat "$out")"
 	rg_check "pass: raw literal $m: answered grpc-status 0, no GOAWAY" \
-		eval 'is "$(jget "$out" "d['"'grpc_status'"']")" 0 grpc_status &&
-		      is "$(jget "$out" "d['"'goaway'"']")" None goaway'
+		eval 'is "$(rg_jget "$out" "d['"'grpc_status'"']")" 0 grpc_status &&
+		      is "$(rg_jget "$out" "d['"'goaway'"']")" None goaway'
 done
 rg_check "pass: every call an unrouted stream, none refused" \
 	eval 'is "$(rg_global h2_streams_unrouted)" $((unrouted + 3 * (CALLS + 2))) h2_streams_unrouted &&

@@ -239,6 +239,15 @@ rg_setup() {
 rg_stat() { rg_ctl --json stats "$1" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['databases'][0]['$2'])"; }
 # A host-wide counter: rg_global NAME
 rg_global() { rg_ctl --json stats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['global']['$1'])"; }
+# A Python expression over the JSON object d in FILE: rg_jget FILE EXPR
+rg_jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+# Whether got is want, logging both when not: rg_is GOT WANT WHAT
+rg_is() { [ "$1" = "$2" ] || { rg_log "  $3: got '$1', want '$2'"; return 1; }; }
+# Wait until DB's admitted rows are ROWS: rg_wait_charged DB ROWS
+rg_wait_charged() {
+	rg_wait_for 10 eval "[ \"\$(rg_stat $1 admitted_rows)\" = $2 ]" ||
+		{ rg_log "  $1: admitted_rows $(rg_stat "$1" admitted_rows), want $2"; return 1; }
+}
 
 # Wait until every body of DB that rowgated was sent is counted (or
 # counted lost): rg_settle DB

@@ -59,7 +59,7 @@ GLOBAL = {"conns_tracked": "connections_tracked_total",
           "adopt_sync_ns_total": "adopt_sync_ns_total", "adopt_sync_ns_max": "adopt_sync_ns_max",
           "copies_held": "copies_held", "copy_bytes_held": "copy_bytes_held",
           "copy_bytes_held_max": "copy_bytes_held_max", "copy_memory_bytes": "copy_memory_bytes",
-          "h2_goaway_pending": "h2_goaway_pending"}
+          "h2_goaway_pending": "h2_goaway_pending", "h2_failclosed_err": "h2_failclosed_err"}
 PROTO = {"lag_ns_total": "protocol_reconcile_lag_ns_total"}
 MOVING = {"tokens", "debt_rows"}  # refilled between two reads
 # Shown by the stats but not by /metrics, on purpose: derived figures

@@ -13,10 +13,10 @@ const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const loader = require('@grpc/proto-loader');
 
-function usage(msg) {
-	if (msg)
-		console.error(`client.js: ${msg}`);
-	console.error(`usage: client.js --target HOST:PORT --db DB [options]
+const opt = { mode: 'unary', calls: 10, perCall: 3, rows: 10, id: 'js',
+	      concurrency: 1, retry: true, columnar: false, other: 0, gapMs: 0, staggerMs: 0 };
+const usage = require('./args').parseArgs('client.js',
+	`usage: client.js --target HOST:PORT --db DB [options]
   --mode unary|stream   Handle per message, or HandleRequests (default unary)
   --calls N             calls to make (default 10)
   --per-call N          messages per HandleRequests call (default 3)
@@ -29,35 +29,14 @@ function usage(msg) {
   --other N             Health/Check and Other/Handle calls after each call (default 0)
   --gap-ms N            pause between a HandleRequests call's messages (default 0)
   --stagger-ms N        start worker i of --concurrency i times N ms late (default 0)
---db A,B,... takes the databases in turn, message by message.`);
-	process.exit(2);
-}
-
-const opt = { mode: 'unary', calls: 10, perCall: 3, rows: 10, id: 'js',
-	      concurrency: 1, retry: true, columnar: false, other: 0, gapMs: 0, staggerMs: 0 };
-const argv = process.argv.slice(2);
-for (let i = 0; i < argv.length; i++) {
-	const a = argv[i], v = () => { if (i + 1 >= argv.length) usage(`${a} wants a value`); return argv[++i]; };
-	const n = () => { const s = v(); if (!/^\d+$/.test(s)) usage(`${a} wants a number, got '${s}'`); return Number(s); };
-	switch (a) {
-	case '--target': opt.target = v(); break;
-	case '--db': opt.db = v(); break;
-	case '--mode': opt.mode = v(); break;
-	case '--calls': opt.calls = n(); break;
-	case '--per-call': opt.perCall = n(); break;
-	case '--rows': opt.rows = n(); break;
-	case '--id': opt.id = v(); break;
-	case '--concurrency': opt.concurrency = n(); break;
-	case '--columnar': opt.columnar = true; break;
-	case '--no-retry': opt.retry = false; break;
-	case '--gzip': opt.gzip = true; break;
-	case '--other': opt.other = n(); break;
-	case '--gap-ms': opt.gapMs = n(); break;
-	case '--stagger-ms': opt.staggerMs = n(); break;
-	case '-h': case '--help': usage(); break;
-	default: usage(`unknown option '${a}'`);
-	}
-}
+--db A,B,... takes the databases in turn, message by message.`, {
+	'--target': ['target', 'value'], '--db': ['db', 'value'], '--mode': ['mode', 'value'],
+	'--calls': ['calls', 'number'], '--per-call': ['perCall', 'number'],
+	'--rows': ['rows', 'number'], '--id': ['id', 'value'],
+	'--concurrency': ['concurrency', 'number'], '--columnar': ['columnar', true],
+	'--no-retry': ['retry', false], '--gzip': ['gzip', true], '--other': ['other', 'number'],
+	'--gap-ms': ['gapMs', 'number'], '--stagger-ms': ['staggerMs', 'number'],
+}, opt);
 if (!opt.target || !opt.db)
 	usage('--target and --db are required');
 if (opt.mode !== 'unary' && opt.mode !== 'stream')

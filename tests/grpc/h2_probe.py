@@ -26,13 +26,19 @@ scenarios: mix (rejected and admitted calls interleaved on one connection),
            close with GOAWAY; on one connection, calls cut after the DATA
            header, inside it, inside the payload, a refused stream's later
            DATA cut inside its header, frames over 4 KB cut in many ways,
-           and messages whose last DATA frame holds 10 bytes are kept:
+           messages whose last DATA frame holds 10 bytes, and frames
+           whose first send, over 16 KB, ends inside the refusal's head
+           are kept:
            grpc-status 8, the connection open),
            open_call (a refusal that falls back to GOAWAY while an earlier
            call's body is unfinished and a later call was answered: the
            GOAWAY's last stream, how and when the connection ends),
            uncounted (one call of --path, its :path a raw literal: the
-           GOAWAY that refuses it, or its grpc-status).
+           GOAWAY that refuses it, or its grpc-status),
+           late (a call of --db refused and answered, then 48,000 bytes
+           more DATA on its stream, as a client sends what it had queued
+           before the answer reached it: the connection WINDOW_UPDATEs
+           that give those bytes back, then an admitted call of --free-db).
 """
 import argparse
 import json
@@ -346,6 +352,28 @@ def scenario_window(c, a):
             "client_conn_window_left": 65535 + c.conn_window_updates - sent}
 
 
+def scenario_late(c, a):
+    """DATA a client sends on a refused stream after its answer: the server
+    never sees it, so only the kernel can give its window back."""
+    m = message(a.db, a.rows, "late")
+    c.send(c.headers_frame(1, a.port) + frame(DATA, 0, 1, m))
+    c.wait(lambda: c.streams.get(1, {}).get("done"), 10)
+    status = [h.get("grpc-status") for h in c.streams.get(1, {}).get("headers", [])]
+    credit0, late = c.conn_window_updates, 0
+    for k in range(3):
+        chunk = 16000
+        c.send(frame(DATA, END_STREAM if k == 2 else 0, 1, b"\0" * chunk))
+        late += chunk
+    credited = c.wait(lambda: c.conn_window_updates - credit0 >= late, 10)
+    m = message(a.free_db, a.rows, "late_free")
+    c.send(c.headers_frame(3, a.port) + frame(DATA, END_STREAM, 3, m))
+    c.wait(lambda: c.streams.get(3, {}).get("done"), 10)
+    return {"refused_status": status, "late_bytes": late,
+            "late_credit": c.conn_window_updates - credit0, "credited": credited,
+            "admitted_status": [h.get("grpc-status")
+                                for h in c.streams.get(3, {}).get("headers", [])]}
+
+
 def scenario_split(a):
     """Every offset: preface, SETTINGS, a unary call on stream 1 (dbname
     --db) and one on stream 3 (catalog/schema --catalog/--schema), cut
@@ -644,7 +672,13 @@ def scenario_fallback(a):
     kept["short_tail_later"] = short_tail(23, a.rows)
     kept["short_tail_held"] = short_tail(25, a.rows, cut_in_payload=30)
     kept["short_tail_early"] = short_tail(27, 600, cut_in_payload=400)
-    kept["whole_after"] = call(29, None)
+    # the first send over 16 KB, so it cannot be cut and held back, and
+    # ending inside the 22-byte head the refusal writes: the head's rest
+    # goes at the next send's start (docs/grpc.md#h2-early-head-split)
+    kept["early_head_split"] = big(29, 2000, cut_in_payload=5)
+    kept["early_header_only"] = big(31, 2000, cut_in_payload=0)
+    kept["early_head_three"] = big(33, 2000, cut_in_payload=0, then=4)
+    kept["whole_after"] = call(35, None)
     out["kept"] = kept
     out["frames"] = {k: v["frames"] for k, v in c.streams.items()}
     out["goaway"] = c.goaway
@@ -656,7 +690,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, required=True, help="server's gRPC port")
     ap.add_argument("--scenario",
-                    choices=("mix", "window", "split", "fallback", "open_call", "uncounted"),
+                    choices=("mix", "window", "split", "fallback", "open_call", "uncounted",
+                             "late"),
                     required=True)
     ap.add_argument("--path", default="/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
                     help="uncounted: the method path called")
@@ -669,9 +704,9 @@ def main():
     ap.add_argument("--client-rst", action="store_true",
                     help="send the client's RST_STREAM after each trigger answer")
     ap.add_argument("--db", default="split_a",
-                    help="split: dbname of stream 1; fallback: a database refused now")
+                    help="split: dbname of stream 1; fallback, late: a database refused now")
     ap.add_argument("--free-db", default="probe_free",
-                    help="open_call: a database without a limit (default probe_free)")
+                    help="open_call, late: a database without a limit (default probe_free)")
     ap.add_argument("--catalog", default="Acme", help="split: catalog of stream 3")
     ap.add_argument("--schema", default="Split_B", help="split: schema of stream 3")
     ap.add_argument("--from", dest="split_from", type=int, default=1,
@@ -698,7 +733,7 @@ def main():
         sys.exit("h2_probe: no SETTINGS ACK from the server")
     base = c.settings_acks
     c.settings_acks = 0
-    r = scenario_mix(c, a) if a.scenario == "mix" else scenario_window(c, a)
+    r = {"mix": scenario_mix, "window": scenario_window, "late": scenario_late}[a.scenario](c, a)
     r.update({"goaway": c.goaway, "closed": c.closed,
               "server_max_concurrent_streams": c.server_settings.get(3),
               "handshake_acks": base})

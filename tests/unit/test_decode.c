@@ -98,6 +98,7 @@ static void test_protocol_names(void)
 		{ "loki", RG_PAYLOAD_LOKI },           { "loki-proto", RG_PAYLOAD_LOKI_PROTO },
 		{ "loki-json", RG_PAYLOAD_LOKI_JSON }, { "es-bulk", RG_PAYLOAD_ES_BULK },
 		{ "ndjson", RG_PAYLOAD_NDJSON },       { "opentsdb", RG_PAYLOAD_OPENTSDB },
+		{ "arrow-flight", RG_PAYLOAD_ARROW_FLIGHT },
 		{ "nope", RG_PAYLOAD_INVALID },        { "", RG_PAYLOAD_INVALID },
 	};
 	size_t i;
@@ -1725,6 +1726,124 @@ static void test_json_rules(void)
 
 /* ------------------------------------------------------------ fixture files */
 
+/*
+ * An Arrow IPC Message flatbuffer as Arrow writers lay it out: the root
+ * offset, the Message's vtable and table { version, header_type, header,
+ * bodyLength }, the RecordBatch's vtable and table { length }.  Returns its
+ * length; *rb_at: where the RecordBatch table starts.
+ */
+static size_t arrow_msg(uint8_t *b, uint8_t header_type, uint64_t rows, uint64_t body_len)
+{
+	/* root 0-3, vtable 4-15, table 16-35, vtable 36-41 (+2), table 44-55 */
+	static const uint8_t tmpl[56] = {
+		16, 0, 0, 0,				    /* root: the Message at 16 */
+		12, 0, 20, 0, 4, 0, 6, 0, 8, 0, 12, 0,	    /* vtable: 4 fields */
+		12, 0, 0, 0,				    /* soffset 16 - 4 */
+		5, 0, 0, 0,				    /* version V5, header_type */
+		20, 0, 0, 0,				    /* header: 24 + 20 = 44 */
+		0, 0, 0, 0, 0, 0, 0, 0,			    /* bodyLength */
+		6, 0, 12, 0, 4, 0, 0, 0,		    /* vtable: length */
+		8, 0, 0, 0,				    /* soffset 44 - 36 */
+		0, 0, 0, 0, 0, 0, 0, 0,			    /* length */
+	};
+	int i;
+
+	memcpy(b, tmpl, sizeof(tmpl));
+	b[22] = header_type;
+	for (i = 0; i < 8; i++) {
+		b[28 + i] = (uint8_t)(body_len >> (8 * i));
+		b[48 + i] = (uint8_t)(rows >> (8 * i));
+	}
+	return sizeof(tmpl);
+}
+
+/* FlightData { data_header = 2; data_body = 1000 } around them. */
+static size_t flight_data(uint8_t *out, const uint8_t *hdr, size_t hdr_len, size_t body_len)
+{
+	size_t n = 0;
+
+	out[n++] = 0x12;
+	out[n++] = (uint8_t)hdr_len; /* under 128 here */
+	memcpy(out + n, hdr, hdr_len);
+	n += hdr_len;
+	out[n++] = 0xc2; /* field 1000, length-delimited: varint 8002 */
+	out[n++] = 0x3e;
+	out[n++] = (uint8_t)body_len;
+	memset(out + n, 0xab, body_len);
+	return n + body_len;
+}
+
+/* The error class of counting a FlightData (RG_COUNT_OK: counted). */
+static int flight_err(const uint8_t *fd, size_t n)
+{
+	struct rg_row_counts c;
+
+	if (rg_count_payload(RG_PAYLOAD_ARROW_FLIGHT, NULL, NULL, fd, n, NULL, &c) &&
+	    c.err == RG_COUNT_OK)
+		return RG_COUNT_E__COUNT; /* failed without a class */
+	return c.err;
+}
+
+/* DoPut FlightData: a RecordBatch's length counts, a Schema's nothing; a
+ * header that lies outside its bytes or a body shorter than the message
+ * says is malformed (the estimate stands), at every cut. */
+static void test_arrow_flight(void)
+{
+	uint8_t hdr[64], fd[256];
+	struct rg_row_counts c;
+	size_t hn, n, cut;
+
+	hn = arrow_msg(hdr, 3, 1234, 64);
+	n = flight_data(fd, hdr, hn, 64);
+	CHECK_EQ_U64(count(RG_PAYLOAD_ARROW_FLIGHT, NULL, NULL, fd, n, &c), 1234,
+		     "a RecordBatch of 1234 rows");
+	CHECK_EQ_U64(c.default_rows, 1234, "in the request's database");
+	n = flight_data(fd, hdr, hn, 100);
+	CHECK_EQ_U64(count(RG_PAYLOAD_ARROW_FLIGHT, NULL, NULL, fd, n, NULL), 1234,
+		     "a longer body: counted");
+	n = flight_data(fd, hdr, hn, 63);
+	CHECK(flight_err(fd, n) == RG_COUNT_E_MALFORMED,
+	      "a body shorter than bodyLength: malformed");
+	hn = arrow_msg(hdr, 1, 1234, 0);
+	n = flight_data(fd, hdr, hn, 0);
+	CHECK_EQ_U64(count(RG_PAYLOAD_ARROW_FLIGHT, NULL, NULL, fd, n, NULL), 0,
+		     "a Schema message: no rows");
+	hn = arrow_msg(hdr, 3, 0, 0);
+	n = flight_data(fd, hdr, hn, 0);
+	CHECK_EQ_U64(count(RG_PAYLOAD_ARROW_FLIGHT, NULL, NULL, fd, n, NULL), 0,
+		     "an empty RecordBatch");
+	hn = arrow_msg(hdr, 3, 1ULL << 63, 0);
+	n = flight_data(fd, hdr, hn, 0);
+	CHECK(flight_err(fd, n) == RG_COUNT_E_MALFORMED,
+	      "a negative length: malformed");
+	/* every cut of the header leaves the RecordBatch outside it */
+	hn = arrow_msg(hdr, 3, 77, 8);
+	for (cut = 0; cut < hn; cut++) {
+		n = flight_data(fd, hdr, cut, 8);
+		CHECK(flight_err(fd, n) == RG_COUNT_E_MALFORMED,
+		      "data_header cut at %zu: malformed", cut);
+	}
+	/* offsets that point out: the vtable, the header */
+	hn = arrow_msg(hdr, 3, 77, 8);
+	hdr[16] = 0xf0; /* soffset: the vtable past the end */
+	n = flight_data(fd, hdr, hn, 8);
+	CHECK(flight_err(fd, n) == RG_COUNT_E_MALFORMED,
+	      "a vtable outside: malformed");
+	hn = arrow_msg(hdr, 3, 77, 8);
+	hdr[24] = 0x7f; /* header offset past the end */
+	n = flight_data(fd, hdr, hn, 8);
+	CHECK(flight_err(fd, n) == RG_COUNT_E_MALFORMED,
+	      "a RecordBatch outside: malformed");
+	hn = arrow_msg(hdr, 3, 77, 8);
+	hdr[10] = 0; /* header_type absent: its default, NONE */
+	n = flight_data(fd, hdr, hn, 8);
+	CHECK_EQ_U64(count(RG_PAYLOAD_ARROW_FLIGHT, NULL, NULL, fd, n, NULL), 0,
+		     "no header type: no rows");
+	n = flight_data(fd, hdr, 0, 0);
+	CHECK(flight_err(fd + 2, n - 2) == RG_COUNT_E_MALFORMED,
+	      "no data_header: malformed");
+}
+
 static void test_fixture_files(void)
 {
 	char path[512], line[512];
@@ -1795,6 +1914,7 @@ int main(void)
 	test_vm_rules();
 	test_vm_db_names();
 	test_json_rules();
+	test_arrow_flight();
 	test_fixture_files();
 	return check_report("decode");
 }

@@ -128,6 +128,22 @@ static void test_rewrite(void)
 	}
 }
 
+/* Walk the frames of f (total bytes) as a peer does: up to max of them,
+ * their types in types; returns how many, and where the walk stopped. */
+static __u32 walk_frames(const __u8 *f, __u32 total, __u8 *types, __u32 max, __u32 *end)
+{
+	__u32 off = 0, n = 0;
+
+	while (off + RG_H2_FRAME_HDR_BYTES <= total && n < max) {
+		__u32 len = (__u32)f[off] << 16 | (__u32)f[off + 1] << 8 | f[off + 2];
+
+		types[n++] = f[off + 3];
+		off += RG_H2_FRAME_HDR_BYTES + len;
+	}
+	*end = off;
+	return n;
+}
+
 /* The early refusal (docs/grpc.md#h2-early): head + the frame's own bytes +
  * a SETTINGS in its last 9 bytes walk as RST_STREAM, one unknown frame,
  * then the empty SETTINGS, ending where the DATA frame ended. */
@@ -137,7 +153,7 @@ static void test_early(void)
 
 	for (p = 0; p < 300; p++) {
 		__u8 f[RG_H2_FRAME_HDR_BYTES + 300];
-		__u32 total = RG_H2_FRAME_HDR_BYTES + p, off = 0, n = 0;
+		__u32 total = RG_H2_FRAME_HDR_BYTES + p, off, n;
 		__u8 types[4] = { 0 };
 		int r;
 
@@ -149,17 +165,40 @@ static void test_early(void)
 		}
 		CHECK(r == RG_H2_EARLY_HEAD_BYTES, "early, payload %u: head written", p);
 		rg_h2_put_settings_empty(f + total - RG_H2_SETTINGS_EMPTY_BYTES);
-		while (off + RG_H2_FRAME_HDR_BYTES <= total && n < 4) {
-			__u32 len = (__u32)f[off] << 16 | (__u32)f[off + 1] << 8 | f[off + 2];
-
-			types[n++] = f[off + 3];
-			off += RG_H2_FRAME_HDR_BYTES + len;
-		}
+		n = walk_frames(f, total, types, 4, &off);
 		CHECK(n == 3 && off == total, "early, payload %u: three frames, the DATA frame's length", p);
 		CHECK(types[0] == RG_H2_RST_STREAM && f[8] == 7 && f[12] == RG_H2_CANCEL &&
 			      types[1] == RG_H2_FILLER && types[2] == RG_H2_SETTINGS &&
 			      f[total - 9] == 0 && f[total - 7] == 0 && f[total - 5] == 0,
 		      "early, payload %u: RST_STREAM(7, CANCEL), filler, empty SETTINGS", p);
+	}
+}
+
+/* The give-back (docs/grpc.md#h2-give-back): an empty SETTINGS, then one
+ * unknown frame of the refused stream to where the DATA frame ended. */
+static void test_give_back(void)
+{
+	__u32 p;
+
+	for (p = 0; p < 200; p++) {
+		__u8 f[RG_H2_FRAME_HDR_BYTES + 200];
+		__u32 total = RG_H2_FRAME_HDR_BYTES + p, off, n;
+		__u8 types[3] = { 0 };
+		int r;
+
+		memset(f, 0x5a, sizeof(f));
+		r = rg_h2_put_give_back_head(f, 9, p);
+		if (p < RG_H2_GIVE_BACK_MIN_PAYLOAD) {
+			CHECK(r == -1, "give-back, payload %u: too short, refused", p);
+			continue;
+		}
+		CHECK(r == RG_H2_GIVE_BACK_HEAD_BYTES, "give-back, payload %u: head written", p);
+		n = walk_frames(f, total, types, 3, &off);
+		CHECK(n == 2 && off == total,
+		      "give-back, payload %u: two frames, the DATA frame's length", p);
+		CHECK(types[0] == RG_H2_SETTINGS && f[2] == 0 && f[4] == 0 && f[8] == 0 &&
+			      types[1] == RG_H2_FILLER && f[9 + 8] == 9,
+		      "give-back, payload %u: empty SETTINGS, then filler on stream 9", p);
 	}
 }
 
@@ -341,6 +380,7 @@ int main(void)
 	test_control_frames();
 	test_rewrite();
 	test_early();
+	test_give_back();
 	test_hpack_int();
 	test_message();
 	test_trailers_only();

@@ -124,7 +124,8 @@ static void test_protocols(void)
 	CHECK_EQ_U64(RG_PROTO_LINE, 1, "line id");
 	CHECK_EQ_U64(RG_PROTO_OPENTSDB, 9, "opentsdb id");
 	CHECK_EQ_U64(RG_PROTO_GREPTIME_GRPC, 10, "greptime-grpc id");
-	CHECK_EQ_U64(RG_PROTO_MAX, 11, "protocols");
+	CHECK_EQ_U64(RG_PROTO_ARROW_FLIGHT, 11, "arrow-flight id");
+	CHECK_EQ_U64(RG_PROTO_MAX, 12, "protocols");
 }
 
 /* The profiles' server timers (docs/server-profiles.md#server-timeouts) and

@@ -14,6 +14,7 @@
 #include <brotli/decode.h>
 #include <snappy-c.h>
 #include "decompress.h"
+#include "internal.h"
 
 /* The framing format never has more than this in one chunk (its spec). */
 #define RG_SNAPPY_FRAME_MAX_BYTES 65536U
@@ -391,12 +392,6 @@ uint32_t rg_snappy_mask_crc(uint32_t crc)
 	return ((crc >> 15) | (crc << 17)) + 0xa282ead8U;
 }
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
-}
-
 /* Snappy framing format: stream identifier, then typed chunks of at most
  * 64 KiB decoded each, every data chunk carrying a masked CRC-32C. */
 static int do_snappy_framed(const uint8_t *in, size_t len, uint64_t max_out,
@@ -452,7 +447,7 @@ static int do_snappy_framed(const uint8_t *in, size_t len, uint64_t max_out,
 				err = RG_COUNT_E_CORRUPT;
 				goto out;
 			}
-			want = le32(data);
+			want = rg_le32(data);
 			if (type == 0x00) {
 				if (snappy_uncompressed_length((const char *)data + 4,
 							       clen - 4, &ulen) != SNAPPY_OK ||

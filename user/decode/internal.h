@@ -8,6 +8,12 @@
 
 #include "count.h"
 
+/* A little-endian 32-bit field (snappy framing, flatbuffers). */
+static inline uint32_t rg_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
 /* Attribute rows to a database named inside the payload (n bytes, not
  * NUL-terminated); n == 0 means the request's own database. */
 void rg_counts_add_db(struct rg_row_counts *out, const char *name, size_t n,
@@ -28,6 +34,8 @@ int rg_pb_count_loki(const uint8_t *p, size_t n, struct rg_row_counts *out);
 /* A GreptimeDatabase message (grpccount.c): its rows in dbs[] under the
  * database it names. */
 int rg_pb_count_greptime(const uint8_t *p, size_t n, struct rg_row_counts *out);
+/* An Arrow Flight DoPut FlightData (pbwalk.c): its RecordBatch's rows. */
+int rg_pb_count_flight(const uint8_t *p, size_t n, struct rg_row_counts *out);
 
 /* JSON counters (jsoncount.c). */
 int rg_json_count_loki(const uint8_t *p, size_t n, struct rg_row_counts *out);

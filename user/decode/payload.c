@@ -167,6 +167,8 @@ static int count_decoded(enum rg_payload_protocol p, const char *ct,
 		return rg_json_count_opentsdb(d, n, out);
 	case RG_PAYLOAD_GREPTIME_GRPC:
 		return rg_pb_count_greptime(d, n, out);
+	case RG_PAYLOAD_ARROW_FLIGHT:
+		return rg_pb_count_flight(d, n, out);
 	default:
 		rg_counts_msg(out, "no counter for protocol %d", (int)p);
 		return RG_COUNT_E_INVAL;

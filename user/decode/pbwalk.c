@@ -575,3 +575,152 @@ int rg_pb_count_loki(const uint8_t *p, size_t n, struct rg_row_counts *out)
 	rg_counts_add_db(out, NULL, 0, rows);
 	return RG_COUNT_OK;
 }
+
+/* -------------------------------------------------------- Arrow Flight */
+
+/*
+ * A DoPut FlightData (Arrow's Flight.proto): data_header (2) is an Arrow
+ * IPC Message flatbuffer (format/Message.fbs), data_body (1000) its body.
+ * GreptimeDB stores a RecordBatch message's length rows; a Schema or
+ * DictionaryBatch message stores none.  The flatbuffer is read only as far
+ * as that takes, every offset checked against the buffer.
+ */
+SCHEMA(flight_data_s, "FlightData", 0, M(WT_LEN), M(WT_LEN), M(WT_LEN));
+
+#define ARROW_MSG_RECORD_BATCH 3 /* MessageHeader union: RecordBatch */
+/* vtable slots: Message { version, header_type, header, bodyLength },
+ * RecordBatch { length } */
+#define ARROW_MSG_F_HEADER_TYPE 1
+#define ARROW_MSG_F_HEADER	2
+#define ARROW_MSG_F_BODY_LENGTH 3
+#define ARROW_RB_F_LENGTH	0
+
+struct fb_table {
+	const uint8_t *b;
+	size_t n;
+	size_t pos, vt;	 /* the table and its vtable */
+	uint16_t vt_len, tbl_len;
+};
+
+static uint64_t fb_u64(const uint8_t *p)
+{
+	return (uint64_t)rg_le32(p) | (uint64_t)rg_le32(p + 4) << 32;
+}
+
+/* The table at pos of flatbuffer b (n bytes); -1 if it or its vtable
+ * lies outside. */
+static int fb_table_at(const uint8_t *b, size_t n, size_t pos, struct fb_table *t)
+{
+	int64_t vt;
+
+	if (pos > n || n - pos < 4)
+		return -1;
+	vt = (int64_t)pos - (int32_t)rg_le32(b + pos);
+	if (vt < 0 || (uint64_t)vt > n || n - (size_t)vt < 4)
+		return -1;
+	t->b = b;
+	t->n = n;
+	t->pos = pos;
+	t->vt = (size_t)vt;
+	t->vt_len = (uint16_t)(b[vt] | b[vt + 1] << 8);
+	t->tbl_len = (uint16_t)(b[vt + 2] | b[vt + 3] << 8);
+	if (t->vt_len < 4 || (t->vt_len & 1) || t->vt_len > n - t->vt || t->tbl_len < 4 ||
+	    t->tbl_len > n - pos)
+		return -1;
+	return 0;
+}
+
+/* Where field id of width bytes is in the buffer: 0 if absent (its
+ * default), -1 if it lies outside the table. */
+static int64_t fb_field(const struct fb_table *t, unsigned int id, size_t width)
+{
+	size_t slot = 4 + 2 * (size_t)id;
+	uint16_t off;
+
+	if (slot + 2 > t->vt_len)
+		return 0;
+	off = (uint16_t)(t->b[t->vt + slot] | t->b[t->vt + slot + 1] << 8);
+	if (!off)
+		return 0;
+	if (off < 4 || (size_t)off + width > t->tbl_len)
+		return -1;
+	return (int64_t)(t->pos + off);
+}
+
+/* The rows of an Arrow IPC Message flatbuffer with a body of body_len
+ * bytes: a RecordBatch's length, 0 for any other message. */
+static int arrow_message_rows(const uint8_t *b, size_t n, size_t body_len, uint64_t *rows,
+			      struct rg_row_counts *out)
+{
+	struct fb_table msg, rb;
+	int64_t at, len_at;
+	uint64_t body, len;
+	size_t hdr;
+
+	*rows = 0;
+	if (n < 4 || fb_table_at(b, n, rg_le32(b), &msg)) {
+		rg_counts_msg(out, "FlightData: data_header is not an Arrow IPC message");
+		return RG_COUNT_E_MALFORMED;
+	}
+	at = fb_field(&msg, ARROW_MSG_F_HEADER_TYPE, 1);
+	if (at < 0)
+		goto bad;
+	if (!at || b[at] != ARROW_MSG_RECORD_BATCH)
+		return RG_COUNT_OK; /* a Schema, a DictionaryBatch: no rows */
+	at = fb_field(&msg, ARROW_MSG_F_BODY_LENGTH, 8);
+	if (at < 0)
+		goto bad;
+	body = at ? fb_u64(b + at) : 0;
+	if (body > body_len) {
+		rg_counts_msg(out, "FlightData: a body of %zu bytes, its message says %llu",
+			      body_len, (unsigned long long)body);
+		return RG_COUNT_E_MALFORMED;
+	}
+	at = fb_field(&msg, ARROW_MSG_F_HEADER, 4);
+	if (at <= 0)
+		goto bad; /* a RecordBatch header must be there */
+	hdr = (size_t)at + rg_le32(b + at);
+	if (hdr < (size_t)at || fb_table_at(b, n, hdr, &rb))
+		goto bad;
+	len_at = fb_field(&rb, ARROW_RB_F_LENGTH, 8);
+	if (len_at < 0)
+		goto bad;
+	len = len_at ? fb_u64(b + len_at) : 0;
+	if (len > INT64_MAX) {
+		rg_counts_msg(out, "FlightData: a RecordBatch of negative length");
+		return RG_COUNT_E_MALFORMED;
+	}
+	*rows = len;
+	return RG_COUNT_OK;
+bad:
+	rg_counts_msg(out, "FlightData: data_header's RecordBatch lies outside the message");
+	return RG_COUNT_E_MALFORMED;
+}
+
+int rg_pb_count_flight(const uint8_t *p, size_t n, struct rg_row_counts *out)
+{
+	struct pbr m = { p, p + n }, hdr = { NULL, NULL }, body = { NULL, NULL };
+	struct pbf f;
+	uint64_t rows = 0;
+	int err = RG_COUNT_OK;
+
+	/* a bytes field given twice: the last one counts (prost) */
+	FOR_FIELDS(m, f, &flight_data_s, out, err) {
+		if (f.num == 2)
+			hdr = f.sub;
+		else if (f.num == 1000 && f.wt == WT_LEN)
+			body = f.sub;
+	}
+	if (err)
+		return err;
+	if (!hdr.p || hdr.p == hdr.end) {
+		rg_counts_msg(out, "FlightData without data_header");
+		return RG_COUNT_E_MALFORMED;
+	}
+	err = arrow_message_rows(hdr.p, (size_t)(hdr.end - hdr.p),
+				 body.p ? (size_t)(body.end - body.p) : 0, &rows, out);
+	if (err)
+		return err;
+	rg_counts_add_db(out, NULL, 0, rows);
+	return RG_COUNT_OK;
+}

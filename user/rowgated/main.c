@@ -112,6 +112,7 @@ static int serve(struct daemon *d, int notify_fd)
 	struct pollfd pfd[4];
 	__u64 last_gc_ns = rg_monotonic_ns();
 	int sfd, timeout_ms = RG_POLL_INTERVAL_MS;
+	bool grpc_warned = false;
 	sigset_t mask;
 
 	sigemptyset(&mask);
@@ -127,6 +128,13 @@ static int serve(struct daemon *d, int notify_fd)
 	for (int i = 0; i < d->cfg->nports; i++) {
 		const char *grpc = "answered 400";
 
+		if ((d->cfg->port_cfg[i].flags & RG_PORT_GRPC) && d->cfg->egress_off && !grpc_warned) {
+			/* both need the server's side followed (docs/grpc.md) */
+			pr_warn("--egress off: a refused gRPC message closes its connection (GOAWAY), "
+				"and a server's SETTINGS_MAX_FRAME_SIZE over 16,384 is not lowered, "
+				"so larger client frames (gRPC C-core's) fail closed");
+			grpc_warned = true;
+		}
 		if (d->cfg->port_cfg[i].flags & RG_PORT_GRPC)
 			grpc = d->cfg->grpc_compressed_debt ?
 				       "followed, compressed messages charged as debt" :

@@ -83,8 +83,9 @@ static void usage(FILE *out)
 		"                          default: 16\n"
 		"      --grpc-uncounted refuse|pass\n"
 		"                          gRPC methods that store rows rowgate cannot count\n"
-		"                          in the kernel (GreptimeDB's Arrow Flight DoPut,\n"
-		"                          OTLP/gRPC and OTel Arrow exports): refuse closes\n"
+		"                          in the kernel (OTel Arrow exports; Flight DoPut\n"
+		"                          and OTLP/gRPC exports with --grpc-flight or\n"
+		"                          --grpc-otlp refuse): refuse closes\n"
 		"                          the connection with GOAWAY before the call\n"
 		"                          reaches the server (counted h2_streams_uncounted);\n"
 		"                          pass lets them through unlimited, as any gRPC\n"
@@ -97,6 +98,13 @@ static void usage(FILE *out)
 		"                          to the rows rowgated counts from a copy\n"
 		"                          (docs/grpc.md#otlp); refuse treats them as\n"
 		"                          --grpc-uncounted says; default: count\n"
+		"      --grpc-flight count|refuse\n"
+		"                          Arrow Flight DoPut (GreptimeDB bulk inserts): as\n"
+		"                          --grpc-otlp, each FlightData judged on the\n"
+		"                          database x-greptime-db-name names, charged an\n"
+		"                          estimate, corrected to its record batch's rows\n"
+		"                          from a copy (docs/grpc.md#flight); refuse treats\n"
+		"                          DoPut as --grpc-uncounted says; default: count\n"
 		"      --grpc-compressed refuse|debt\n"
 		"                          GreptimeDatabase messages sent compressed\n"
 		"                          (grpc-encoding gzip or zstd) name their database\n"
@@ -154,7 +162,9 @@ static void usage(FILE *out)
 		"                          (conns_untracked) and logged\n"
 		"      --egress on|off     follow the servers' responses (sk_msg) and refund\n"
 		"                          writes they refuse unstored: 401, 403, 404, 413,\n"
-		"                          431 (default on)\n"
+		"                          431; on gRPC ports off also closes refused calls'\n"
+		"                          connections and fails frames over 16 KB closed\n"
+		"                          (default on)\n"
 		"      --copy-memory BYTES cap on the memory rowgated holds for body copies\n"
 		"                          waiting to be counted, K/M/G suffixes (default\n"
 		"                          %lluM, at least %lluM); a copy beyond it is\n"
@@ -331,6 +341,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		OPT_GRPC_MAX_STREAMS,
 		OPT_GRPC_UNCOUNTED,
 		OPT_GRPC_OTLP,
+		OPT_GRPC_FLIGHT,
 		OPT_GRPC_COMPRESSED
 	};
 	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
@@ -352,6 +363,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		{ "grpc-max-streams", required_argument, NULL, OPT_GRPC_MAX_STREAMS },
 		{ "grpc-uncounted", required_argument, NULL, OPT_GRPC_UNCOUNTED },
 		{ "grpc-otlp", required_argument, NULL, OPT_GRPC_OTLP },
+		{ "grpc-flight", required_argument, NULL, OPT_GRPC_FLIGHT },
 		{ "grpc-compressed", required_argument, NULL, OPT_GRPC_COMPRESSED },
 		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
 		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
@@ -381,6 +393,7 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 	cfg->state_file = RG_STATE_DEFAULT_PATH;
 	cfg->grpc_keep = true;
 	cfg->grpc_otlp_count = true;
+	cfg->grpc_flight_count = true;
 	/* whoever holds --max-conns idle connections must not unlimit the rest */
 	cfg->conns_full_close = true;
 	cfg->grpc_close_grace_ms = RG_GRPC_CLOSE_GRACE_MS;
@@ -577,6 +590,16 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 				cfg->grpc_otlp_count = true;
 			} else {
 				pr_err("--grpc-otlp '%s': expected refuse or count", optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_GRPC_FLIGHT:
+			if (!strcmp(optarg, "refuse")) {
+				cfg->grpc_flight_count = false;
+			} else if (!strcmp(optarg, "count")) {
+				cfg->grpc_flight_count = true;
+			} else {
+				pr_err("--grpc-flight '%s': expected refuse or count", optarg);
 				return -EINVAL;
 			}
 			break;

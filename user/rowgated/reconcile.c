@@ -197,9 +197,12 @@ long rg_dechunk(unsigned char *buf, size_t len, bool cut)
 	return st.last_chunk || cut ? (long)out : -1;
 }
 
+/* proto_uncounted: the kernel charged (or refused) the message without
+ * counting it in proto_stats (an OTLP or Flight gRPC message): the
+ * correction counts it there whole. */
 static void correct(struct rg_reconciler *r, const struct rg_body_start *s, const char *db,
 		    bool raw_name, __u64 est, __u64 exact, bool admitted, bool undecodable,
-		    __u64 lag)
+		    __u64 lag, bool proto_uncounted)
 {
 	struct rg_correction c = { 0 };
 	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = &c, .data_size_in = sizeof(c),
@@ -219,6 +222,7 @@ static void correct(struct rg_reconciler *r, const struct rg_body_start *s, cons
 	c.protocol = s->protocol;
 	c.admitted = admitted;
 	c.undecodable = undecodable;
+	c.proto_uncounted = proto_uncounted;
 	c.estimated_rows = est;
 	c.exact_rows = exact;
 	c.lag_ns = lag;
@@ -317,10 +321,10 @@ static void correct_counted(struct rg_reconciler *r, const struct rg_body_start 
 	__u32 i;
 
 	correct(r, s, s->db.name, false, e->estimated_rows,
-		counts->default_rows + counts->overflow_rows, e->admitted, false, lag);
+		counts->default_rows + counts->overflow_rows, e->admitted, false, lag, false);
 	for (i = 0; i < counts->n_dbs && i < RG_COUNT_MAX_DBS; i++)
 		correct(r, s, counts->dbs[i].name, true, 0, counts->dbs[i].rows, e->admitted,
-			false, lag);
+			false, lag, false);
 }
 
 /* The counting rules of the port's profile the body came through. */
@@ -409,10 +413,11 @@ static void learn_grpc_db(struct rg_reconciler *r, __u64 cookie, const char *raw
  * nothing of: nothing is charged.  The rows go to the database the message
  * names, as debt (docs/grpc.md#compressed).
  */
-/* An OTLP/gRPC export message: the kernel judged it on its header's
- * database (s->db) and charged (or refused) an estimate; its rows (data
- * points, log records, spans, by the OTLP/HTTP rules) replace it here.  One
- * rowgated cannot decode keeps the estimate, as an HTTP body does. */
+/* An OTLP/gRPC export or Flight DoPut message: the kernel judged it on its
+ * header's database (s->db) and charged (or refused) an estimate; its rows
+ * (data points, log records, spans, by the OTLP/HTTP rules; a FlightData's
+ * RecordBatch length) replace it here.  One rowgated cannot decode keeps
+ * the estimate, as an HTTP body does. */
 static void finish_grpc_export(struct rg_reconciler *r, struct pending *p,
 			       const struct rg_body_end *e, const char *ce, __u64 lag)
 {
@@ -423,13 +428,14 @@ static void finish_grpc_export(struct rg_reconciler *r, struct pending *p,
 			     p->len, limits_of(r, s), &counts) ||
 	    counts.err != RG_COUNT_OK) {
 		STAT_ADD(r, undecodable, 1);
-		pr_info("OTLP/gRPC message of %zu bytes to %s not counted: %s", p->len, s->db.name,
-			counts.err_msg);
+		pr_info("%s gRPC message of %zu bytes to %s not counted: %s",
+			rg_protocol_name(s->protocol), p->len, s->db.name, counts.err_msg);
 		correct(r, s, s->db.name, false, e->estimated_rows, e->estimated_rows, e->admitted,
-			true, lag);
+			true, lag, true);
 		return;
 	}
-	correct(r, s, s->db.name, false, e->estimated_rows, counts.rows, e->admitted, false, lag);
+	correct(r, s, s->db.name, false, e->estimated_rows, counts.rows, e->admitted, false, lag,
+		true);
 	STAT_ADD(r, reconciled, 1);
 	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = rg_monotonic_ns() - e->end_ns;
 }
@@ -473,7 +479,7 @@ static void finish_grpc(struct rg_reconciler *r, struct pending *p, const struct
 			(unsigned long long)counts.overflow_rows);
 	for (i = 0; i < counts.n_dbs && i < RG_COUNT_MAX_DBS; i++)
 		correct(r, s, counts.dbs[i].name, true, 0, counts.dbs[i].rows, e->admitted, false,
-			lag);
+			lag, false);
 	if (counts.n_dbs == 1)
 		learn_grpc_db(r, s->h.cookie, counts.dbs[0].name);
 	STAT_ADD(r, reconciled, 1);
@@ -506,7 +512,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 		correct(r, s, s->db.name, false, e->estimated_rows,
 			p->overflow ? worst_rows(e->estimated_rows, e->body_bytes) :
 				      e->estimated_rows,
-			e->admitted, true, lag);
+			e->admitted, true, lag, false);
 		return;
 	}
 	if (s->chunked)
@@ -526,7 +532,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 				   len < 0 ? e->body_bytes :
 				   counts.err == RG_COUNT_E_ENCODING ? (__u64)len :
 								       counts.decoded_bytes),
-			e->admitted, true, lag);
+			e->admitted, true, lag, false);
 		return;
 	}
 	correct_counted(r, s, e, &counts, lag);

@@ -87,9 +87,9 @@ int rgd_parse_route(const char *s, struct route_opt *r)
 	memset(r, 0, sizeof(*r));
 	memcpy(r->path, s, len);
 	for (size_t i = 0; i < sizeof(route_names) / sizeof(route_names[0]); i++) {
-		/* GreptimeDatabase messages come on gRPC, never on an HTTP path */
+		/* GreptimeDatabase and Flight messages come on gRPC only */
 		if (!strcmp(eq + 1, route_names[i].name) &&
-		    route_names[i].route.protocol != RG_PROTO_GREPTIME_GRPC) {
+		    !rg_protocol_grpc_only(route_names[i].route.protocol)) {
 			r->route = route_names[i].route;
 			return 0;
 		}
@@ -221,6 +221,9 @@ int rgd_populate_h2_routes(struct daemon *d)
 		route.flags = rg_h2_route_paths[i].flags;
 		/* OTLP exports are counted unless --grpc-otlp refuse */
 		if ((route.flags & RG_H2_ROUTE_F_OTLP) && !d->cfg->grpc_otlp_count)
+			route.flags = RG_H2_ROUTE_F_UNCOUNTED;
+		/* DoPut too, unless --grpc-flight refuse */
+		if ((route.flags & RG_H2_ROUTE_F_FLIGHT) && !d->cfg->grpc_flight_count)
 			route.flags = RG_H2_ROUTE_F_UNCOUNTED;
 		if ((route.flags & RG_H2_ROUTE_F_UNCOUNTED) && d->cfg->grpc_uncounted_pass)
 			continue;

@@ -68,6 +68,7 @@ struct config {
 	__u32 grpc_max_streams;	   /* --grpc-max-streams, 0 = off */
 	bool grpc_uncounted_pass;  /* --grpc-uncounted pass */
 	bool grpc_otlp_count;      /* --grpc-otlp count */
+	bool grpc_flight_count;    /* --grpc-flight count */
 	bool grpc_compressed_debt; /* --grpc-compressed debt */
 	bool cleanup;
 	const char *metrics_addr; /* /metrics listener, NULL = off */
