@@ -54,7 +54,8 @@ in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id s -db seg_spent -calls 1 -rows
 	>"$RG_TMP/seed.json" 2>&1
 rg_check "seg_spent: the first message admitted" [ "$(rg_jget "$RG_TMP/seed.json" "d['ok']")" = 1 ]
 
-conns0=$(rg_global conns_tracked) early0=$(rg_global h2_reject_early) calls0=$(sget "d['calls']")
+conns0=$(rg_global conns_tracked) early0=$(rg_global h2_reject_early) kept0=$(rg_global h2_reject_kept)
+calls0=$(sget "d['calls']")
 in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id r -db seg_spent -calls "$CALLS" -rows "$ROWS" -no-retry \
 	>"$RG_TMP/refused.json" 2>&1
 rg_log "refused: $(cat "$RG_TMP/refused.json")"
@@ -63,8 +64,14 @@ rg_check "$CALLS refused $ROWS-row messages in MSS-sized segments: code 8 with t
 	[ "$(rg_jget "$RG_TMP/refused.json" "d['codes']")" = "{'8': $CALLS}" ] &&
 	grep -q "Ingestion rate limit exceeded for database 'seg_spent': rejected $ROWS rows" "$RG_TMP/refused.json" &&
 	[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ]
-rg_check "each refused at its last frame's header: no GOAWAY, no fallback, no handler call" \
-	[ $(($(rg_global h2_reject_early) - early0)) = "$CALLS" ] &&
+# Each refusal is kept (the connection stays whole).  Most are early, at
+# the last frame's header; a slow receiver (TCG) can let TCP coalesce the
+# queued segments, so a last frame may arrive whole in one skb and be
+# refused at completion instead: correct, but not the path under test,
+# so at least one early refusal is required, not all.
+early=$(($(rg_global h2_reject_early) - early0))
+rg_check "each refused and kept, $early of $CALLS at the last frame's header: no GOAWAY, no fallback, no handler call" \
+	[ $(($(rg_global h2_reject_kept) - kept0)) = "$CALLS" ] && [ "$early" -ge 1 ] &&
 	[ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
 	[ "$(sget "d['calls']")" = "$calls0" ]
 rg_check "seg_spent: $CALLS refused, $((CALLS * ROWS)) rows rejected" \
