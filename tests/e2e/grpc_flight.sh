@@ -29,16 +29,7 @@ out=$("$RG_ROWGATED" --grpc-flight maybe 2>&1) && rg_fail "--grpc-flight maybe a
 rg_check "--grpc-flight maybe: $out" grep -q "expected refuse or count" <<<"$out"
 
 rg_make_cgroup
-PORT=$(rg_free_port) || rg_fail "no free port"
-ADMIN=$(rg_free_port) || rg_fail "no free port"
-[ "$PORT" != "$ADMIN" ] || rg_fail "ports collide"
-(
-	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-	exec "$RG_PY" "$RG_ROOT/tests/grpc/greptime_server.py" --port "$PORT" --admin-port "$ADMIN"
-) >"$RG_TMP/server.log" 2>&1 &
-SRV=$!
-rg_on_exit "kill -9 $SRV; wait $SRV"
-rg_wait_for 20 curl -sf "http://127.0.0.1:$ADMIN/stats" || rg_fail "server did not come up"
+rg_start_greptime_py_server
 
 rg_mount_bpffs
 # --grpc-flight count is the default
@@ -54,18 +45,7 @@ stored() { sget "d['flight_rows'].get('$1', 0)"; }
 pstat() { rg_ctl --json stats "$1" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['databases'][0]['protocols']['arrow-flight']['$2'])"; }
 # each call has a 30 s deadline, each client 120 s: a hang fails with its
 # output and the kernel's HTTP/2 counters logged
-h2diag() {
-	rg_ctl --json stats | "$RG_PY" -c "import json,sys; g=json.load(sys.stdin)['global']
-print(' '.join(f'{k}={v}' for k, v in g.items() if k.startswith(('h2_goaway', 'h2_failclosed',
-      'h2_streams_uncounted', 'h2_reject', 'h2_fallback', 'h2_unenforced')) and v))"
-}
-run_client() { # run_client OUT CMD...
-	local out=$1 rc=0
-	shift
-	timeout 120 "$@" >"$out" 2>&1 || rc=$?
-	rg_log "$(basename "$out"): $(cat "$out")$([ "$rc" -eq 0 ] || echo " (exit $rc)")"
-	[ "$rc" -ne 124 ] || rg_log "  hung 120 s; HTTP/2: $(h2diag)"
-}
+run_client() { RG_CLIENT_TIMEOUT=120 rg_h2_client "$@"; } # run_client OUT CMD...
 js() { # js OUT ARGS...: apache-arrow + grpc-js against the guarded port
 	run_client "$1" node "$JS" --target "127.0.0.1:$PORT" --deadline 30 "${@:2}"
 }
@@ -118,7 +98,7 @@ calls=$(sget "d['flight_calls']")
 py "$RG_TMP/refuse.json" --db f_free --streams 1 --dump "$RG_TMP/dump.bin"
 # grpc-js reports the GOAWAY's PROTOCOL_ERROR as its streams' (code 13)
 js "$RG_TMP/refusejs.json" --db f_free --streams 1 --batches 1 --rows 10
-rg_log "after the refusals, HTTP/2: $(h2diag)"
+rg_log "after the refusals, HTTP/2: $(rg_h2_counters)"
 rg_check "--grpc-flight refuse: DoPut fails closed at the GOAWAY (C-core code 14, grpc-js 13 or 14), its handler never called" \
 	eval 'rg_is "$(rg_jget "$RG_TMP/refuse.json" "d['"'codes'"'].get('"'14'"', 0)")" 1 code14 &&
 	      rg_is "$(rg_jget "$RG_TMP/refusejs.json" "d['"'codes'"'].get('"'13'"', 0) + d['"'codes'"'].get('"'14'"', 0)")" 1 js_code &&

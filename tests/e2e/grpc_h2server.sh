@@ -103,17 +103,11 @@ rg_ctl limit set h_retry 2000 >/dev/null || rg_fail "limit set"
 # run a client, check it used one connection, as rowgate and the server
 # saw it: run_one OUT CMD...
 run_one() {
-	local out=$1 before sconns
-	shift
-	before=$(rg_global conns_tracked) sconns=$(sget conns)
-	"$@" >"$out" 2>&1
-	g=$(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; g=json.load(sys.stdin)["global"]
-print(g["conns_tracked"], " ".join("%s=%s" % (k, g[k]) for k in ("h2_reject_kept",
-      "h2_reject_fallback", "h2_out_answers", "h2_out_answer_failed", "h2_out_lost")),
-      " ".join("%s=%s" % (k, v) for k, v in sorted(g.items()) if (k.startswith("h2_fallback_") or k == "h2_recvmsg_skbs") and v))')
-	rg_log "$(basename "$out"): $(cat "$out") [${g#* }]"
-	rg_check "$(basename "$out"): one connection for all its calls (rowgate and rg-greptime)" \
-		[ "${g%% *}" = $((before + 1)) ] && [ "$(sget conns)" = $((sconns + 1)) ]
+	local sconns
+	sconns=$(sget conns)
+	rg_h2_client "$@"
+	rg_check "$(basename "$1"): one connection for all its calls (rowgate and rg-greptime)" \
+		[ "$RG_CONNS_NEW" = 1 ] && [ "$(sget conns)" = $((sconns + 1)) ]
 }
 msg="Ingestion rate limit exceeded for database"
 
@@ -196,10 +190,10 @@ STREAMS=1000
 for c in $CLIENTS; do
 	before=$(sget calls) streams=$(sget streams)
 	if [ $c = go ]; then
-		run_one "$RG_TMP/many-$c.json" timeout 600 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id x -db h_spent \
+		run_one "$RG_TMP/many-$c.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id x -db h_spent \
 			-calls $STREAMS -rows 5 -concurrency 16 -no-retry
 	else
-		run_one "$RG_TMP/many-$c.json" timeout 600 node "$JS_CLIENT" --target "$T" --id x --db h_spent \
+		run_one "$RG_TMP/many-$c.json" node "$JS_CLIENT" --target "$T" --id x --db h_spent \
 			--calls $STREAMS --rows 5 --concurrency 16 --no-retry
 	fi
 	rg_log "grpc-$c client: $STREAMS refused streams in $(rg_jget "$RG_TMP/many-$c.json" "round(d['seconds'], 2)") s"
@@ -217,7 +211,7 @@ done
 # client within both, whether the server advertises them or egress lowers
 # the server's SETTINGS to them (--grpc-max-streams)
 wide() { # wide OUT TARGET
-	run_one "$1" timeout 600 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$2" -id x -db h_spent \
+	run_one "$1" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$2" -id x -db h_spent \
 		-calls 2000 -rows 5 -concurrency 64 -no-retry
 	rg_check "64 in flight: 2,000 refused streams on one connection, all RESOURCE_EXHAUSTED, no GOAWAY" \
 		[ "$(rg_jget "$1" "d['codes']")" = "{'8': 2000}" ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
@@ -234,7 +228,7 @@ rg_check "64 in flight, the server's own limit lowered to 16 by egress: at most 
 # Refused DATA worth 20 MB on one connection (44 messages of 20,000 rows,
 # 460 KB each): the kernel gives h2's flow-control window back
 before=$(sget calls)
-run_one "$RG_TMP/big.json" timeout 120 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id y -db h_spent \
+RG_CLIENT_TIMEOUT=120 run_one "$RG_TMP/big.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id y -db h_spent \
 	-calls 44 -rows 20000 -no-retry
 rg_log "44 refused 20,000-row messages in $(rg_jget "$RG_TMP/big.json" "round(d['seconds'], 2)") s"
 rg_check "20 MB of refused messages on one connection: all 44 answered RESOURCE_EXHAUSTED, none handled" \

@@ -53,30 +53,15 @@ rg_check "--grpc-max-streams 0: $out" grep -q "expected off or a whole number of
 "$RG_ROWGATED" --help | grep -q -- "--grpc-max-streams N|off" || rg_fail "--help does not document --grpc-max-streams"
 
 rg_make_cgroup
-PORT=$(rg_free_port) || rg_fail "no free port"
-ADMIN=$(rg_free_port) || rg_fail "no free port"
-GPORT=$(rg_free_port) || rg_fail "no free port"
-GADMIN=$(rg_free_port) || rg_fail "no free port"
-[ "$(printf '%s\n' "$PORT" "$ADMIN" "$GPORT" "$GADMIN" | sort -u | wc -l)" = 4 ] || rg_fail "ports collide"
 if [ -n "$CC" ]; then
-	(
-		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-		RG_GRPC_PY=$GRPC_PY exec "$RG_PY" "$RG_ROOT/tests/grpc/greptime_server.py" \
-			--port "$PORT" --admin-port "$ADMIN"
-	) >"$RG_TMP/server.log" 2>&1 &
-	SRV=$!
-	rg_on_exit "kill -9 $SRV; wait $SRV"
-	rg_wait_for 20 curl -sf "http://127.0.0.1:$ADMIN/stats" || rg_fail "server did not come up"
+	rg_start_greptime_py_server
+else
+	PORT=$(rg_free_port) || rg_fail "no free port" # guarded, no server
+	ADMIN=
 fi
-
 # a grpc-go server on a second guarded port
-(
-	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-	exec "$GO_SERVER" -port "$GPORT" -admin-port "$GADMIN"
-) >"$RG_TMP/goserver.log" 2>&1 &
-GSRV=$!
-rg_on_exit "kill -9 $GSRV; wait $GSRV"
-rg_wait_for 20 curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
+rg_start_grpc_go_server
+[ "$PORT" != "$GPORT" ] && [ "$PORT" != "$GADMIN" ] || rg_fail "ports collide"
 
 rg_mount_bpffs
 RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT" --grpc-reject close

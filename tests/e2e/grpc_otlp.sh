@@ -32,16 +32,7 @@ out=$("$RG_ROWGATED" --grpc-otlp maybe 2>&1) && rg_fail "--grpc-otlp maybe accep
 rg_check "--grpc-otlp maybe: $out" grep -q "expected refuse or count" <<<"$out"
 
 rg_make_cgroup
-PORT=$(rg_free_port) || rg_fail "no free port"
-ADMIN=$(rg_free_port) || rg_fail "no free port"
-[ "$PORT" != "$ADMIN" ] || rg_fail "ports collide"
-(
-	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-	exec "$RG_PY" "$RG_ROOT/tests/grpc/greptime_server.py" --port "$PORT" --admin-port "$ADMIN"
-) >"$RG_TMP/server.log" 2>&1 &
-SRV=$!
-rg_on_exit "kill -9 $SRV; wait $SRV"
-rg_wait_for 20 curl -sf "http://127.0.0.1:$ADMIN/stats" || rg_fail "server did not come up"
+rg_start_greptime_py_server
 
 rg_mount_bpffs
 # --grpc-otlp count is the default

@@ -45,28 +45,14 @@ out=$("$RG_ROWGATED" --grpc-reject maybe 2>&1) && rg_fail "--grpc-reject maybe a
 rg_check "--grpc-reject maybe: $out" grep -q "expected keep or close" <<<"$out"
 
 rg_make_cgroup
-PORT=$(rg_free_port) || rg_fail "no free port"
-ADMIN=$(rg_free_port) || rg_fail "no free port"
-GPORT=$(rg_free_port) || rg_fail "no free port"
-GADMIN=$(rg_free_port) || rg_fail "no free port"
-[ "$(printf '%s\n' "$PORT" "$ADMIN" "$GPORT" "$GADMIN" | sort -u | wc -l)" = 4 ] || rg_fail "ports collide"
 if [ "$SERVERS" != go ]; then
-	(
-		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-		RG_GRPC_PY=$GRPC_PY exec "$RG_PY" "$RG_ROOT/tests/grpc/greptime_server.py" \
-			--port "$PORT" --admin-port "$ADMIN"
-	) >"$RG_TMP/server.log" 2>&1 &
-	SRV=$!
-	rg_on_exit "kill -9 $SRV; wait $SRV"
+	rg_start_greptime_py_server
+else
+	PORT=$(rg_free_port) || rg_fail "no free port" # guarded, no server
+	ADMIN=
 fi
-(
-	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-	exec "$GO_SERVER" -port "$GPORT" -admin-port "$GADMIN"
-) >"$RG_TMP/goserver.log" 2>&1 &
-GSRV=$!
-rg_on_exit "kill -9 $GSRV; wait $GSRV"
-[ "$SERVERS" = go ] || rg_wait_for 20 curl -sf "http://127.0.0.1:$ADMIN/stats" || rg_fail "server did not come up"
-rg_wait_for 20 curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
+rg_start_grpc_go_server
+[ "$PORT" != "$GPORT" ] && [ "$PORT" != "$GADMIN" ] || rg_fail "ports collide"
 
 rg_mount_bpffs
 RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT"
@@ -82,15 +68,8 @@ stored() { stat_of "$1" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdi
 calls() { stat_of "$1" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['calls'])"; }
 # run a client, check it used one connection: run_one OUT CMD...
 run_one() {
-	local out=$1 before
-	shift
-	before=$(rg_global conns_tracked)
-	"$@" >"$out" 2>&1
-	g=$(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; g=json.load(sys.stdin)["global"]
-print(g["conns_tracked"], " ".join("%s=%s" % (k, g[k]) for k in ("h2_reject_kept",
-      "h2_reject_fallback", "h2_out_answers", "h2_out_answer_failed", "h2_out_lost")))')
-	rg_log "$(basename "$out"): $(cat "$out") [${g#* }]"
-	rg_check "$(basename "$out"): one connection for all its calls" [ "${g%% *}" = $((before + 1)) ]
+	rg_h2_client "$@"
+	rg_check "$(basename "$1"): one connection for all its calls" [ "$RG_CONNS_NEW" = 1 ]
 }
 msg="Ingestion rate limit exceeded for database"
 
@@ -183,13 +162,13 @@ for srv in $SERVERS; do
 	if [ $srv = cc ]; then T=127.0.0.1:$PORT A=$ADMIN; else T=127.0.0.1:$GPORT A=$GADMIN; fi
 	before=$(calls $A)
 	[ $srv = cc ] || conns=$(gget conns) streams=$(gget streams)
-	run_one "$RG_TMP/$srv-many.json" timeout 600 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id x -db k_spent \
+	run_one "$RG_TMP/$srv-many.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id x -db k_spent \
 		-calls $STREAMS -rows 5 -concurrency 16 -no-retry
 	rg_log "$srv, grpc-go client: $STREAMS refused streams in $(rg_jget "$RG_TMP/$srv-many.json" "round(d['seconds'], 2)") s"
 	rg_check "$srv: $STREAMS refused streams on one connection, all RESOURCE_EXHAUSTED" \
 		[ "$(rg_jget "$RG_TMP/$srv-many.json" "d['codes']")" = "{'8': $STREAMS}" ]
 	if [ "$CLIENTS" != go ]; then
-		run_one "$RG_TMP/$srv-many-js.json" timeout 600 node "$JS_CLIENT" --target "$T" --id x --db k_spent \
+		run_one "$RG_TMP/$srv-many-js.json" node "$JS_CLIENT" --target "$T" --id x --db k_spent \
 			--calls $STREAMS --rows 5 --concurrency 16 --no-retry
 		rg_log "$srv, grpc-js client: $STREAMS refused streams in $(rg_jget "$RG_TMP/$srv-many-js.json" "round(d['seconds'], 2)") s"
 		rg_check "$srv: $STREAMS refused streams of grpc-js on one connection, all RESOURCE_EXHAUSTED" \
@@ -211,7 +190,7 @@ done
 # Refused DATA worth 115 MB on one connection ($BIG_CALLS messages of
 # 20,000 rows, 460 KB each; 23 MB under TCG)
 before=$(calls $GADMIN) conns=$(gget conns)
-run_one "$RG_TMP/big.json" timeout 120 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id y -db k_spent \
+RG_CLIENT_TIMEOUT=120 run_one "$RG_TMP/big.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id y -db k_spent \
 	-calls $BIG_CALLS -rows 20000 -no-retry
 rg_log "$BIG_CALLS refused 20,000-row messages in $(rg_jget "$RG_TMP/big.json" "round(d['seconds'], 2)") s"
 rg_check "$((BIG_CALLS * 46 / 100)) MB of refused messages on one connection: all $BIG_CALLS answered RESOURCE_EXHAUSTED, none handled" \

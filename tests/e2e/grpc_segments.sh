@@ -86,6 +86,7 @@ rg_check "seg_spent: $CALLS refused, $((CALLS * ROWS)) rows rejected" \
 # (20,200 rows at 1 row/s) outlasts the test however slow the machine
 # (seg_spent's 10 rows ran out under TCG).  On by default on the host; in
 # a vmtest guest (passed on 6.1, not yet run on 6.12) with SEG_WIDE=1.
+# SEG_WIDE_RUNS=N repeats it N times, to hunt a rare failure.
 WIDE=${SEG_WIDE:-1}
 [ "${VMTEST:-0}" != 1 ] || WIDE=${SEG_WIDE:-0}
 if [ "$WIDE" = 1 ]; then
@@ -94,11 +95,11 @@ if [ "$WIDE" = 1 ]; then
 		>"$RG_TMP/wide-seed.json" 2>&1
 	rg_check "seg_wide: the first message admitted" [ "$(rg_jget "$RG_TMP/wide-seed.json" "d['ok']")" = 1 ]
 fi
-for mode in $([ "$WIDE" = 1 ] && echo stream unary); do
+for mode in $([ "$WIDE" = 1 ] && for _ in $(seq "${SEG_WIDE_RUNS:-1}"); do echo stream unary; done); do
 	conns0=$(rg_global conns_tracked) calls0=$(sget "d['calls']")
 	in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id "w$mode" -db seg_wide -mode $mode -per-call 2 \
 		-concurrency 8 -calls $((CALLS * 2)) -rows "$ROWS" -no-retry >"$RG_TMP/wide-$mode.json" 2>&1
-	rg_log "8 in flight, $mode: $(cat "$RG_TMP/wide-$mode.json") $(rg_ctl --json stats | "$RG_PY" -c 'import json,sys; g=json.load(sys.stdin)["global"]; print({k: v for k, v in g.items() if v and (k.startswith("h2") or "intern" in k or "fail" in k)})')"
+	rg_log "8 in flight, $mode: $(cat "$RG_TMP/wide-$mode.json") [$(rg_h2_counters)]"
 	rg_check "8 refused $mode calls in flight, interleaved in the segments: all code 8, one connection, no fallback, no handler call" \
 		[ "$(rg_jget "$RG_TMP/wide-$mode.json" "d['codes']")" = "{'8': $((CALLS * 2))}" ] &&
 		[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ] &&

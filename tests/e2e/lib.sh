@@ -115,6 +115,24 @@ rg_start_grpc_go_server() {
 	rg_wait_for 20 curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
 }
 
+# The gRPC C-core GreptimeDatabase server (tests/grpc/greptime_server.py)
+# in RG_CGROUP, on free ports: sets PORT (gRPC), ADMIN (its GET /stats)
+# and SRV; killed on exit.  Arguments go to the server.
+rg_start_greptime_py_server() {
+	PORT=$(rg_free_port) || rg_fail "no free port"
+	ADMIN=$(rg_free_port) || rg_fail "no free port"
+	[ "$PORT" != "$ADMIN" ] || rg_fail "ports collide"
+	(
+		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
+		RG_GRPC_PY=$RG_BUILD/grpc/py exec "$RG_PY" "$RG_ROOT/tests/grpc/greptime_server.py" \
+			--port "$PORT" --admin-port "$ADMIN" "$@"
+	) >"$RG_TMP/server.log" 2>&1 &
+	SRV=$!
+	rg_on_exit "kill -9 $SRV; wait $SRV"
+	rg_wait_for 20 curl -sf "http://127.0.0.1:$ADMIN/stats" ||
+		rg_fail "the gRPC C-core server did not come up"
+}
+
 # The test's own cgroup (RG_CGROUP), removed on exit.
 rg_make_cgroup() {
 	local root
@@ -239,6 +257,24 @@ rg_setup() {
 rg_stat() { rg_ctl --json stats "$1" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['databases'][0]['$2'])"; }
 # A host-wide counter: rg_global NAME
 rg_global() { rg_ctl --json stats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['global']['$1'])"; }
+# The non-zero global h2_* counters and gauges, failures and
+# internal_errors, on one line: what a gRPC test logs beside a result.
+rg_h2_counters() {
+	rg_ctl --json stats | "$RG_PY" -c "import json,sys; g=json.load(sys.stdin)['global']
+print(' '.join(f'{k}={v}' for k, v in g.items() if v and (k.startswith('h2_') or 'fail' in k or k == 'internal_errors')))"
+}
+# Run a gRPC client with its output to OUT, bounded by RG_CLIENT_TIMEOUT
+# seconds (600), and log that output, its exit status when not 0 and
+# rg_h2_counters.  RG_CONNS_NEW: the connections rowgate began to track
+# meanwhile.  rg_h2_client OUT CMD...
+rg_h2_client() {
+	local out=$1 rc=0 before
+	shift
+	before=$(rg_global conns_tracked)
+	timeout "${RG_CLIENT_TIMEOUT:-600}" "$@" >"$out" 2>&1 || rc=$?
+	RG_CONNS_NEW=$(($(rg_global conns_tracked) - before))
+	rg_log "$(basename "$out"): $(cat "$out")$([ "$rc" = 0 ] || echo " (exit $rc$([ "$rc" != 124 ] || echo ", timed out"))") [$(rg_h2_counters)]"
+}
 # A Python expression over the JSON object d in FILE: rg_jget FILE EXPR
 rg_jget() { "$RG_PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 # Whether got is want, logging both when not: rg_is GOT WANT WHAT
