@@ -180,6 +180,9 @@ if [ "$ROWGATE" = 1 ]; then
 	bl_log "the guarded server handled $grd_calls calls (the admitted ones and the spending call)"
 	bl_log "rowgate: $(bl_ctl --json stats | "$BL_PY" -c 'import json,sys; g=json.load(sys.stdin)["global"]
 print(" ".join("%s=%s" % (k, v) for k, v in sorted(g.items()) if k.startswith("h2_") or k == "internal_errors"))')"
+	# the refusals and why any fell back (h2_fallback_* by reason)
+	h2_counts=$(bl_ctl --json stats | "$BL_PY" -c 'import json,sys; g=json.load(sys.stdin)["global"]
+print(", ".join("`%s` %s" % (k, v) for k, v in sorted(g.items()) if v and (k.startswith(("h2_reject", "h2_fallback", "h2_early", "h2_failclosed", "h2_give_backs")) or k == "internal_errors")))')
 fi
 
 cat <<EOF
@@ -268,6 +271,9 @@ reconnects.
 |---|---|---|---|---|
 ${notes%
 }
+
+Over the whole run, rowgated's refusal counters (\`rowgatectl --json
+stats\`, non-zero only): ${h2_counts:-none}.
 EOF
 fi
 cat <<EOF
