@@ -10,7 +10,8 @@
 # database with a huge limit admitted through it.  All driven by the
 # grpc-go client (unary Handle, row inserts, 16 calls in flight, one
 # connection, no retries), rounds interleaved.
-# FIG7_ROWGATE=0 (or no bpftool): the baseline rows only.
+# FIG7_ROWGATE=0 (or no bpftool): the baseline rows only.  FIG7_RG_ARGS:
+# more rowgated options.
 source "$(dirname "$0")/lib.sh"
 bl_require curl ss "$BL_PY"
 ROWGATE=${FIG7_ROWGATE:-1}
@@ -49,7 +50,10 @@ if [ "$ROWGATE" = 1 ]; then
 	bl_bpf_stats_on
 	bl_server_cgroup_port
 	start_server GRD --cgroup "$BL_CGROUP" --port "$BL_PORT"
-	bl_rowgated_start --port "$BL_PORT=greptimedb" --grpc "$BL_PORT"
+	# FIG7_RG_ARGS: more rowgated options, to take a part out (e.g.
+	# "--egress off --grpc-reject close": no sk_msg program on the server)
+	# shellcheck disable=SC2086 # words on purpose
+	bl_rowgated_start --port "$BL_PORT=greptimedb" --grpc "$BL_PORT" ${FIG7_RG_ARGS:-}
 	bl_ctl limit set bench 1000000000000 >/dev/null || bl_die "limit set bench"
 	# rej: 1 row/s, then one admitted call of 1,000 rows on the full
 	# bucket leaves ~1,000 s of debt: every later call is refused
