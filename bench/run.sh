@@ -5,7 +5,11 @@
 # machine, kernel, commit and command, then each figure as ratios.
 #
 #   bench/run.sh                 all figures (~8 min)
-#   bench/run.sh 1 3             figures 1 and 3 only
+#   bench/run.sh 1 3             figures 1 and 3 only: their sections of an
+#                                existing RESULTS.md are replaced, each
+#                                with a line saying when and at which
+#                                commit (BENCH_WHOLE=1: a new file of
+#                                these figures alone)
 #   BENCH_OUT=/tmp/r.md bench/run.sh
 #
 # Knobs (environment): BENCH_SECONDS (3, per measured run), BENCH_RUNS (5,
@@ -44,6 +48,22 @@ for n in "${figs[@]}"; do
 		} >>"$tmp/fig$n.md"
 	fi
 done
+
+# some figures, into the results of an earlier whole run
+if [ $# -gt 0 ] && [ -f "$OUT" ] && [ "${BENCH_WHOLE:-0}" != 1 ]; then
+	run_line="Run: \`bench/run.sh ${figs[*]}\`, commit $commit, $(date -u '+%Y-%m-%d %H:%M') UTC, Linux $(uname -r), $((SECONDS - start)) s; the rest of this file is from the run in its header."
+	for n in "${figs[@]}"; do
+		[ -f "$tmp/fig$n.md" ] || continue
+		if head -n1 "$tmp/fig$n.md" | grep -q '^## Figure .*FAILED'; then
+			echo "figure $n failed: its section of $OUT is left as it was" >&2
+			continue
+		fi
+		python3 "$ROOT/bench/splice_results.py" "$OUT" "$tmp/fig$n.md" "$run_line" >&2 ||
+			echo "figure $n: not written into $OUT" >&2
+	done
+	echo "updated $OUT ($((SECONDS - start)) s): hand-written notes in the replaced sections are gone, see git diff" >&2
+	exit 0
+fi
 
 {
 	cat <<EOF
