@@ -93,10 +93,7 @@ fi
 
 rg_mount_bpffs
 RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT" --port "$GPORT2=greptimedb" --grpc "$GPORT2"
-# the seed's 3,000 rows leave 2 s of debt at 1,000 rows/s; under TCG a
-# client takes about that long to start, so 100 rows/s (29 s) there
-SEED_LIMIT=1000
-[ "${VMTEST:-0}" != 1 ] || SEED_LIMIT=100
+SEED_LIMIT=$(rg_seed_limit)
 rg_ctl limit set h_lim $SEED_LIMIT >/dev/null || rg_fail "limit set"
 rg_ctl limit set h_retry 2000 >/dev/null || rg_fail "limit set"
 

@@ -53,22 +53,11 @@ rg_check "--grpc-max-streams 0: $out" grep -q "expected off or a whole number of
 "$RG_ROWGATED" --help | grep -q -- "--grpc-max-streams N|off" || rg_fail "--help does not document --grpc-max-streams"
 
 rg_make_cgroup
-if [ -n "$CC" ]; then
-	rg_start_greptime_py_server
-else
-	PORT=$(rg_free_port) || rg_fail "no free port" # guarded, no server
-	ADMIN=
-fi
-# a grpc-go server on a second guarded port
-rg_start_grpc_go_server
-[ "$PORT" != "$GPORT" ] && [ "$PORT" != "$GADMIN" ] || rg_fail "ports collide"
+rg_start_grpc_servers "$CC" # grpc-go on a second guarded port
 
 rg_mount_bpffs
 RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT" --grpc-reject close
-# the seed's 3,000 rows leave 2 s of debt at 1,000 rows/s; under TCG a
-# client takes about that long to start, so 100 rows/s (29 s) there
-SEED_LIMIT=1000
-[ "${VMTEST:-0}" != 1 ] || SEED_LIMIT=100
+SEED_LIMIT=$(rg_seed_limit)
 rg_ctl limit set g_lim $SEED_LIMIT >/dev/null || rg_fail "limit set"
 rg_ctl limit set g_js 100000 >/dev/null || rg_fail "limit set"
 rg_ctl limit set acme-g_col 100000 >/dev/null || rg_fail "limit set"

@@ -45,21 +45,13 @@ out=$("$RG_ROWGATED" --grpc-reject maybe 2>&1) && rg_fail "--grpc-reject maybe a
 rg_check "--grpc-reject maybe: $out" grep -q "expected keep or close" <<<"$out"
 
 rg_make_cgroup
-if [ "$SERVERS" != go ]; then
-	rg_start_greptime_py_server
-else
-	PORT=$(rg_free_port) || rg_fail "no free port" # guarded, no server
-	ADMIN=
-fi
-rg_start_grpc_go_server
-[ "$PORT" != "$GPORT" ] && [ "$PORT" != "$GADMIN" ] || rg_fail "ports collide"
+WITH_PY=1
+[ "$SERVERS" != go ] || WITH_PY=
+rg_start_grpc_servers "$WITH_PY" # grpc-go on a second guarded port
 
 rg_mount_bpffs
 RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT"
-# the seed's 3,000 rows leave 2 s of debt at 1,000 rows/s; under TCG a
-# client takes about that long to start, so 100 rows/s (29 s) there
-SEED_LIMIT=1000
-[ "${VMTEST:-0}" != 1 ] || SEED_LIMIT=100
+SEED_LIMIT=$(rg_seed_limit)
 for db in k_lim kg_lim; do rg_ctl limit set $db $SEED_LIMIT >/dev/null || rg_fail "limit set"; done
 for db in k_retry kg_retry; do rg_ctl limit set $db 2000 >/dev/null || rg_fail "limit set"; done
 

@@ -133,6 +133,25 @@ rg_start_greptime_py_server() {
 		rg_fail "the gRPC C-core server did not come up"
 }
 
+# Both GreptimeDatabase servers on guarded ports: the C-core one when
+# WITH_PY is 1 (PORT, ADMIN, SRV), else a free PORT with no server behind
+# it and ADMIN empty (guests lack grpcio); then the grpc-go one (GPORT,
+# GADMIN, GSRV).  Usage: rg_start_grpc_servers WITH_PY
+rg_start_grpc_servers() {
+	if [ "$1" = 1 ]; then
+		rg_start_greptime_py_server
+	else
+		PORT=$(rg_free_port) || rg_fail "no free port"
+		ADMIN=
+	fi
+	rg_start_grpc_go_server
+	[ "$PORT" != "$GPORT" ] && [ "$PORT" != "$GADMIN" ] || rg_fail "ports collide"
+}
+
+# The seed's limit: 3,000 rows leave 2 s of debt at 1,000 rows/s; under
+# TCG a client takes about that long to start, so 100 rows/s (29 s) there.
+rg_seed_limit() { if [ "${VMTEST:-0}" = 1 ]; then echo 100; else echo 1000; fi; }
+
 # The test's own cgroup (RG_CGROUP), removed on exit.
 rg_make_cgroup() {
 	local root
