@@ -187,7 +187,9 @@ bl_rowgated_start() {
 		--bpffs "$BL_BPFFS" --admin-socket "$BL_SOCK" --state-file "$BL_STATE" \
 		--log-level warn "$@" >>"$BL_TMP/rowgated.log" 2>&1 &
 	BL_RG_PID=$!
-	bl_on_exit "kill -9 $BL_RG_PID"
+	# kill -9 is asynchronous: reap it before --cleanup and the umount
+	# (a rowgated still exiting kept the bpffs busy: mounts were left)
+	bl_on_exit "kill -9 $BL_RG_PID; wait $BL_RG_PID"
 	bl_wait_for 20 bl_ctl limit show || bl_die "rowgated did not come up"
 }
 
