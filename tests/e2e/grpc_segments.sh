@@ -118,7 +118,7 @@ GAP=300ms
 conns0=$(rg_global conns_tracked) early0=$(rg_global h2_reject_early) calls0=$(sget "d['calls']")
 in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id gz -db seg_gz -gzip -calls $((CALLS + 1)) -rows "$ROWS" \
 	-call-gap $GAP -no-retry >"$RG_TMP/gz.json" 2>&1
-rg_log "gzip, $((CALLS + 1)) calls, $GAP apart: $(cat "$RG_TMP/gz.json") h2_reject_early +$(($(rg_global h2_reject_early) - early0)) h2_stashed=$(rg_global h2_stashed) h2_reject_fallback=$(rg_global h2_reject_fallback)"
+rg_log "gzip, $((CALLS + 1)) calls, $GAP apart: $(cat "$RG_TMP/gz.json") h2_reject_early +$(($(rg_global h2_reject_early) - early0)) [$(rg_h2_counters)]"
 rg_check "compressed: the first call stored, the $CALLS next refused with code 8 on one connection, no fallback, never handled" \
 	[ "$(rg_jget "$RG_TMP/gz.json" "(d['ok'], d['codes'])")" = "(1, {'8': $CALLS})" ] &&
 	[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ] &&
