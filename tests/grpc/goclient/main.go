@@ -71,8 +71,10 @@ type result struct {
 	RowsAcked int64          `json:"rows_acked"`
 	Codes     map[string]int `json:"codes"`
 	LastError string         `json:"last_error,omitempty"`
-	ErrCode   string         `json:"err_code,omitempty"`
-	Seconds   float64        `json:"seconds"`
+	// the first error of each code: a rare code among many names its cause
+	FirstErrors map[string]string `json:"first_errors,omitempty"`
+	ErrCode     string            `json:"err_code,omitempty"`
+	Seconds     float64           `json:"seconds"`
 	// -other: calls of the services rowgate does not route
 	HealthOK    int64  `json:"health_ok"`
 	OtherOK     int64  `json:"other_ok"`
@@ -190,7 +192,8 @@ func main() {
 		return req
 	}
 
-	res := result{Impl: "grpc-go", Version: grpc.Version, Mode: *mode, DB: *db, Codes: map[string]int{}}
+	res := result{Impl: "grpc-go", Version: grpc.Version, Mode: *mode, DB: *db, Codes: map[string]int{},
+		FirstErrors: map[string]string{}}
 	var mu sync.Mutex
 	otherCalls := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), *deadline)
@@ -251,8 +254,12 @@ func main() {
 		if err != nil {
 			res.Failed++
 			st := status.Convert(err)
-			res.Codes[fmt.Sprint(int(st.Code()))]++
+			code := fmt.Sprint(int(st.Code()))
+			res.Codes[code]++
 			res.LastError = st.Message()
+			if _, seen := res.FirstErrors[code]; !seen {
+				res.FirstErrors[code] = st.Message()
+			}
 			if v := trailer.Get("x-greptime-err-code"); len(v) > 0 {
 				res.ErrCode = v[0]
 			}
