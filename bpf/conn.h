@@ -128,6 +128,26 @@ struct rg_walk {
 	__u32 body_from; /* skb offset where they began */
 };
 
+/*
+ * Where the verdict stands in the client's TCP sequence (bpf/tcp_rx.h).
+ * The kernel hands a sockmap verdict whole skbs, also one that a
+ * retransmission made start before bytes already handed over; the verdict
+ * cuts those bytes off, so it and the server read each byte once.
+ */
+#define RG_RX_RECS 4
+struct rg_rx_seq {
+	__u32 seen_end;  /* sequence after the last byte the verdict saw */
+	__u32 next_seq;  /* start of the skb queued behind the last one */
+	__u32 rec_at[RG_RX_RECS];  /* sockops: rcv_nxt when a segment that */
+	__u32 rec_old[RG_RX_RECS]; /* starts this many bytes before it came */
+	__u8 known;      /* seen_end is set */
+	__u8 next_known; /* next_seq is */
+	__u8 rec_slot;   /* the slot the next record takes */
+	__u8 recorded;   /* sockops records this connection's segments */
+	__u8 trusted;    /* the last skb's start was taken on trust */
+	__u8 pad[3];
+};
+
 struct rg_conn {
 	__u8 started;
 	__u8 mode;       /* enum rg_conn_mode */
@@ -180,6 +200,7 @@ struct rg_conn {
 	struct rg_resp_buf resp;      /* its text */
 	__u8 stash[RG_HEAD_MAX_BYTES + RG_WINDOW_BYTES];
 	struct rg_egress eg;
+	struct rg_rx_seq rx;
 };
 
 #endif /* ROWGATE_BPF_CONN_H */

@@ -85,6 +85,7 @@ struct {
 #include "egress.h"
 #include "request.h"
 #include "h2.h"
+#include "tcp_rx.h"
 
 /* Whether a connection's first bytes are the HTTP/2 preface (at least
  * "PRI", which no HTTP/1 method starts with; the parser checks the rest). */
@@ -120,6 +121,8 @@ int rg_verdict(struct __sk_buff *skb)
 	 * before its preface would make the server's HTTP/2 look HTTP/1) */
 	if (!len)
 		return SK_PASS;
+	rg_rx_trim(skb, c);
+	len = skb->len;
 	c->verdict_build = (__u8)rg_build_id; /* after an upgrade: which verdict runs */
 	if (c->h2)
 		goto h2;
@@ -390,9 +393,18 @@ int rg_sockops(struct bpf_sock_ops *skops)
 			rg_conn_untracked(skops, cookie);
 			break;
 		}
-		bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
-							 BPF_SOCK_OPS_STATE_CB_FLAG);
+		/* every segment's header too: see bpf/tcp_rx.h */
+		if (!bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
+							      BPF_SOCK_OPS_STATE_CB_FLAG |
+							      BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG))
+			c->rx.recorded = 1;
 		rg_global_inc(conns_tracked);
+		break;
+	case BPF_SOCK_OPS_PARSE_HDR_OPT_CB:
+		cookie = bpf_get_socket_cookie(skops);
+		c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+		if (c)
+			rg_rx_record(skops, c);
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
 		if (skops->args[1] == BPF_TCP_CLOSE) {

@@ -89,20 +89,28 @@ static __always_inline int rg_grow_front(struct __sk_buff *skb, __u32 n)
 	return n ? -1 : 0;
 }
 
+/* Cut n bytes (at most 16 steps of adjust_room) off the front of the skb.
+ * 0; -1 when nothing was cut; -2 when part was. */
+static __always_inline int rg_cut_front(struct __sk_buff *skb, __u32 n)
+{
+	__u32 i, step;
+
+	for (i = 0; i < 16 && n; i++) {
+		step = n > RG_ADJUST_MAX ? RG_ADJUST_MAX : n;
+		if (bpf_skb_adjust_room(skb, -(__s32)step, 0, 0))
+			return i ? -2 : -1;
+		n -= step;
+	}
+	return n ? -2 : 0;
+}
+
 /* Cut the whole skb away, from the front: after rg_grow_front,
  * change_tail refuses to cut below the grown bytes (the minimum length it
  * allows moved with them), adjust_room does not.  0; -1 when nothing was
  * cut; -2 when part was. */
 static __always_inline int rg_empty_skb(struct __sk_buff *skb)
 {
-	__u32 i, step;
-
-	for (i = 0; i < 3 && skb->len; i++) {
-		step = skb->len > RG_ADJUST_MAX ? RG_ADJUST_MAX : skb->len;
-		if (bpf_skb_adjust_room(skb, -(__s32)step, 0, 0))
-			return i ? -2 : -1;
-	}
-	return skb->len ? -2 : 0;
+	return rg_cut_front(skb, skb->len);
 }
 
 static __always_inline int rg_unstash(struct __sk_buff *skb, struct rg_conn *c)

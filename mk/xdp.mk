@@ -33,3 +33,10 @@ $(BUILD)/tests/bpf/test_reconcile: tests/bpf/test_reconcile.c tests/bpf/maps_tes
 	$(Q)$(CC) $(USER_CFLAGS) $< -o $@ $(BPF_LIBS)
 
 EXTRA_ALL += $(BUILD)/tests/bpf/test_reconcile
+
+# A lossy link for e2e/tcp_retrans (tc ingress of its namespace).
+EXTRA_ALL += $(BUILD)/tests/bpf/lossy.bpf.o
+$(BUILD)/tests/bpf/lossy.bpf.o: tests/bpf/lossy.bpf.c
+	@mkdir -p $(@D)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -target bpf -O2 -g -Wall -Werror -I/usr/include/$(shell gcc -dumpmachine) -c $< -o $@

@@ -219,7 +219,16 @@
 	  "across two skbs (the first one too long to hold back).")                      \
 	X(h2_failclosed_err, "h2_failclosed_err", "h2_failclosed_err", GAUGE,             \
 	  "Why the last HTTP/2 connection that failed closed did: minus its enum "       \
-	  "rg_h2_result (include/rowgate/h2.h; 3 protocol, 4 streams, 6 protobuf).")
+	  "rg_h2_result (include/rowgate/h2.h; 3 protocol, 4 streams, 6 protobuf).")                     \
+	X(tcp_old_segments, "tcp_old_segments", "tcp_old_segments_total", COUNTER,        \
+	  "Segments the kernel handed the verdict starting with bytes it had handed "    \
+	  "over already (a retransmission over received data): those were cut off, so " \
+	  "the verdict and the server read each byte once.")                             \
+	X(tcp_old_bytes, "tcp_old_bytes", "tcp_old_bytes_total", COUNTER,                 \
+	  "Bytes cut off those segments.")                                               \
+	X(tcp_seq_gaps, "tcp_seq_gaps", "tcp_seq_gaps_total", COUNTER,                    \
+	  "Segments whose start the verdict could not place in the client's stream "     \
+	  "(read without it, or a retransmission it could not see coming): nothing cut.")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also
