@@ -43,11 +43,13 @@ rg_mount_bpffs
 RG_PORT=$GPORT rg_start_rowgated --grpc-compressed debt
 # The namespace's TCP counters of reordering and retransmission: its
 # loopback reorders segments (the sender's CPU changes between them), and
-# the rare desynchronised verdict seen here came right after such events
-# (docs/grpc.md#known-limits).
+# a retransmission over received bytes once desynchronised the verdict here
+# (until it cut them: docs/design.md#retransmitted-bytes); with rowgate's
+# count of those cuts.
 seg_tcp() {
 	in_ns nstat -az 2>/dev/null |
 		awk '$2 != 0 && /Retrans|DSACK|Backlog|OFO|Prune|Collapse|Reorder|Undo/ { printf "%s=%s ", $1, $2 }'
+	printf 'tcp_old_segments=%s tcp_seq_gaps=%s' "$(rg_global tcp_old_segments)" "$(rg_global tcp_seq_gaps)"
 }
 sget() { in_ns curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
