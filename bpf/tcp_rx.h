@@ -56,7 +56,8 @@ static __always_inline void rg_rx_record(struct bpf_sock_ops *skops, struct rg_c
 	c->rx.rec_slot = slot + 1;
 }
 
-/* The start of the skb the kernel queued first, while it is queued. */
+/* The start of the first skb in the receive queue (not empty: an empty
+ * queue's next is the queue itself). */
 static __always_inline int rg_rx_queue_head(struct tcp_sock *tp, __u32 *seq)
 {
 	struct sk_buff *next = BPF_CORE_READ(tp, inet_conn.icsk_inet.sk.sk_receive_queue.next);
@@ -99,7 +100,7 @@ static __always_inline void rg_rx_trim(struct __sk_buff *skb, struct rg_conn *c)
 		start = tp->rcv_nxt - tp->bytes_received;
 		if (!rx->recorded) {
 			exact = false;
-			if (!rg_rx_queue_head(tp, &start))
+			if (qlen && !rg_rx_queue_head(tp, &start))
 				start -= len;
 		}
 	} else {
