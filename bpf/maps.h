@@ -54,15 +54,6 @@ struct {
 			g__->field = (v);                                     \
 	} while (0)
 
-#define rg_global_inc(field)                                                  \
-	do {                                                                  \
-		__u32 zero__ = 0;                                             \
-		struct rg_global_stats *g__ =                                 \
-			bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero__);         \
-		if (g__)                                                      \
-			__sync_fetch_and_add(&g__->field, 1);                 \
-	} while (0)
-
 #define rg_global_add(field, v)                                               \
 	do {                                                                  \
 		__u32 zero__ = 0;                                             \
@@ -71,5 +62,7 @@ struct {
 		if (g__)                                                      \
 			__sync_fetch_and_add(&g__->field, (v));               \
 	} while (0)
+
+#define rg_global_inc(field) rg_global_add(field, 1)
 
 #endif /* ROWGATE_BPF_MAPS_H */

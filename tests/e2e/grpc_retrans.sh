@@ -22,17 +22,10 @@ rg_require_root
 rg_require_cmd ip tc curl "$RG_PY"
 GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
 GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
-LOSSY=$RG_BUILD/tests/bpf/lossy.bpf.o
 [ -x "$GO_CLIENT" ] && [ -x "$GO_SERVER" ] ||
 	rg_skip "needs the grpc-go client and server (golang-go, golang-google-grpc-dev; make)"
-[ -f "$LOSSY" ] || rg_fail "build first: $LOSSY is missing"
 
-NS=rg-grtx-$$
-ip netns add "$NS" || rg_skip "cannot create a network namespace"
-rg_on_exit "ip netns del '$NS'"
-ip -n "$NS" link set lo mtu 1500 up || rg_fail "cannot bring the namespace's loopback up"
-ip -n "$NS" link set lo gso_max_segs 1 || rg_skip "this iproute2 cannot set gso_max_segs"
-in_ns() { ip netns exec "$NS" "$@"; }
+rg_seg_namespace rg-grtx-$$
 
 rg_make_cgroup
 GPORT=18428 # LOSSY_PORT: the namespace is the test's own
@@ -54,9 +47,7 @@ in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id seed -db rtx_spent -calls 1 -r
 	>"$RG_TMP/seed.json" 2>&1
 rg_check "rtx_spent: the first message admitted" [ "$(rg_jget "$RG_TMP/seed.json" "d['ok']")" = 1 ]
 
-in_ns tc qdisc add dev lo clsact || rg_skip "tc cannot add a clsact qdisc"
-in_ns tc filter add dev lo ingress bpf direct-action obj "$LOSSY" sec tc ||
-	rg_skip "tc cannot load a BPF object"
+rg_lossy_link
 
 CALLS=${RTX_CALLS:-300} ROWS=20 SROWS=1 STREAMS=8 PER=1500
 [ "${VMTEST:-0}" != 1 ] || { CALLS=100; PER=400; }

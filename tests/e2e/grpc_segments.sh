@@ -20,12 +20,7 @@ GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
 [ -x "$GO_CLIENT" ] && [ -x "$GO_SERVER" ] ||
 	rg_skip "needs the grpc-go client and server (golang-go, golang-google-grpc-dev; make)"
 
-NS=rg-seg-$$
-ip netns add "$NS" || rg_skip "cannot create a network namespace"
-rg_on_exit "ip netns del '$NS'"
-ip -n "$NS" link set lo mtu 1500 up || rg_fail "cannot bring the namespace's loopback up"
-ip -n "$NS" link set lo gso_max_segs 1 || rg_skip "this iproute2 cannot set gso_max_segs"
-in_ns() { ip netns exec "$NS" "$@"; }
+rg_seg_namespace rg-seg-$$
 
 rg_make_cgroup
 GPORT=$(rg_free_port) || rg_fail "no free port"

@@ -162,6 +162,26 @@ rg_make_cgroup() {
 	rg_on_exit "rmdir '$RG_CGROUP'"
 }
 
+# A network namespace (NS, in_ns) whose loopback carries MSS-sized
+# segments as from a NIC without receive offload: a 1,500-byte MTU and one
+# segment per GSO packet.  Removed at exit.
+rg_seg_namespace() {
+	NS=$1
+	ip netns add "$NS" || rg_skip "cannot create a network namespace"
+	rg_on_exit "ip netns del '$NS'"
+	ip -n "$NS" link set lo mtu 1500 up || rg_fail "cannot bring the namespace's loopback up"
+	ip -n "$NS" link set lo gso_max_segs 1 || rg_skip "this iproute2 cannot set gso_max_segs"
+}
+in_ns() { ip netns exec "$NS" "$@"; }
+
+# Make that loopback lossy for the guarded port 18428 (tests/bpf/lossy.bpf.c).
+rg_lossy_link() {
+	[ -f "$RG_BUILD/tests/bpf/lossy.bpf.o" ] || rg_fail "build first: $RG_BUILD/tests/bpf/lossy.bpf.o is missing"
+	in_ns tc qdisc add dev lo clsact || rg_skip "tc cannot add a clsact qdisc"
+	in_ns tc filter add dev lo ingress bpf direct-action obj "$RG_BUILD/tests/bpf/lossy.bpf.o" sec tc ||
+		rg_skip "tc cannot load a BPF object"
+}
+
 # Start victoria-metrics inside a fresh cgroup on a free loopback port.
 rg_start_vm() {
 	rg_make_cgroup
@@ -321,10 +341,11 @@ sys.exit(0 if n[1] >= n[0] else 1)'; do
 	done
 }
 
-# Rows (samples) victoria-metrics stores for the series matching SELECTOR.
+# Rows (samples) victoria-metrics stores for the series matching SELECTOR
+# (RG_VM_NS: victoria-metrics listens in that network namespace).
 rg_vm_rows() {
-	curl -sf "http://127.0.0.1:$RG_PORT/internal/force_flush" >/dev/null
-	curl -sf "http://127.0.0.1:$RG_PORT/api/v1/export" --data-urlencode "match[]=$1" |
+	${RG_VM_NS:+ip netns exec "$RG_VM_NS"} curl -sf "http://127.0.0.1:$RG_PORT/internal/force_flush" >/dev/null
+	${RG_VM_NS:+ip netns exec "$RG_VM_NS"} curl -sf "http://127.0.0.1:$RG_PORT/api/v1/export" --data-urlencode "match[]=$1" |
 		"$RG_PY" -c 'import json,sys; print(sum(len(json.loads(l)["values"]) for l in sys.stdin if l.strip()))'
 }
 

@@ -17,15 +17,8 @@ RG_PROFILE=victoriametrics
 source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd victoria-metrics ip tc curl "$RG_PY"
-LOSSY=$RG_BUILD/tests/bpf/lossy.bpf.o
-[ -f "$LOSSY" ] || rg_fail "build first: $LOSSY is missing"
 
-NS=rg-rtx-$$
-ip netns add "$NS" || rg_skip "cannot create a network namespace"
-rg_on_exit "ip netns del '$NS'"
-ip -n "$NS" link set lo mtu 1500 up || rg_fail "cannot bring the namespace's loopback up"
-ip -n "$NS" link set lo gso_max_segs 1 || rg_skip "this iproute2 cannot set gso_max_segs"
-in_ns() { ip netns exec "$NS" "$@"; }
+rg_seg_namespace rg-rtx-$$
 RG_PORT=18428 # LOSSY_PORT: the namespace is the test's own
 
 rg_make_cgroup
@@ -44,9 +37,7 @@ rg_mount_bpffs
 rg_start_rowgated
 rg_ctl limit set retrans 1000000000 >/dev/null || rg_fail "limit set"
 
-in_ns tc qdisc add dev lo clsact || rg_skip "tc cannot add a clsact qdisc"
-in_ns tc filter add dev lo ingress bpf direct-action obj "$LOSSY" sec tc ||
-	rg_skip "tc cannot load a BPF object"
+rg_lossy_link
 
 CONNS=4 REQS=3 LINES=${RTX_LINES:-1500} ROUNDS=4
 [ "${VMTEST:-0}" != 1 ] || LINES=600
@@ -101,15 +92,7 @@ rg_log "tcp_old_segments +$old (tcp_old_bytes $(rg_global tcp_old_bytes)), tcp_s
 rg_check "every request answered 204" \
 	[ "$(cat "$RG_TMP"/client*.log | grep -c '^HTTP/1.1 204')" = $((rounds * CONNS * REQS)) ]
 
-stored=$(in_ns curl -sf "http://127.0.0.1:$RG_PORT/internal/force_flush" >/dev/null
-	deadline=$((SECONDS + 15))
-	while :; do
-		got=$(in_ns curl -sf "http://127.0.0.1:$RG_PORT/api/v1/export" --data-urlencode 'match[]={db="retrans"}' |
-			"$RG_PY" -c 'import json,sys; print(sum(len(json.loads(l)["values"]) for l in sys.stdin if l.strip()))')
-		[ "$got" = "$want" ] || [ $SECONDS -ge $deadline ] && break
-		sleep 0.2
-	done
-	echo "$got")
+stored=$(RG_VM_NS=$NS rg_vm_rows_wait '{db="retrans"}' "$want")
 rg_check "victoria-metrics stores the $want rows sent, each once" rg_is "$stored" "$want" "stored rows"
 rg_check "rowgate charged the $want rows" rg_wait_charged retrans "$want"
 rg_check "the verdict never lost its place in the stream (tcp_seq_gaps)" [ "$gaps" = 0 ]
