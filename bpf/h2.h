@@ -30,7 +30,6 @@
  * accepted (docs/grpc.md §6.2.3) */
 #define RG_H2_RESETS_PER_SKB 16
 #define RG_H2_REJECTED	      16 /* refused streams the client still sends on */
-#define RG_H2_ADMITTED	      16 /* streams remembered as having an admitted message */
 #define RG_H2_OP_REWRITE      1 /* RST_STREAM + kernel SETTINGS + filler */
 #define RG_H2_OP_FILL	      2 /* the frame becomes unknown filler */
 #define RG_H2_OP_EARLY	      3 /* RST_STREAM + filler; SETTINGS at the frame's end */
@@ -83,7 +82,7 @@ struct rg_h2_sock {
 	__u32 fh_off;	/* skb offset of the current frame's header; ~0: not in this skb */
 	__u32 nops;	/* rewrites due in this skb */
 	__u32 resets;	/* of them, RST_STREAMs */
-	__u32 adm_next;
+	__u32 pad_adm_next; /* free: earlier builds' admitted-stream ring */
 	__u32 frame_rej; /* the current frame was rewritten: its stream was refused */
 	__u32 unrouted_seen; /* h->unrouted_streams already counted */
 	__u32 stash_whole; /* the stash begins with the current frame's whole header */
@@ -100,7 +99,7 @@ struct rg_h2_sock {
 	struct rg_h2_op ops[RG_H2_OPS];
 	__u32 rej[RG_H2_REJECTED]; /* refused streams, 0 = free */
 	__u32 rej_next;		   /* the entry taken when none is free (a ring) */
-	__u32 adm[RG_H2_ADMITTED]; /* streams with an admitted message (a ring) */
+	__u32 pad_adm[16]; /* free (as pad_adm_next): the pinned layout stays */
 	/* --grpc-compressed debt: copies of compressed messages for rowgated */
 	__u64 copy_seq[RG_H2_STREAM_SLOTS]; /* the slot's message's copy; 0: none */
 	__u32 copy_sid[RG_H2_STREAM_SLOTS]; /* the stream copy_seq belongs to */
@@ -472,12 +471,8 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 			st->err = RG_H2_ERR_GRPC;
 			return -1;
 		}
-		if (n == RG_ADMIT_UNLIMITED) {
-			/* nothing learned yet: a stream with an admitted message */
-			if (rg_h2_keep && rg_h2_find(st->adm, RG_H2_ADMITTED, st->h.done_sid) < 0)
-				st->adm[st->adm_next++ & (RG_H2_ADMITTED - 1)] = st->h.done_sid;
-			return 0;
-		}
+		if (n == RG_ADMIT_UNLIMITED)
+			return 0; /* nothing learned yet */
 		__builtin_memcpy(&db, &st->db, sizeof(db));
 	} else {
 		if (!rg_grpc_charged(m))
@@ -503,22 +498,14 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 		rg_charge(&db, m->rows, 1, true);
 		st->messages++;
 		st->rows += m->rows;
-		if (rg_h2_keep && !rg_grpc_acked_each(m) &&
-		    rg_h2_find(st->adm, RG_H2_ADMITTED, st->h.done_sid) < 0)
-			st->adm[st->adm_next++ & (RG_H2_ADMITTED - 1)] = st->h.done_sid;
 		return 0;
 	default:
 		break;
 	}
-	if (rg_h2_keep && rg_h2_find(st->adm, RG_H2_ADMITTED, st->h.done_sid) >= 0) {
-		/* a later message of a stream admitted before: refusing it would
-		 * fail a call whose earlier messages are stored, and its retry
-		 * would store them twice (docs/grpc.md §6.2.6) */
-		rg_charge(&db, m->rows, 1, true);
-		st->messages++;
-		st->rows += m->rows;
-		return 0;
-	}
+	/* every message is judged on its own, a stream's later ones too:
+	 * GreptimeDB's limiter fails a HandleRequests call at the first
+	 * message it refuses, after storing the earlier ones (docs/grpc.md
+	 * #streams) */
 	if (st->must_pass) {
 		/* its bytes reach the server whatever the verdict says */
 		rg_charge(&db, m->rows, 1, false);
@@ -901,9 +888,8 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 		head_min = RG_H2_FRAME_HDR_BYTES;
 	if (st->early_sid || rg_h2_early_state(h, len, st->fh_off, head_min) != RG_H2_EARLY_READY)
 		return 0;
-	if (rg_h2_stream_refused(st, sid) ||
-	    rg_h2_find(st->adm, RG_H2_ADMITTED, sid) >= 0)
-		return 0; /* already refused, or admitted whatever the bucket says */
+	if (rg_h2_stream_refused(st, sid))
+		return 0; /* already refused */
 	if (h->slot < 0 || h->slot >= RG_H2_STREAM_SLOTS)
 		return 0;
 	s = &h->s[rg_h2_slot(h->slot)];
@@ -1108,9 +1094,8 @@ __noinline int rg_h2_tail_judge(struct rg_h2_sock *st, int slot)
 	if (st->fh_off == ~0U || st->h.flen < RG_H2_REWRITE_MIN_PAYLOAD ||
 	    !rg_h2_short_tail_ready(s))
 		return 0;
-	if (rg_h2_stream_refused(st, sid) ||
-	    rg_h2_find(st->adm, RG_H2_ADMITTED, sid) >= 0)
-		return 0; /* already refused, or admitted whatever the bucket says */
+	if (rg_h2_stream_refused(st, sid))
+		return 0; /* already refused */
 	if (rg_grpc_db_hidden(&s->m))
 		return rg_h2_compressed_debt ? RG_H2_TAIL_COMPRESSED : 0;
 	n = rg_grpc_db_key_in(&s->m, &st->db, st->db_raw);

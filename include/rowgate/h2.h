@@ -1425,13 +1425,26 @@ RG_INLINE char rg_grpc_lower(char c)
 	return c >= 'A' && c <= 'Z' ? c + 32 : c;
 }
 
+/* The non-zero bytes of a header string (zero past its length): its
+ * length unless it holds a NUL.  Arithmetic, no branch per byte: the
+ * verifier walks it once. */
+RG_INLINE __u32 rg_grpc_nonzero(const char *s)
+{
+	__u32 i, n = 0;
+
+	for (i = 0; i < RG_DB_RAW_MAX; i++)
+		n += ((__u32)(__u8)s[i] + 255) >> 8;
+	return n;
+}
+
 /*
  * The database a completed message writes to, as greptimedb's
  * create_query_context() resolves it (docs/grpc.md §2), into key: dbname if
  * non-empty (split at its first '-', not lower-cased), else catalog and
  * schema lower-cased with defaults "greptime" / "public".  Returns the key
- * length, or -1 when the name does not fit a key or when catalog/schema has
- * non-ASCII bytes, which the server lower-cases by Unicode rules (Rust's
+ * length, or -1 when the name does not fit a key, holds a NUL byte (the
+ * zero-padded key would fold it into a shorter name), or when catalog/schema
+ * has non-ASCII bytes, which the server lower-cases by Unicode rules (Rust's
  * to_lowercase) this code does not carry: fail closed.  raw is
  * RG_GRPC_DB_SCRATCH_BYTES of scratch (the BPF caller's is in a map value:
  * the verifier follows variable-offset writes there cheaply, not on the
@@ -1445,13 +1458,19 @@ RG_INLINE int rg_grpc_db_key_in(const struct rg_grpc_msg *m, struct rg_db_key *k
 	__u8 bad = 0;
 
 	if (m->str_len[RG_GRPC_STR_DBNAME]) {
-		if (m->str_len[RG_GRPC_STR_DBNAME] >= RG_DB_RAW_MAX)
+		n = m->str_len[RG_GRPC_STR_DBNAME];
+		if (n >= RG_DB_RAW_MAX)
 			return -1;
-		return rg_db_key_from_padded(key, m->str[RG_GRPC_STR_DBNAME],
-					     m->str_len[RG_GRPC_STR_DBNAME]);
+		/* a NUL inside the name: the zero-padded key would lose it and
+		 * name another database ("v\0" is not "v") */
+		if (rg_grpc_nonzero(m->str[RG_GRPC_STR_DBNAME]) != n)
+			return -1;
+		return rg_db_key_from_padded(key, m->str[RG_GRPC_STR_DBNAME], n);
 	}
-	if (cl >= RG_DB_RAW_MAX || sl >= RG_DB_RAW_MAX)
-		return -1;
+	if (cl >= RG_DB_RAW_MAX || sl >= RG_DB_RAW_MAX ||
+	    rg_grpc_nonzero(m->str[RG_GRPC_STR_CATALOG]) != cl ||
+	    rg_grpc_nonzero(m->str[RG_GRPC_STR_SCHEMA]) != sl)
+		return -1; /* a NUL inside catalog or schema, as in dbname */
 	__builtin_memset(raw, 0, RG_GRPC_DB_SCRATCH_BYTES);
 	if (cl) {
 		for (i = 0; i < RG_DB_RAW_MAX; i++) {
@@ -1501,16 +1520,6 @@ static inline int rg_grpc_db_key(const struct rg_grpc_msg *m, struct rg_db_key *
 RG_INLINE bool rg_grpc_charged(const struct rg_grpc_msg *m)
 {
 	return m->hdr || rg_grpc_kind_charged(m->kind);
-}
-
-/* Whether the server answers each message of m's stream on its own (a
- * Flight DoPut's PutResult names the batch it stored): such a stream is
- * judged message by message, refused mid-stream as GreptimeDB's own limit
- * ends it, where a GreptimeDatabase stream's later messages pass once one
- * was admitted (docs/grpc.md §6.2.6). */
-RG_INLINE bool rg_grpc_acked_each(const struct rg_grpc_msg *m)
-{
-	return m->hdr == RG_PROTO_ARROW_FLIGHT;
 }
 
 /* Whether a refusal of message m names an estimate: its rows are unread

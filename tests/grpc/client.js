@@ -6,18 +6,23 @@
 // service config.  With --other N, each call is followed, on the same
 // connection, by N calls of grpc.health.v1.Health/Check (service
 // "rowgate.test") and N of rowgate.test.Other/Handle (a GreptimeRequest to
-// a method rowgate does not route).  Prints one JSON line: what it sent and
-// how the calls ended.
+// a method rowgate does not route).  --mode writer is GreptimeDB's
+// streaming writer: one HandleRequests call held open (writer()).  Prints
+// one JSON line: what it sent and how the calls ended.
 'use strict';
 const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const loader = require('@grpc/proto-loader');
 
 const opt = { mode: 'unary', calls: 10, perCall: 3, rows: 10, id: 'js',
-	      concurrency: 1, retry: true, columnar: false, other: 0, gapMs: 0, staggerMs: 0 };
+	      concurrency: 1, retry: true, columnar: false, other: 0, gapMs: 0, staggerMs: 0,
+	      rate: 10, seconds: 10, resend: false, drainSeconds: 30, backoffMs: 100,
+	      maxBackoffMs: 2000, callMessages: 0 };
 const usage = require('./args').parseArgs('client.js',
 	`usage: client.js --target HOST:PORT --db DB [options]
-  --mode unary|stream   Handle per message, or HandleRequests (default unary)
+  --mode unary|stream|writer
+                        Handle per message, HandleRequests, or one
+                        HandleRequests call held open (default unary)
   --calls N             calls to make (default 10)
   --per-call N          messages per HandleRequests call (default 3)
   --rows N              rows per message (default 10)
@@ -29,6 +34,15 @@ const usage = require('./args').parseArgs('client.js',
   --other N             Health/Check and Other/Handle calls after each call (default 0)
   --gap-ms N            pause between a HandleRequests call's messages (default 0)
   --stagger-ms N        start worker i of --concurrency i times N ms late (default 0)
+  --rate N              writer: messages a second (default 10)
+  --seconds N           writer: how long to write new messages (default 10)
+  --resend              writer: send a failed call's messages again
+  --drain-seconds N     writer --resend: how long to go on resending (default 30)
+  --backoff-ms N        writer: pause before a failed call is reopened,
+                        doubling (default 100)
+  --max-backoff-ms N    writer: the longest pause (default 2000)
+  --call-messages N     writer: close each call after N messages (default 0:
+                        one call)
 --db A,B,... takes the databases in turn, message by message.`, {
 	'--target': ['target', 'value'], '--db': ['db', 'value'], '--mode': ['mode', 'value'],
 	'--calls': ['calls', 'number'], '--per-call': ['perCall', 'number'],
@@ -36,11 +50,16 @@ const usage = require('./args').parseArgs('client.js',
 	'--concurrency': ['concurrency', 'number'], '--columnar': ['columnar', true],
 	'--no-retry': ['retry', false], '--gzip': ['gzip', true], '--other': ['other', 'number'],
 	'--gap-ms': ['gapMs', 'number'], '--stagger-ms': ['staggerMs', 'number'],
+	'--rate': ['rate', 'number'], '--seconds': ['seconds', 'number'], '--resend': ['resend', true],
+	'--drain-seconds': ['drainSeconds', 'number'], '--backoff-ms': ['backoffMs', 'number'],
+	'--max-backoff-ms': ['maxBackoffMs', 'number'], '--call-messages': ['callMessages', 'number'],
 }, opt);
 if (!opt.target || !opt.db)
 	usage('--target and --db are required');
-if (opt.mode !== 'unary' && opt.mode !== 'stream')
-	usage(`--mode is unary or stream, got '${opt.mode}'`);
+if (opt.mode !== 'unary' && opt.mode !== 'stream' && opt.mode !== 'writer')
+	usage(`--mode is unary, stream or writer, got '${opt.mode}'`);
+if (opt.mode === 'writer' && !opt.rate)
+	usage('--rate must be above 0');
 
 const protoDir = path.join(__dirname, '..', '..', 'proto');
 const def = loader.loadSync('greptime/v1/ingest.proto',
@@ -55,7 +74,7 @@ const serviceConfig = { methodConfig: [{
 	},
 }] };
 const channelOptions = {};
-if (opt.retry)
+if (opt.retry && opt.mode !== 'writer') /* a writer retries its calls itself */
 	channelOptions['grpc.service_config'] = JSON.stringify(serviceConfig);
 if (opt.gzip)
 	channelOptions['grpc.default_compression_algorithm'] = 2; /* gzip */
@@ -120,17 +139,95 @@ async function otherCalls() {
 	}
 }
 
+// Count a failed call's status in res.
+function noteError(err) {
+	res.failed++;
+	res.codes[err.code] = (res.codes[err.code] || 0) + 1;
+	res.last_error = err.details;
+	const md = err.metadata ? err.metadata.getMap() : {};
+	if (md['x-greptime-err-code'])
+		res.err_code = md['x-greptime-err-code'];
+}
+
+// GreptimeDB's streaming writer: one HandleRequests call held open,
+// --rate messages a second for --seconds (or --call-messages a call).  A
+// call that fails (the server's limiter, or rowgate's, ends it at the
+// message it refuses, after storing the earlier ones) is reopened after a
+// backoff, doubling from --backoff-ms to --max-backoff-ms; with --resend the
+// failed call's messages are sent again first, since the client cannot
+// know which of them were stored, until none is left or --drain-seconds
+// pass.
+async function writer() {
+	const interval = 1000 / opt.rate;
+	const stop = Date.now() + opt.seconds * 1000, end = stop + opt.drainSeconds * 1000;
+	let queue = [], next = Date.now(), backoff = opt.backoffMs;
+	Object.assign(res, { messages: 0, sends: 0, resent: 0, pending: 0 });
+	for (;;) {
+		const now = Date.now();
+		if (now >= stop && (!opt.resend || !queue.length || now >= end))
+			break;
+		const inCall = [];
+		let ended = null;
+		const finished = new Promise((resolve) => {
+			const call = client.HandleRequests((err, resp) => { ended = { err, resp }; resolve(); });
+			(async () => {
+				while (!ended && (!opt.callMessages || inCall.length < opt.callMessages)) {
+					const t = Date.now();
+					let m = null;
+					if (t >= end)
+						break;
+					if (queue.length) {
+						m = queue.shift();
+						res.resent++;
+					} else if (t < stop) {
+						m = message();
+						res.messages++;
+					} else {
+						break;
+					}
+					if (next > t)
+						await sleep(next - t);
+					next += interval;
+					if (next < Date.now() - 1000) /* no burst to catch up after a stall */
+						next = Date.now();
+					if (ended) {
+						queue.unshift(m);
+						break;
+					}
+					inCall.push(m);
+					res.sends++;
+					call.write(m);
+				}
+				if (!ended)
+					call.end();
+			})();
+		});
+		await finished;
+		res.calls++;
+		if (!ended.err) {
+			res.ok++;
+			res.rows_sent += inCall.length * opt.rows;
+			res.rows_acked += ended.resp.affected_rows ? Number(ended.resp.affected_rows.value) : 0;
+			backoff = opt.backoffMs;
+			continue;
+		}
+		noteError(ended.err);
+		if (opt.resend)
+			queue = inCall.concat(queue);
+		else
+			res.pending += inCall.length;
+		await sleep(backoff);
+		backoff = Math.min(backoff * 2, opt.maxBackoffMs);
+	}
+	res.pending += queue.length;
+}
+
 function oneCall() {
 	return new Promise((resolve) => {
 		const done = (err, resp, rows) => {
 			res.calls++;
 			if (err) {
-				res.failed++;
-				res.codes[err.code] = (res.codes[err.code] || 0) + 1;
-				res.last_error = err.details;
-				const md = err.metadata ? err.metadata.getMap() : {};
-				if (md['x-greptime-err-code'])
-					res.err_code = md['x-greptime-err-code'];
+				noteError(err);
 			} else {
 				res.ok++;
 				res.rows_sent += rows;
@@ -157,6 +254,15 @@ function oneCall() {
 (async () => {
 	let next = 0;
 	const t0 = process.hrtime.bigint();
+	if (opt.mode === 'writer') {
+		await writer();
+		res.seconds = Number(process.hrtime.bigint() - t0) / 1e9;
+		console.log(JSON.stringify(res));
+		client.close();
+		/* refusals are the writer's normal life: it fails on anything
+		 * else or, resending, on a message never stored */
+		process.exit(res.failed > (res.codes[8] || 0) || (opt.resend && res.pending) ? 1 : 0);
+	}
 	const worker = async (w) => { await sleep(w * opt.staggerMs); while (next < opt.calls) { next++; await oneCall(); await otherCalls(); } };
 	await Promise.all(Array.from({ length: Math.max(1, opt.concurrency) }, (_, w) => worker(w)));
 	res.seconds = Number(process.hrtime.bigint() - t0) / 1e9;

@@ -357,6 +357,38 @@ static void test_unary_and_db_resolution(void)
 	}
 }
 
+/* A NUL inside dbname, catalog or schema fails closed: the padded key
+ * would name the database without it ("v\0" is another name than "v"). */
+static void test_db_nul(void)
+{
+	static const struct {
+		int str;
+		const char *val;
+		__u32 len;
+	} cases[] = {
+		{ RG_GRPC_STR_DBNAME, "v\0", 2 },
+		{ RG_GRPC_STR_DBNAME, "\0v", 2 },
+		{ RG_GRPC_STR_DBNAME, "greptime-v\0", 11 },
+		{ RG_GRPC_STR_CATALOG, "c\0", 2 },
+		{ RG_GRPC_STR_SCHEMA, "s\0x", 3 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rg_grpc_msg m = { 0 };
+		struct rg_db_key key;
+
+		memcpy(m.str[cases[i].str], cases[i].val, cases[i].len);
+		m.str_len[cases[i].str] = cases[i].len;
+		CHECK(rg_grpc_db_key(&m, &key) == -1, "case %zu: a NUL in the name is refused", i);
+		/* the same name without its NUL still resolves */
+		memset(m.str[cases[i].str], 0, sizeof(m.str[0]));
+		m.str[cases[i].str][0] = 'v';
+		m.str_len[cases[i].str] = 1;
+		CHECK(rg_grpc_db_key(&m, &key) >= 0, "case %zu: one byte resolves", i);
+	}
+}
+
 static void test_merge_rules(void)
 {
 	struct buf req = { 0 }, g = { 0 }, c = { 0 };
@@ -2183,6 +2215,7 @@ int main(void)
 	test_h2_otlp();
 	test_preface_prefix();
 	test_unary_and_db_resolution();
+	test_db_nul();
 	test_merge_rules();
 	test_connection();
 	test_malformed();

@@ -5,8 +5,10 @@
 // retryable) in its service config.  With -other N, each call is followed,
 // on the same connection, by N calls of grpc.health.v1.Health/Check
 // (service "rowgate.test") and N of rowgate.test.Other/Handle (a
-// GreptimeRequest to a method rowgate does not route).  It prints one JSON
-// line: what it sent and how the calls ended.
+// GreptimeRequest to a method rowgate does not route).  -mode writer is
+// GreptimeDB's streaming writer: one HandleRequests call held open
+// (runWriter).  It prints one JSON line: what it sent and how the calls
+// ended.
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand"
 	"os"
 	"strings"
@@ -81,12 +84,124 @@ type result struct {
 	OtherFailed int64  `json:"other_failed"`
 	OtherRows   int64  `json:"other_rows_acked"`
 	OtherError  string `json:"other_error,omitempty"`
+	// -mode writer
+	Messages int64 `json:"messages,omitempty"` // distinct messages made
+	Sends    int64 `json:"sends,omitempty"`    // messages written, resends included
+	Resent   int64 `json:"resent,omitempty"`
+	Pending  int64 `json:"pending,omitempty"` // of a failed call, never sent again
+}
+
+// writerOpts: -mode writer's flags.
+type writerOpts struct {
+	rate       float64 // messages a second
+	seconds    time.Duration
+	drain      time.Duration // -resend: how long to go on resending after seconds
+	backoff    time.Duration // before a failed call is reopened, doubling to maxBackoff
+	maxBackoff time.Duration
+	perCall    int // messages a call carries before it is closed; 0: no end
+	deadline   time.Duration
+	resend     bool
+	rows       int64
+}
+
+// noteError counts a failed call's status in res.
+func noteError(res *result, err error, trailer metadata.MD) {
+	res.Failed++
+	st := status.Convert(err)
+	code := fmt.Sprint(int(st.Code()))
+	res.Codes[code]++
+	res.LastError = st.Message()
+	if _, seen := res.FirstErrors[code]; !seen {
+		res.FirstErrors[code] = st.Message()
+	}
+	if v := trailer.Get("x-greptime-err-code"); len(v) > 0 {
+		res.ErrCode = v[0]
+	}
+}
+
+// runWriter is GreptimeDB's streaming writer: one HandleRequests call held
+// open, o.rate messages a second for o.seconds (or o.perCall messages a
+// call).  A call that fails (the server's limiter, or rowgate's, ends it at
+// the message it refuses, after storing the earlier ones) is reopened after
+// a backoff, doubling from o.backoff to o.maxBackoff; with o.resend the
+// failed call's messages are sent again first, since the client cannot
+// know which of them were stored, until none is left or o.drain passes.
+func runWriter(conn *grpc.ClientConn, message func() *GreptimeRequest, o writerOpts, res *result) {
+	interval := time.Duration(float64(time.Second) / o.rate)
+	var queue []*GreptimeRequest
+	stop := time.Now().Add(o.seconds)
+	end := stop.Add(o.drain)
+	next := time.Now()
+	backoff := o.backoff
+	for {
+		if now := time.Now(); !now.Before(stop) && (!o.resend || len(queue) == 0 || !now.Before(end)) {
+			break
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), o.seconds+o.drain+o.deadline)
+		var trailer metadata.MD
+		var inCall []*GreptimeRequest
+		cs, err := conn.NewStream(ctx, &streamDesc, "/greptime.v1.GreptimeDatabase/HandleRequests",
+			grpc.Trailer(&trailer))
+		for err == nil && (o.perCall == 0 || len(inCall) < o.perCall) {
+			now := time.Now()
+			var m *GreptimeRequest
+			switch {
+			case !now.Before(end):
+			case len(queue) > 0:
+				m, queue = queue[0], queue[1:]
+				res.Resent++
+			case now.Before(stop):
+				m = message()
+				res.Messages++
+			}
+			if m == nil {
+				break
+			}
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+			// no burst to catch up after a stall
+			if next = next.Add(interval); time.Until(next) < -time.Second {
+				next = time.Now()
+			}
+			inCall = append(inCall, m)
+			res.Sends++
+			err = cs.SendMsg(m)
+		}
+		if err == nil {
+			err = cs.CloseSend()
+		}
+		resp := &GreptimeResponse{}
+		if err == nil || err == io.EOF {
+			err = cs.RecvMsg(resp)
+		}
+		cancel()
+		res.Calls++
+		if err == nil {
+			res.OK++
+			res.RowsSent += int64(len(inCall)) * o.rows
+			res.RowsAcked += int64(resp.GetAffectedRows().GetValue())
+			backoff = o.backoff
+			continue
+		}
+		noteError(res, err, trailer)
+		if o.resend {
+			queue = append(inCall, queue...)
+		} else {
+			res.Pending += int64(len(inCall))
+		}
+		time.Sleep(backoff)
+		if backoff *= 2; backoff > o.maxBackoff {
+			backoff = o.maxBackoff
+		}
+	}
+	res.Pending += int64(len(queue))
 }
 
 func main() {
 	target := flag.String("target", "", "server HOST:PORT (required)")
 	db := flag.String("db", "", "RequestHeader.dbname (required); A,B,... takes them in turn, message by message")
-	mode := flag.String("mode", "unary", "unary (Handle) or stream (HandleRequests)")
+	mode := flag.String("mode", "unary", "unary (Handle), stream (HandleRequests) or writer (one HandleRequests call held open)")
 	method := flag.String("method", "/greptime.v1.GreptimeDatabase/Handle",
 		"the method path of unary calls (another path: the same GreptimeRequest to that method)")
 	calls := flag.Int("calls", 10, "calls to make")
@@ -103,6 +218,13 @@ func main() {
 	stagger := flag.Duration("stagger", 0, "start worker i of -concurrency i times this late")
 	callGap := flag.Duration("call-gap", 0, "pause between a worker's calls (one connection, calls apart in time)")
 	others := flag.Int("other", 0, "Health/Check and rowgate.test.Other/Handle calls after each call")
+	wRate := flag.Float64("rate", 10, "-mode writer: messages a second")
+	wSeconds := flag.Duration("seconds", 10*time.Second, "-mode writer: how long to write new messages")
+	wResend := flag.Bool("resend", false, "-mode writer: send a failed call's messages again")
+	wDrain := flag.Duration("drain", 30*time.Second, "-mode writer -resend: how long to go on resending after -seconds")
+	wBackoff := flag.Duration("backoff", 100*time.Millisecond, "-mode writer: pause before a failed call is reopened (doubling)")
+	wMaxBackoff := flag.Duration("max-backoff", 2*time.Second, "-mode writer: the longest pause")
+	wPerCall := flag.Int("call-messages", 0, "-mode writer: close each call after this many messages (0: one call)")
 	msgBytes := flag.Int("msg-bytes", 0,
 		"row inserts: lengthen each message's table name so that it marshals (with -gzip: compresses) to exactly this many bytes")
 	flag.Parse()
@@ -115,8 +237,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "rg-grpc-go: -msg-bytes takes row inserts, plain or -gzip")
 		os.Exit(2)
 	}
-	if *mode != "unary" && *mode != "stream" {
-		fmt.Fprintf(os.Stderr, "rg-grpc-go: -mode is unary or stream, got %q\n", *mode)
+	if *mode != "unary" && *mode != "stream" && *mode != "writer" {
+		fmt.Fprintf(os.Stderr, "rg-grpc-go: -mode is unary, stream or writer, got %q\n", *mode)
+		os.Exit(2)
+	}
+	if *mode == "writer" && !(*wRate > 0) {
+		fmt.Fprintln(os.Stderr, "rg-grpc-go: -rate must be above 0")
 		os.Exit(2)
 	}
 	callOpts := []grpc.CallOption{grpc.ForceCodec(protoCodec{})}
@@ -126,7 +252,8 @@ func main() {
 		callOpts = append(callOpts, grpc.UseCompressor(zstdName))
 	}
 	opts := []grpc.DialOption{grpc.WithInsecure(), grpc.WithDefaultCallOptions(callOpts...)}
-	if !*noRetry {
+	// a writer retries its calls itself
+	if !*noRetry && *mode != "writer" {
 		opts = append(opts, grpc.WithDefaultServiceConfig(serviceConfig))
 	}
 	conn, err := grpc.Dial(*target, opts...)
@@ -252,17 +379,7 @@ func main() {
 		defer mu.Unlock()
 		res.Calls++
 		if err != nil {
-			res.Failed++
-			st := status.Convert(err)
-			code := fmt.Sprint(int(st.Code()))
-			res.Codes[code]++
-			res.LastError = st.Message()
-			if _, seen := res.FirstErrors[code]; !seen {
-				res.FirstErrors[code] = st.Message()
-			}
-			if v := trailer.Get("x-greptime-err-code"); len(v) > 0 {
-				res.ErrCode = v[0]
-			}
+			noteError(&res, err, trailer)
 			return
 		}
 		res.OK++
@@ -271,6 +388,19 @@ func main() {
 	}
 
 	start := time.Now()
+	if *mode == "writer" {
+		runWriter(conn, message, writerOpts{rate: *wRate, seconds: *wSeconds, drain: *wDrain,
+			backoff: *wBackoff, maxBackoff: *wMaxBackoff, perCall: *wPerCall, deadline: *deadline, resend: *wResend, rows: int64(*rows)}, &res)
+		res.Seconds = time.Since(start).Seconds()
+		out, _ := json.Marshal(res)
+		fmt.Println(string(out))
+		// refusals are the writer's normal life: it fails on anything else
+		// or, resending, on a message never stored
+		if res.Failed > int64(res.Codes["8"]) || (*wResend && res.Pending > 0) {
+			os.Exit(1)
+		}
+		return
+	}
 	var next int64
 	var wg sync.WaitGroup
 	for w := 0; w < *conc || w == 0; w++ {
