@@ -87,20 +87,64 @@ struct {
 #include "h2.h"
 #include "tcp_rx.h"
 
-/* Whether a connection's first bytes are the HTTP/2 preface (at least
- * "PRI", which no HTTP/1 method starts with; the parser checks the rest). */
+enum rg_h2_open {
+	RG_H2_OPEN_NO = 0,   /* not the HTTP/2 preface: HTTP/1 */
+	RG_H2_OPEN_YES = 1,  /* the preface (at least "PRI", which no HTTP/1
+			      * method starts with; the parser checks the rest) */
+	RG_H2_OPEN_HOLD = 2, /* too few bytes to tell, all of them its start */
+};
+
+/* Whether a connection's first bytes, those held back (the stash) and
+ * this skb's, open with the HTTP/2 preface: enum rg_h2_open.  A client
+ * may send the preface in pieces of any size. */
 __noinline int rg_h2_opens(struct __sk_buff *skb, struct rg_conn *c)
 {
-	__u32 n;
+	__u32 held, n, i;
+
+	if (!skb || !c)
+		return RG_H2_OPEN_NO;
+	held = c->stash_len;
+	if (held >= 3)
+		return RG_H2_OPEN_NO;
+	n = skb->len < RG_H2_PREFACE_LEN - held ? skb->len : RG_H2_PREFACE_LEN - held;
+	if (n == 0 || bpf_skb_load_bytes(skb, 0, c->win, ((n - 1) & 31) + 1))
+		return RG_H2_OPEN_NO;
+	for (i = 0; i < 2; i++)
+		if (i < held && c->stash[i] != rg_h2_preface_byte(i))
+			return RG_H2_OPEN_NO;
+	for (i = 0; i < RG_H2_PREFACE_LEN; i++)
+		if (i < n && c->win[i] != rg_h2_preface_byte(held + i))
+			return RG_H2_OPEN_NO;
+	return held + n >= 3 ? RG_H2_OPEN_YES : RG_H2_OPEN_HOLD;
+}
+
+/* A --grpc port's connection whose first bytes may be the preface
+ * (nothing passed yet, nothing read as HTTP/1): 1 when it is HTTP/2 from
+ * here on, the bytes held back in front of skb again; 0 when it is HTTP/1,
+ * with the same; -1 when skb is held back too (the caller drops it).  A
+ * global function: verified once, apart from the verdict's walk. */
+__noinline int rg_h2_start(struct __sk_buff *skb, struct rg_conn *c)
+{
+	int open;
 
 	if (!skb || !c)
 		return 0;
-	n = skb->len < RG_H2_PREFACE_LEN ? skb->len : RG_H2_PREFACE_LEN;
-	if (n < 3)
+	open = rg_h2_opens(skb, c);
+
+	if (open == RG_H2_OPEN_HOLD && !rg_in_recvmsg(skb, c) &&
+	    !rg_stash_append(skb, c, 0, skb->len)) {
+		if (!bpf_skb_change_tail(skb, 0, 0)) {
+			rg_global_inc(heads_split);
+			return -1;
+		}
+		c->stash_len -= skb->len; /* cannot shrink: pass it */
+		c->uncharged -= skb->len;
+	}
+	/* the held bytes go first; if they cannot, the connection is
+	 * read as HTTP/1, which answers the preface 400: fail closed */
+	if (c->stash_len && rg_unstash(skb, c))
 		return 0;
-	if (bpf_skb_load_bytes(skb, 0, c->win, ((n - 1) & 31) + 1))
-		return 0;
-	return rg_h2_preface_prefix(c->win, n);
+	return open == RG_H2_OPEN_YES;
 }
 
 SEC("sk_skb")
@@ -149,10 +193,17 @@ int rg_verdict(struct __sk_buff *skb)
 	/* h2 is stored before started: egress on another CPU that sees a
 	 * started connection sees it is HTTP/2 (rg_egress) */
 	if ((c->port_flags & RG_PORT_GRPC) && c->requests == 0 && c->phase == RG_PHASE_HEAD &&
-	    c->head.head_bytes == 0 && c->stash_len == 0 && rg_h2_opens(skb, c)) {
-		*(volatile __u8 *)&c->h2 = 1;
-		*(volatile __u8 *)&c->started = 1;
-		goto h2;
+	    c->head.head_bytes == 0 && !c->started) {
+		int h2 = rg_h2_start(skb, c);
+
+		if (h2 < 0)
+			return SK_DROP; /* held: the preface's first bytes */
+		len = skb->len;
+		if (h2) {
+			*(volatile __u8 *)&c->h2 = 1;
+			*(volatile __u8 *)&c->started = 1;
+			goto h2;
+		}
 	}
 	if (!c->started)
 		*(volatile __u8 *)&c->started = 1;
