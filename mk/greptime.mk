@@ -9,12 +9,14 @@
 
 GREPTIME_BIN      := $(BUILD)/greptime/rg-greptime
 GREPTIME_REGISTRY ?= /usr/share/cargo/registry
-# Debian's cargo, not a rustup one earlier in PATH: the crates are Debian's
+# Debian's cargo, not a rustup one earlier in PATH: the crates are Debian's.
+# Looked up as this file is read: `make test` reads it again after
+# `make deps` installed /usr/bin/cargo (Makefile, test).
 GREPTIME_CARGO    ?= $(firstword $(wildcard /usr/bin/cargo) $(shell command -v cargo 2>/dev/null))
 GREPTIME_SRCS     := tests/greptime/Cargo.toml $(wildcard tests/greptime/src/*.rs)
 
-# Without cargo or the crates it is not built and the test that needs it
-# skips, saying so.
+# Without cargo or the crates it is not built and the tests that need it
+# skip, saying so (which fails `make test` unless ALLOW_SKIP=1).
 ifneq ($(and $(GREPTIME_CARGO),$(wildcard $(GREPTIME_REGISTRY)/hyper-0.14*),$(wildcard $(GREPTIME_REGISTRY)/h2-0.3*)),)
 EXTRA_ALL += $(GREPTIME_BIN)
 endif

@@ -23,7 +23,9 @@ GRPC_PY_OTLP := $(BUILD)/grpc/py/otlp_pb2.py
 GRPC_PY_FLIGHT := $(BUILD)/grpc/py/flight_pb2.py
 EXTRA_ALL += $(GRPC_PY) $(GRPC_PY_OTLP) $(GRPC_PY_FLIGHT)
 # Without Go and Debian's grpc-go the client is not built and the tests
-# that need it skip, saying so.
+# that need it skip, saying so (which fails `make test` unless
+# ALLOW_SKIP=1).  Decided as this file is read: `make test` reads it again
+# after `make deps` installed them (Makefile, test).
 ifneq ($(and $(shell command -v go 2>/dev/null),$(shell command -v protoc-gen-go 2>/dev/null),$(wildcard $(GRPC_GOPATH)/src/google.golang.org/grpc),$(wildcard $(GRPC_GOPATH)/src/github.com/klauspost/compress/zstd)),)
 EXTRA_ALL += $(GRPC_GO_BIN) $(GRPC_GO_SRV)
 endif
