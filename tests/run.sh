@@ -4,16 +4,20 @@
 #
 # A test is a native unit binary (build/tests/unit/test_*), or an executable
 # script tests/{bpf,e2e,fuzz}/*.sh.  Exit 0 = pass, 77 = skipped (the test prints
-# why), anything else = fail.  TESTS=glob limits the run; V=1 shows output.
+# why), anything else = fail.  A skip is a failure too: it means the machine
+# lacks something the suite needs (make deps installs it), and a run that
+# skipped has not tested what it says.  ALLOW_SKIP=1 counts skips as skipped
+# and passes the run without them.  TESTS=glob limits the run; V=1 shows output.
 set -u
 cd "$(dirname "$0")/.."
 build=${BUILD:-build}
 filter=${TESTS:-*}
 per_test_timeout=${TEST_TIMEOUT:-900}
+allow_skip=${ALLOW_SKIP:-0}
 logdir=$build/test-logs
 mkdir -p "$logdir"
 
-pass=0 fail=0 skip=0
+pass=0 fail=0 skip=0 skip_failed=0
 failed=()
 
 run_one() {
@@ -34,8 +38,14 @@ run_one() {
 	secs=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
 	case $rc in
 	0) pass=$((pass + 1)); printf 'PASS     %-40s %6ss\n' "$name" "$secs" ;;
-	77) skip=$((skip + 1))
-	    printf 'SKIPPED  %-40s %s\n' "$name" "$(grep -m1 -i 'skip' "$log" | cut -c1-100)" ;;
+	77) if [ "$allow_skip" = 1 ]; then
+		skip=$((skip + 1))
+		printf 'SKIPPED  %-40s %s\n' "$name" "$(grep -m1 -i 'skip' "$log" | cut -c1-100)"
+	    else
+		fail=$((fail + 1)) skip_failed=$((skip_failed + 1)); failed+=("$name")
+		printf 'FAIL     %-40s %6ss (skipped: %s)\n' "$name" "$secs" \
+			"$(grep -m1 -i 'skip' "$log" | cut -c1-100)"
+	    fi ;;
 	*) fail=$((fail + 1)); failed+=("$name")
 	   printf 'FAIL     %-40s %6ss (exit %d, log %s)\n' "$name" "$secs" "$rc" "$log"
 	   tail -n 25 "$log" | sed 's/^/    | /' ;;
@@ -56,6 +66,10 @@ done
 
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "failed: ${failed[*]}"
+fi
+if [ "$skip_failed" -gt 0 ]; then
+	echo "$skip_failed of them skipped: what they need is missing (make deps" \
+		"installs it, make builds it); ALLOW_SKIP=1 reports them as skipped"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
