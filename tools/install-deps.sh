@@ -13,7 +13,7 @@ pkgs=(
 	libclang-rt-14-dev
 	# tests: real servers and clients
 	victoria-metrics influxdb etcd-server etcd-client prometheus
-	curl python3 iproute2 procps psmisc util-linux jq socat
+	curl python3 iproute2 procps psmisc util-linux jq socat zstd
 	# vmtest: Debian's 6.1 kernel under qemu
 	qemu-system-x86 busybox-static cpio
 	# gRPC ingestion: C-core server, grpc-go client, grpc-js via npm
@@ -32,8 +32,11 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${pkgs[@]}"
-# grpc-js for the gRPC tests, pinned by tests/grpc/package-lock.json (npm
-# ships with nodesource's nodejs; with Debian's, apt-get install npm)
-if command -v npm >/dev/null 2>&1; then
-	npm ci --prefix "$(dirname "$0")/../tests/grpc" --no-audit --no-fund
+# grpc-js, OpenTelemetry's exporter and apache-arrow for the gRPC tests,
+# pinned by tests/grpc/package-lock.json.  nodesource's nodejs carries npm;
+# Debian's does not (its npm is a package of its own, which nodesource's
+# nodejs conflicts with): install it only when no npm is there.
+if ! command -v npm >/dev/null 2>&1; then
+	apt-get install -y -q --no-install-recommends npm
 fi
+npm ci --prefix "$(dirname "$0")/../tests/grpc" --no-audit --no-fund
