@@ -4,7 +4,8 @@
 # Logging, input validation, the limits state file and its JSON codec, the
 # admin socket, pins and map contents (maps.c), the counter tables as data,
 # detaching, enforcement health read from the kernel, the XDP loader,
-# rowgate-meta's wire protocol and its HTTP client.
+# rowgate-meta's wire protocol and its HTTP client, systemd's readiness
+# notification (notify.c).
 
 RG_LIB_SRCS := $(wildcard user/lib/*.c)
 RG_LIB_HDRS := $(wildcard user/lib/*.h)
@@ -36,11 +37,12 @@ UNIT_EXTRA_test_tables    := user/lib/counters.c user/lib/state.c user/lib/limit
 UNIT_LIBS_test_tables     := -ljansson $(DECODE_LIB_LIBS)
 UNIT_EXTRA_test_btf_layout := user/lib/maps.c user/lib/log.c
 UNIT_LIBS_test_btf_layout := -lbpf -lelf -lz
+UNIT_EXTRA_test_notify    := user/lib/notify.c
 
 # The unit rule knows only the shared headers; ours matter too.
 $(BUILD)/tests/unit/test_limits $(BUILD)/tests/unit/test_state \
 $(BUILD)/tests/unit/test_admin $(BUILD)/tests/unit/test_meta_proto \
-$(BUILD)/tests/unit/test_btf_layout: $(RG_LIB_HDRS)
+$(BUILD)/tests/unit/test_btf_layout $(BUILD)/tests/unit/test_notify: $(RG_LIB_HDRS)
 $(BUILD)/tests/unit/test_tables: $(RG_LIB_HDRS) user/decode/count.h
 # test_admin runs the real client binary against its server.
 $(BUILD)/tests/unit/test_admin: | $(BUILD)/rowgatectl

@@ -19,6 +19,7 @@
 #include "../lib/clock.h"
 #include "../lib/http_client.h"
 #include "../lib/log.h"
+#include "../lib/notify.h"
 #include "../lib/state.h"
 #include "meta.h"
 
@@ -205,6 +206,7 @@ int main(int argc, char **argv)
 		become_leader(&m);
 	pr_warn("serving on %s (%s store%s)", m.cfg.listen, m.use_etcd ? "etcd" : "file",
 		m.token[0] ? ", token required" : "");
+	rg_sd_notify("READY=1");
 	pfd = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	for (;;) {
 		struct signalfd_siginfo si;
@@ -220,6 +222,7 @@ int main(int argc, char **argv)
 		}
 	}
 	ret = 0;
+	rg_sd_notify("STOPPING=1");
 	MHD_stop_daemon(httpd);
 	if (m.use_etcd && el.lease) {
 		/* hand leadership over now rather than at lease expiry */

@@ -20,6 +20,7 @@
 #include "../lib/clock.h"
 #include "../lib/log.h"
 #include "../lib/maps.h"
+#include "../lib/notify.h"
 #include "h2_close.h"
 #include "meta_agent.h"
 #include "metrics.h"
@@ -145,7 +146,9 @@ static int serve(struct daemon *d, int notify_fd)
 				", unparsed bytes pass" :
 				"");
 	}
+	/* ready: attached, admin socket and --metrics listening */
 	notify_ready(notify_fd);
+	rg_sd_notify("READY=1");
 	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	pfd[1] = (struct pollfd){ .fd = d->admin_fd, .events = POLLIN };
 	pfd[2] = (struct pollfd){ .fd = rg_reconciler_fd(d->rec), .events = POLLIN };
@@ -186,6 +189,7 @@ static int serve(struct daemon *d, int notify_fd)
 				;
 		rg_meta_agent_tick(d->agent, &d->limits, d->cfg->state_file);
 	}
+	rg_sd_notify("STOPPING=1");
 	close(sfd);
 	return 0;
 }
