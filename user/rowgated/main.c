@@ -108,6 +108,16 @@ static void conns_full_alarm(struct daemon *d)
 	last_log_ns = now;
 }
 
+/* The signals serve() reads from a signalfd: SIGTERM and SIGINT stop,
+ * SIGHUP is ignored. */
+static void stop_signals(sigset_t *mask)
+{
+	sigemptyset(mask);
+	sigaddset(mask, SIGTERM);
+	sigaddset(mask, SIGINT);
+	sigaddset(mask, SIGHUP);
+}
+
 static int serve(struct daemon *d, int notify_fd)
 {
 	struct pollfd pfd[4];
@@ -116,11 +126,7 @@ static int serve(struct daemon *d, int notify_fd)
 	bool grpc_warned = false;
 	sigset_t mask;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	stop_signals(&mask);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0)
 		return -errno;
@@ -200,6 +206,7 @@ int main(int argc, char **argv)
 	struct daemon d = { .cfg = &cfg, .lock_fd = -1, .admin_fd = -1, .cgroup_watch_fd = -1 };
 	char err[256] = "";
 	int notify_fd = -1, ret = 1;
+	sigset_t mask;
 
 	rg_log_route_libbpf();
 	if (rgd_parse_args(argc, argv, &cfg))
@@ -267,6 +274,12 @@ int main(int argc, char **argv)
 	d.cgroup_watch_fd = rgd_watch_cgroup_parent(cfg.cgroup);
 	if (cfg.xdp_iface && rg_xdp_start(cfg.bpffs, cfg.xdp_iface, cfg.udp, cfg.nudp, &d.xdp))
 		goto stop;
+	/* Blocked before the threads of --metrics and --meta inherit the mask:
+	 * a stop signal delivered to one of them killed rowgated on the spot,
+	 * skipping the orderly stop (STOPPING=1, the admin socket removed, exit
+	 * 0).  serve() reads them from a signalfd. */
+	stop_signals(&mask);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
 	if (cfg.metrics_addr) {
 		struct rg_metrics_maps mm = {
 			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
