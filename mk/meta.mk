@@ -14,7 +14,7 @@ USER_BINS += $(BUILD)/rowgate-meta
 $(BUILD)/rowgate-meta: $(RG_META_SRCS) $(RG_META_HDRS) $(RG_LIB) $(RG_LIB_HDRS) $(SHARED_H)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) $(RG_META_SRCS) $(RG_LIB) -o $@ $(RG_META_LIBS)
+	$(Q)$(CC) $(USER_CFLAGS) $(RG_META_SRCS) $(RG_LIB) $(LDFLAGS) -o $@ $(RG_META_LIBS)
 
 # Unit tests of the pure parts: routing, auth, allocation glue, etcd, the allocator.
 RG_META_TEST_LIB := user/lib/log.c user/lib/limits.c user/lib/state.c

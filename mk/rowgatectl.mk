@@ -10,7 +10,7 @@ USER_BINS += $(BUILD)/rowgatectl
 $(BUILD)/rowgatectl: $(RG_CTL_SRCS) $(RG_CTL_HDRS) $(RG_LIB) $(RG_LIB_HDRS) $(SHARED_H)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) $(RG_CTL_SRCS) $(RG_LIB) -o $@ $(RG_LIB_LIBS)
+	$(Q)$(CC) $(USER_CFLAGS) $(RG_CTL_SRCS) $(RG_LIB) $(LDFLAGS) -o $@ $(RG_LIB_LIBS)
 
 UNIT_EXTRA_test_sqlopt := user/rowgatectl/sqlopt.c user/lib/limits.c
 $(BUILD)/tests/unit/test_sqlopt: $(RG_CTL_HDRS) $(RG_LIB_HDRS)

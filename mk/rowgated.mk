@@ -11,7 +11,7 @@ USER_BINS += $(BUILD)/rowgated
 $(BUILD)/rowgated: $(RG_D_SRCS) $(RG_D_HDRS) $(RG_LIB) $(SHARED_H) $(BUILD)/rowgate.skel.h
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(USER_CFLAGS) $(RG_D_SRCS) $(RG_LIB) -o $@ $(RG_D_LIBS)
+	$(Q)$(CC) $(USER_CFLAGS) $(RG_D_SRCS) $(RG_LIB) $(LDFLAGS) -o $@ $(RG_D_LIBS)
 
 UNIT_EXTRA_test_reconcile := user/rowgated/reconcile.c user/lib/log.c user/lib/counters.c \
                              user/lib/state.c user/lib/limits.c $(DECODE_LIB_SRCS)
@@ -36,4 +36,4 @@ $(RG_V2)/rowgate.skel.h: $(RG_V2)/rowgate.bpf.o
 $(RG_V2)/rowgated: $(RG_D_SRCS) $(RG_D_HDRS) $(RG_LIB) $(SHARED_H) $(RG_V2)/rowgate.skel.h
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
-	$(Q)$(CC) -I$(RG_V2) $(USER_CFLAGS) $(RG_D_SRCS) $(RG_LIB) -o $@ $(RG_D_LIBS)
+	$(Q)$(CC) -I$(RG_V2) $(USER_CFLAGS) $(RG_D_SRCS) $(RG_LIB) $(LDFLAGS) -o $@ $(RG_D_LIBS)
