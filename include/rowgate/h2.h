@@ -356,12 +356,25 @@ RG_INLINE int rg_h2_find_hdb(const struct rg_h2_conn *h, __u32 sid)
 	return -1;
 }
 
+/*
+ * An entry of the unrouted set may also be a unary stream (GreptimeDatabase
+ * /Handle) whose first message has not completed: its id with this bit (no
+ * stream id has it).  When that message completes the entry becomes the
+ * plain id, and the stream's later messages pass unread and uncharged: its
+ * server (tonic, grpc-go) hands the handler the first message and drops the
+ * rest (docs/grpc.md#unary).
+ */
+#define RG_H2_UNARY_PENDING 0x80000000U
+
 /* A stream ended (END_STREAM or RST_STREAM): it leaves the unrouted and
  * OTLP sets. */
 RG_INLINE void rg_h2_unrouted_end(struct rg_h2_conn *h, __u32 sid)
 {
 	int i = rg_h2_find_unrouted(h, sid);
 
+	if (i >= 0)
+		h->unrouted[rg_h2_opaque((__u32)i) & (RG_H2_UNROUTED_SLOTS - 1)] = 0;
+	i = rg_h2_find_unrouted(h, sid | RG_H2_UNARY_PENDING);
 	if (i >= 0)
 		h->unrouted[rg_h2_opaque((__u32)i) & (RG_H2_UNROUTED_SLOTS - 1)] = 0;
 	i = rg_h2_find_hdb(h, sid);
@@ -839,6 +852,50 @@ RG_INLINE int rg_h2_hdb_open(struct rg_h2_conn *h, int cls)
 	return 0;
 }
 
+/* An entry of the unrouted set for a new entry: a free one, else one of a
+ * unary stream still pending (forgotten, its messages are all charged:
+ * the safe side).  -1: none. */
+RG_INLINE int rg_h2_unrouted_slot(const struct rg_h2_conn *h)
+{
+	int i = rg_h2_find_unrouted(h, 0);
+
+	if (i >= 0)
+		return i;
+	for (i = 0; i < RG_H2_UNROUTED_SLOTS; i++)
+		if (h->unrouted[i] & RG_H2_UNARY_PENDING)
+			return i;
+	return -1;
+}
+
+/* A new unary stream with DATA to come: remembered until its first
+ * message completes, if there is room (else each message is charged). */
+RG_INLINE void rg_h2_unary_open(struct rg_h2_conn *h)
+{
+	int i = rg_h2_find_unrouted(h, 0);
+
+	if (i >= 0)
+		h->unrouted[rg_h2_opaque((__u32)i) & (RG_H2_UNROUTED_SLOTS - 1)] =
+			h->hb_sid | RG_H2_UNARY_PENDING;
+}
+
+/* A message completed on the current DATA frame's stream: the first of a
+ * unary stream makes the stream unrouted, and the rest of this frame is
+ * passed unread (the slot is let go: the message stays in it for the
+ * caller). */
+RG_INLINE void rg_h2_unary_done(struct rg_h2_conn *h)
+{
+	int i = rg_h2_find_unrouted(h, h->fsid | RG_H2_UNARY_PENDING);
+
+	if (i < 0)
+		return;
+	h->unrouted[rg_h2_opaque((__u32)i) & (RG_H2_UNROUTED_SLOTS - 1)] = h->fsid;
+	if (h->slot >= 0 && h->slot < RG_H2_STREAM_SLOTS)
+		h->s[rg_h2_slot(h->slot)].id = 0;
+	h->slot = -1;
+	h->unrouted_frame = 1;
+	h->st = RG_H2S_SKIP;
+}
+
 /* A header block ended: a new stream whose `:path` no route names joins
  * the unrouted set (its DATA is passed unread); one of an uncounted
  * method is refused, before any of its bytes reach the server; an OTLP
@@ -853,12 +910,14 @@ RG_INLINE int rg_h2_block_end(struct rg_h2_conn *h)
 		return RG_H2_ERR_UNCOUNTED;
 	if (h->hb_new && r >= RG_HPACK_PATH_OTLP_METRICS)
 		return h->hb_end ? 0 : rg_h2_hdb_open(h, r);
+	if (h->hb_new && !h->hb_end && r == RG_HPACK_PATH_ROUTED && rg_hpack_block_unary(&h->hp))
+		rg_h2_unary_open(h);
 	if (!h->hb_new || r != RG_HPACK_PATH_OTHER)
 		return 0;
 	h->unrouted_streams++;
 	if (h->hb_end)
 		return 0; /* no DATA will follow */
-	i = rg_h2_find_unrouted(h, 0);
+	i = rg_h2_unrouted_slot(h);
 	if (i < 0)
 		return RG_H2_ERR_UNROUTED;
 	h->unrouted[rg_h2_opaque((__u32)i) & (RG_H2_UNROUTED_SLOTS - 1)] = h->hb_sid;
@@ -1157,6 +1216,7 @@ RG_HPACK_FN int rg_h2_step(struct rg_h2_conn *h, __u8 c)
 		if (r == RG_H2_EV_MESSAGE) {
 			h->done_slot = h->slot;
 			h->done_sid = h->fsid;
+			rg_h2_unary_done(h);
 		}
 		if (--h->left == 0) {
 			int e = rg_h2_payload_end(h);

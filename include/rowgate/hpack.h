@@ -49,10 +49,14 @@ enum rg_hpack_cls {
 	/* an Arrow Flight DoPut: the same, rows of its record batches */
 	RG_HPACK_PATH_FLIGHT = 7,
 	RG_HPACK_CLS_MASK = 7,
+	/* beside RG_HPACK_PATH_ROUTED: a unary method, whose server takes the
+	 * first request message only (rg_h2_unary_open) */
+	RG_HPACK_CLS_UNARY = 16,
 };
 
 /* ent_flags: bit 0 the name is `:path`, bits 1-3 enum rg_hpack_cls, bit 4
- * the name is `x-greptime-db-name` */
+ * the name is `x-greptime-db-name`, bit 5 RG_HPACK_CLS_UNARY (0 in what
+ * builds before it wrote: such a stream is charged every message) */
 #define RG_HPACK_F_PATH_NAME 1
 #define RG_HPACK_F_DB_NAME   16
 
@@ -113,6 +117,9 @@ struct rg_h2_route_key {
 	(RG_H2_ROUTE_F_OTLP_METRICS | RG_H2_ROUTE_F_OTLP_LOGS | RG_H2_ROUTE_F_OTLP_TRACES)
 /* route.flags: an Arrow Flight DoPut */
 #define RG_H2_ROUTE_F_FLIGHT 16
+/* route.flags: a unary method (GreptimeDatabase/Handle): tonic and
+ * grpc-go hand its handler the first request message and drop the rest */
+#define RG_H2_ROUTE_F_UNARY 32
 /* The class of a `:path` a route with these flags names. */
 RG_INLINE int rg_h2_route_flags_class(__u32 flags)
 {
@@ -126,6 +133,8 @@ RG_INLINE int rg_h2_route_flags_class(__u32 flags)
 		return RG_HPACK_PATH_OTLP_TRACES;
 	if (flags & RG_H2_ROUTE_F_FLIGHT)
 		return RG_HPACK_PATH_FLIGHT;
+	if (flags & RG_H2_ROUTE_F_UNARY)
+		return RG_HPACK_PATH_ROUTED | RG_HPACK_CLS_UNARY;
 	return RG_HPACK_PATH_ROUTED;
 }
 
@@ -172,7 +181,9 @@ struct rg_hpack {
 			* or RG_HPACK_DB_MANY, RG_HPACK_DB_LOST */
 	__u8 db_next;  /* the slot a new value takes */
 	__u8 db_used;  /* bit per slot holding a value */
-	__u8 pad[2];
+	/* [0]: RG_HPACK_CLS_UNARY when the block's `:path` is a unary method;
+	 * [1]: free (an array: the pinned layout of the pad it was) */
+	__u8 blk_path[2];
 	__u16 ent_size[RG_HPACK_ENTRIES];
 	__u16 ent_name[RG_HPACK_ENTRIES];
 	__u8 ent_flags[RG_HPACK_ENTRIES];
@@ -559,8 +570,10 @@ RG_INLINE void rg_hpack_field_done(struct rg_hpack *t, __u32 value_len)
 				(__u8)((t->is_path ? RG_HPACK_F_PATH_NAME : 0) |
 				       (t->is_db ? RG_HPACK_F_DB_NAME : 0) | (t->cls << 1)),
 				t->db_slot);
-	if (t->is_path)
+	if (t->is_path) {
 		t->blk |= (__u8)(1U << (t->cls & RG_HPACK_CLS_MASK));
+		t->blk_path[0] |= t->cls & RG_HPACK_CLS_UNARY;
+	}
 	if (t->is_db)
 		t->blk_db = t->blk_db			    ? RG_HPACK_DB_MANY :
 			    t->db_slot >= RG_HPACK_DB_SLOTS ? RG_HPACK_DB_LOST :
@@ -624,7 +637,8 @@ RG_INLINE int rg_hpack_int_done(struct rg_hpack *t, __u32 v)
 			pos &= RG_HPACK_ENTRIES - 1;
 			t->is_path = t->ent_flags[pos] & RG_HPACK_F_PATH_NAME;
 			t->is_db = !!(t->ent_flags[pos] & RG_HPACK_F_DB_NAME);
-			t->cls = (t->ent_flags[pos] >> 1) & RG_HPACK_CLS_MASK;
+			t->cls = (t->ent_flags[pos] >> 1) &
+				 (RG_HPACK_CLS_MASK | RG_HPACK_CLS_UNARY);
 			t->db_slot = t->ent_db[pos];
 		}
 		t->rep = RG_HPR_NOIDX; /* nothing added */
@@ -830,6 +844,7 @@ RG_INLINE void rg_hpack_block_start(struct rg_hpack *t)
 {
 	t->blk = 0;
 	t->blk_db = 0;
+	t->blk_path[0] = 0;
 }
 
 /* The block's `x-greptime-db-name` value, if it has exactly one the shadow
@@ -874,6 +889,13 @@ RG_INLINE int rg_hpack_block_end(const struct rg_hpack *t)
 	if (t->blk == (1U << RG_HPACK_PATH_OTHER))
 		return RG_HPACK_PATH_OTHER;
 	return RG_HPACK_PATH_ROUTED;
+}
+
+/* Whether the block that ended (rg_hpack_block_end: RG_HPACK_PATH_ROUTED)
+ * calls a unary method: its one `:path` names one. */
+RG_INLINE bool rg_hpack_block_unary(const struct rg_hpack *t)
+{
+	return t->blk == (1U << RG_HPACK_PATH_ROUTED) && (t->blk_path[0] & RG_HPACK_CLS_UNARY);
 }
 
 #endif /* ROWGATE_HPACK_H */

@@ -111,7 +111,7 @@ struct rg_h2_route_path {
 };
 
 static const struct rg_h2_route_path rg_h2_route_paths[] = {
-	{ "/greptime.v1.GreptimeDatabase/Handle", 0 },
+	{ "/greptime.v1.GreptimeDatabase/Handle", RG_H2_ROUTE_F_UNARY },
 	{ "/greptime.v1.GreptimeDatabase/HandleRequests", 0 },
 	{ "/arrow.flight.protocol.FlightService/DoPut", RG_H2_ROUTE_F_FLIGHT },
 	{ "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",

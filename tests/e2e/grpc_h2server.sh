@@ -47,7 +47,7 @@ GPORT=$(rg_free_port) || rg_fail "no free port"
 HPORT2=$(rg_free_port) || rg_fail "no free port"
 GPORT2=$(rg_free_port) || rg_fail "no free port"
 [ "$(printf '%s\n' "$HPORT" "$GPORT" "$HPORT2" "$GPORT2" | sort -u | wc -l)" = 4 ] || rg_fail "ports collide"
-DBS=public,h_spent,h_lim,h_retry,h_stream,h_free
+DBS=public,h_spent,h_lim,h_retry,h_stream,h_free,u1_h_0,u2_h_0,u1_h_7,u2_h_7
 (
 	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
 	exec "$GT_BIN" --port "$HPORT" --grpc-port "$GPORT" --databases "$DBS"
@@ -243,6 +243,26 @@ fb_list="$fb_list; h2_early_head_split=$(rg_global h2_early_head_split)"
 rg_log "kept $kept, h2_reject_fallback=$(rg_global h2_reject_fallback) by reason:$fb_list; server: $(curl -sf "http://127.0.0.1:$HPORT/stats" | head -c 300)"
 rg_check "every refusal kept its connection ($kept): no GOAWAY, no fallback" \
 	[ "$kept" -gt 0 ] && [ "$(rg_global h2_reject_closed)" = 0 ] && [ "$(rg_global h2_reject_fallback)" = 0 ]
+# A unary Handle call whose DATA holds two messages (docs/grpc.md#unary):
+# tonic, as rg-greptime, hands the handler the first; only it is charged,
+# the second's database (in debt) neither charged nor refusing
+if "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null && [ -f "$RG_BUILD/grpc/py/greptime/v1/ingest_pb2.py" ]; then
+	for from in 0 7; do
+		U=u1_h_$from V=u2_h_$from
+		rg_ctl limit set "$U" 1000000 >/dev/null && rg_ctl limit set "$V" 1 >/dev/null || rg_fail "limit set"
+		RG_GRPC_PY=$RG_BUILD/grpc/py "$RG_PY" "$RG_ROOT/tests/grpc/h2_probe.py" --port "$GPORT" \
+			--scenario unary_two --db "$U" --free-db "$V" --rows 500 --from "$from" \
+			>"$RG_TMP/u2.json" 2>&1 || rg_fail "unary_two: $(cat "$RG_TMP/u2.json")"
+		rg_log "unary call of two messages (frames of ${from/#0/any} bytes): $(cat "$RG_TMP/u2.json")"
+		rg_check "$U charged = stored ($(stored "$U")), $V nothing ($(stored "$V") stored)" \
+			[ "$(rg_stat "$U" admitted_rows)" = "$(stored "$U")" ] && [ "$(stored "$U")" = 1 ] &&
+			[ "$(rg_stat "$V" admitted_rows)" = 0 ] && [ "$(stored "$V")" = 0 ] &&
+			[ "$(rg_stat "$V" rejected_requests)" = 0 ]
+	done
+else
+	rg_fail "needs python3-hpack and python3-protobuf, and $RG_BUILD/grpc/py (make deps; make)"
+fi
+
 # h2 takes the kernel's RST_STREAM(CANCEL) as a stream error, the
 # connection lives on: every refused stream's body ended in a reset
 r1=$(sget resets) r2=$(SHP=$HPORT2 sget resets)

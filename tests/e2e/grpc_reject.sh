@@ -293,6 +293,29 @@ else
 	rg_log "no python3-hpack here: the fallback probe does not run"
 fi
 
+# A unary Handle call whose DATA holds two messages (docs/grpc.md#unary):
+# the server hands its handler the first, so only the first is judged and
+# charged; the second's database, in debt, is charged nothing and refuses
+# nothing.  In one DATA frame, and the second message in 7-byte frames.
+if "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null && [ -f "$GRPC_PY/greptime/v1/ingest_pb2.py" ]; then
+	for srv in $SERVERS; do
+		if [ $srv = cc ]; then P=$PORT A=$ADMIN; else P=$GPORT A=$GADMIN; fi
+		for from in 0 7; do
+			U=u1_${srv}_$from V=u2_${srv}_$from
+			rg_ctl limit set "$U" 1000000 >/dev/null && rg_ctl limit set "$V" 1 >/dev/null ||
+				rg_fail "limit set"
+			RG_GRPC_PY=$GRPC_PY "$RG_PY" "$RG_ROOT/tests/grpc/h2_probe.py" --port "$P" \
+				--scenario unary_two --db "$U" --free-db "$V" --rows 500 --from "$from" \
+				>"$RG_TMP/u2.json" 2>&1 || rg_fail "unary_two: $(cat "$RG_TMP/u2.json")"
+			rg_log "$srv, unary call of two messages (frames of ${from/#0/any} bytes): $(cat "$RG_TMP/u2.json")"
+			rg_check "$srv: $U charged = stored ($(stored "$A" "$U")), $V nothing ($(stored "$A" "$V") stored)" \
+				[ "$(rg_stat "$U" admitted_rows)" = "$(stored "$A" "$U")" ] &&
+				[ "$(rg_stat "$V" admitted_rows)" = 0 ] && [ "$(stored "$A" "$V")" = 0 ] &&
+				[ "$(rg_stat "$V" rejected_requests)" = 0 ]
+		done
+	done
+fi
+
 kept=$(rg_global h2_reject_kept)
 # why refusals fell back to GOAWAY, one counter per reason
 FALLBACKS="head_split short later_split full per_skb name egress"

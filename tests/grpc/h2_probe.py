@@ -35,6 +35,8 @@ scenarios: mix (rejected and admitted calls interleaved on one connection),
            GOAWAY's last stream, how and when the connection ends),
            uncounted (one call of --path, its :path a raw literal: the
            GOAWAY that refuses it, or its grpc-status),
+           unary_two (one Handle call whose DATA holds a message of --db
+           and one of --free-db: the call's grpc-status),
            late (a call of --db refused and answered, then 48,000 bytes
            more DATA on its stream, as a client sends what it had queued
            before the answer reached it: the connection WINDOW_UPDATEs
@@ -551,6 +553,47 @@ def scenario_open_call(a):
             "after_s": round(time.monotonic() - t0, 3) if t0 else None}
 
 
+def scenario_unary_two(a):
+    """One unary Handle call whose DATA carries two messages: --db with 1
+    row, then --free-db with --rows rows (one frame, or with --from N the
+    second message in frames of N bytes).  tonic and grpc-go hand the
+    handler the first and drop the second; rowgate charges only what the
+    server stores.  Returns the call's grpc-status."""
+    s = socket.create_connection(("127.0.0.1", a.port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    enc = hpack.Encoder()
+    hdr = [(":method", "POST"), (":scheme", "http"),
+           (":path", "/greptime.v1.GreptimeDatabase/Handle"),
+           (":authority", "127.0.0.1:%d" % a.port),
+           ("content-type", "application/grpc"), ("te", "trailers")]
+    first = message(a.db, 1, "u2_first_%d" % os.getpid())
+    second = message(a.free_db, a.rows, "u2_second_%d" % os.getpid())
+    if a.split_from > 1:
+        body = frame(DATA, 0, 1, first)
+        for off in range(0, len(second), a.split_from):
+            last = off + a.split_from >= len(second)
+            body += frame(DATA, END_STREAM if last else 0, 1, second[off:off + a.split_from])
+    else:
+        body = frame(DATA, END_STREAM, 1, first + second)
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0) + frame(HEADERS, END_HEADERS, 1, enc.encode(hdr))
+              + body)
+    dec, status = hpack.Decoder(), None
+    try:
+        for ftype, flags, sid, payload in frames_of(s):
+            if ftype == SETTINGS and not flags & ACK:
+                s.sendall(frame(SETTINGS, ACK, 0))
+            if ftype == HEADERS and sid == 1:
+                for k, v in dec.decode(payload):
+                    if k in ("grpc-status", b"grpc-status"):
+                        status = int(v)
+                if flags & END_STREAM:
+                    break
+    except OSError:
+        pass
+    s.close()
+    return {"status": status}
+
+
 def scenario_fallback(a):
     """Refusals whose frames reach the kernel cut across skbs: a short
     completing frame whose RequestHeader is in it, and a completing frame
@@ -691,7 +734,7 @@ def main():
     ap.add_argument("--port", type=int, required=True, help="server's gRPC port")
     ap.add_argument("--scenario",
                     choices=("mix", "window", "split", "fallback", "open_call", "uncounted",
-                             "late"),
+                             "late", "unary_two"),
                     required=True)
     ap.add_argument("--path", default="/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
                     help="uncounted: the method path called")
@@ -727,6 +770,9 @@ def main():
         return
     if a.scenario == "uncounted":
         print(json.dumps(scenario_uncounted(a)))
+        return
+    if a.scenario == "unary_two":
+        print(json.dumps(scenario_unary_two(a)))
         return
     c = Conn(a.port)
     if not c.wait(lambda: c.settings_acks >= 1, 10):

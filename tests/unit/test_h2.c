@@ -193,9 +193,13 @@ static void frame(struct buf *b, uint8_t type, uint8_t flags, uint32_t sid, cons
 
 static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /* an HPACK block: :method POST, :scheme http, :path (literal with
- * incremental indexing, raw), content-type application/grpc (Huffman) */
-static const uint8_t hpack[] = "\x83\x86\x44\x24" ROUTE_HANDLE
+ * incremental indexing, raw) of the client-streaming method, whose every
+ * message counts, content-type application/grpc (Huffman) */
+static const uint8_t hpack[] = "\x83\x86\x44\x2c" ROUTE_HANDLE_REQUESTS
 			       "\x5f\x8b\x1d\x75\xd0\x62\x0d\x26\x3d\x4c\x4d\x65\x64";
+/* the same with the unary method's :path */
+static const uint8_t hpack_unary[] = "\x83\x86\x44\x24" ROUTE_HANDLE
+				     "\x5f\x8b\x1d\x75\xd0\x62\x0d\x26\x3d\x4c\x4d\x65\x64";
 
 static void start(struct buf *b)
 {
@@ -355,6 +359,66 @@ static void test_unary_and_db_resolution(void)
 		freebuf(&g);
 		freebuf(&c);
 	}
+}
+
+/* A unary Handle stream: its server (tonic, grpc-go) takes the first
+ * message and drops the rest, so only the first is an event (charged),
+ * however the rest comes: in the same DATA frame, in later frames, after
+ * a unary stream on another slot; a client-streaming stream beside it
+ * counts every message; 16 unary streams waiting for DATA do not keep
+ * an unrouted stream out (docs/grpc.md#unary). */
+static void test_unary_first_message(void)
+{
+	struct buf t = { 0 }, v = { 0 }, two = { 0 }, one = { 0 }, c = { 0 };
+	struct outcome o;
+	uint32_t sid;
+
+	build_req(&t, NULL, NULL, "t", 1);
+	build_req(&v, NULL, NULL, "v", 500);
+	grpc_msg(&two, &t, 0);
+	grpc_msg(&two, &v, 0);
+	grpc_msg(&one, &v, 0);
+	start(&c);
+	/* stream 1: [t 1 row][v 500 rows] in one frame; the same on stream
+	 * 3 client-streaming: both events */
+	frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, 1, hpack_unary, sizeof(hpack_unary) - 1);
+	data(&c, 1, &two, 16384, true);
+	headers(&c, 3, 0);
+	data(&c, 3, &two, 16384, true);
+	/* stream 5: t, then v in frames of 7 bytes after it */
+	frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, 5, hpack_unary, sizeof(hpack_unary) - 1);
+	data(&c, 5, &two, 7, false);
+	data(&c, 5, &one, 16384, true);
+	feed(&c, NULL, 0, false, &o);
+	CHECK(o.err == 0, "unary: err %d at %zu", o.err, o.err_at);
+	CHECK_EQ_U64(o.nev, 4, "unary: messages");
+	EXPECT_EV(&o, 0, 1, RG_GRPC_ROW_INSERTS, 1, "t");
+	EXPECT_EV(&o, 1, 3, RG_GRPC_ROW_INSERTS, 1, "t");
+	EXPECT_EV(&o, 2, 3, RG_GRPC_ROW_INSERTS, 500, "v");
+	EXPECT_EV(&o, 3, 5, RG_GRPC_ROW_INSERTS, 1, "t");
+	check_splits("unary", &c, &o);
+	freebuf(&c);
+
+	/* 16 unary streams opened, no DATA yet, then an unrouted stream and
+	 * each unary stream's message: the unrouted one takes a pending
+	 * entry, and the stream it forgot is charged every message */
+	start(&c);
+	for (sid = 1; sid <= 31; sid += 2)
+		frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, sid, hpack_unary,
+		      sizeof(hpack_unary) - 1);
+	frame(&c, RG_H2_HEADERS, RG_H2_FLAG_END_HEADERS, 33, "\x83\x86\x44\x06/other", 10);
+	for (sid = 1; sid <= 31; sid += 2)
+		data(&c, sid, &two, 16384, true);
+	data(&c, 33, &two, 16384, true);
+	feed(&c, NULL, 0, false, &o);
+	CHECK(o.err == 0, "unary set full: err %d at %zu", o.err, o.err_at);
+	CHECK_EQ_U64(o.nev, 17, "unary set full: one stream forgotten, 16 + 1 events");
+	CHECK_EQ_U64(o.unrouted, 1, "unary set full: the unrouted stream");
+	freebuf(&c);
+	freebuf(&t);
+	freebuf(&v);
+	freebuf(&two);
+	freebuf(&one);
 }
 
 /* A NUL inside dbname, catalog or schema fails closed: the padded key
@@ -2216,6 +2280,7 @@ int main(void)
 	test_preface_prefix();
 	test_unary_and_db_resolution();
 	test_db_nul();
+	test_unary_first_message();
 	test_merge_rules();
 	test_connection();
 	test_malformed();
