@@ -14,6 +14,8 @@ pkgs=(
 	# tests: real servers and clients
 	victoria-metrics influxdb etcd-server etcd-client prometheus
 	curl python3 iproute2 procps psmisc util-linux jq socat zstd
+	# e2e/install: systemd-analyze verify on the units, man -l on the pages
+	systemd man-db
 	# vmtest: Debian's 6.1 kernel under qemu
 	qemu-system-x86 busybox-static cpio
 	# gRPC ingestion: C-core server, grpc-go client, grpc-js via npm
