@@ -10,6 +10,11 @@
 # database with a huge limit admitted through it.  All driven by the
 # grpc-go client (unary Handle, row inserts, 16 calls in flight, one
 # connection, no retries), rounds interleaved.
+# Then GreptimeDB's streaming writer (one HandleRequests call held open,
+# every message judged, docs/grpc.md#streams): its admitted throughput
+# bare and through rowgate, and its refused calls, the server refusing
+# them against the kernel; FIG7_WRITER=0 leaves it out,
+# FIG7_WRITER_ROWS (100) rows a message, FIG7_WRITER_SECS (2) a run.
 # FIG7_ROWGATE=0 (or no bpftool): the baseline rows only.  FIG7_RG_ARGS:
 # more rowgated options.
 source "$(dirname "$0")/lib.sh"
@@ -26,6 +31,11 @@ GRPC_PY=$BL_BUILD/grpc/py
 RUNS=${FIG7_RUNS:-5}
 SIZES=${FIG7_SIZES:-20 1000}
 CONC=${FIG7_CONCURRENCY:-16}
+WRITER=${FIG7_WRITER:-1}
+WROWS=${FIG7_WRITER_ROWS:-100}
+WSECS=${FIG7_WRITER_SECS:-2}
+# the client's mode: calls of -calls N, or a writer (run_writer)
+CLIENT_ARGS=()
 
 start_server() { # name [--cgroup DIR --port PORT] args...
 	local name=$1 port="" admin cg=""; shift
@@ -88,9 +98,11 @@ run() { # out server-pid port size [db]
 	t0=$(bl_proc_ticks "$pid")
 	r0=$(bl_proc_ticks $BL_RG_PID)
 	TIMEFORMAT='%U %S'
+	[ ${#CLIENT_ARGS[@]} -gt 0 ] || CLIENT_ARGS=(-calls "$calls" -concurrency "$CONC")
 	ct=$( { time "$GO_CLIENT" -target "127.0.0.1:$port" -db "$db" -rows "$size" \
-		-calls "$calls" -concurrency "$CONC" -no-retry -id "r$RANDOM" \
+		"${CLIENT_ARGS[@]}" -no-retry -id "r$RANDOM" \
 		>"$BL_TMP/client.json" 2>>"$BL_TMP/client.log"; } 2>&1 | tail -n1)
+	CLIENT_ARGS=()
 	t1=$(bl_proc_ticks "$pid")
 	r1=$(bl_proc_ticks $BL_RG_PID)
 	read -r h1 k1 < <("$BL_PY" "$BL_ROOT/bench/cpuacct.py")
@@ -114,6 +126,13 @@ print("calls=%d ok=%d failed=%d exhausted=%d seconds=%f rows=%d server_ticks=%s 
 PY
 }
 
+# run_writer: run, the client a streaming writer: unpaced, a failed call
+# reopened at once, for WSECS seconds
+run_writer() {
+	CLIENT_ARGS=(-mode writer -seconds "${WSECS}s" -rate 1000000 -backoff 0 -max-backoff 0)
+	run "$@"
+}
+
 raw=$BL_TMP/fig7
 for ((r = 1; r <= RUNS; r++)); do
 	bl_log "round $r/$RUNS"
@@ -124,6 +143,12 @@ for ((r = 1; r <= RUNS; r++)); do
 		run "$raw.krej.$size" "$GRD_PID" "$BL_PORT" "$size" rej
 		run "$raw.rgadm.$size" "$GRD_PID" "$BL_PORT" "$size" bench
 	done
+	[ "$WRITER" = 1 ] || continue
+	run_writer "$raw.wreject" "$REJ_PID" "$REJ_PORT" "$WROWS"
+	run_writer "$raw.wadmit" "$ADM_PID" "$ADM_PORT" "$WROWS"
+	[ "$ROWGATE" = 1 ] || continue
+	run_writer "$raw.wkrej" "$GRD_PID" "$BL_PORT" "$WROWS" rej
+	run_writer "$raw.wrgadm" "$GRD_PID" "$BL_PORT" "$WROWS" bench
 done
 
 # The parser the kernel path will run (include/rowgate/h2.h), in an sk_skb
@@ -279,6 +304,49 @@ ${notes%
 Over the whole run, rowgated's refusal counters (\`rowgatectl --json
 stats\`, non-zero only): ${h2_counts:-none}.
 EOF
+fi
+if [ "$WRITER" = 1 ]; then
+	cat <<EOF
+
+The streaming writer (\`rg-grpc-go -mode writer\`: one \`HandleRequests\`
+call held open, $WROWS rows a message, unpaced, ${WSECS} s a run; a failed
+call reopened at once, docs/grpc.md#streams), the same servers, rounds
+interleaved with the rows above.  *admitted*: one call for the whole run,
+its rows stored.  *refused*: every call's first message refused, by the
+server itself (\`--reject-all\`) or by the kernel (database \`rej\`,
+spent); a refused call is one the writer reopens.
+
+| case | calls/s | rows/s | server CPU µs / call | client CPU µs / call | BPF µs / call | kthreads + rowgated µs / call |
+|---|---|---|---|---|---|---|
+EOF
+	wrow() { # label file bpf
+		local rate rows srv cli kt
+		read -r rate rows srv cli kt < <(bl_agg "$2" "calls/seconds" "rows/seconds" \
+			"server_ticks/HZ/calls*1e6" "client_s/calls*1e6" "(kthread_ticks+rg_ticks)/HZ/calls*1e6")
+		echo "| $1 | $(bl_fmt "$rate" .0f) | $(bl_fmt "$rows" .0f) | $(bl_fmt "$srv" .0f) | $(bl_fmt "$cli" .0f) | $3 | $(bl_fmt "$kt" .0f) |"
+	}
+	wrow "refused by the server" "$raw.wreject" "–"
+	wrow "admitted, bare" "$raw.wadmit" "–"
+	if [ "$ROWGATE" = 1 ]; then
+		read -r bpf _ < <(bl_agg "$raw.wkrej" "bpf_ns/calls/1000")
+		wrow "refused by the kernel (rowgate)" "$raw.wkrej" "$(bl_fmt "$bpf" .1f)"
+		read -r bpf _ < <(bl_agg "$raw.wrgadm" "bpf_ns/calls/1000")
+		wrow "admitted through rowgate" "$raw.wrgadm" "$(bl_fmt "$bpf" .1f)"
+		read -r srej _ < <(bl_agg "$raw.wreject" "(server_ticks+kthread_ticks)/HZ/calls*1e6")
+		read -r krej _ < <(bl_agg "$raw.wkrej" \
+			"(server_ticks+kthread_ticks+rg_ticks)/HZ/calls*1e6+bpf_ns/calls/1000")
+		read -r ba _ < <(bl_agg "$raw.wadmit" "rows/seconds")
+		read -r ga _ < <(bl_agg "$raw.wrgadm" "rows/seconds")
+		read -r wx wc _ < <(sums "$raw.wkrej" exhausted calls)
+		cat <<EOF
+
+Ratios of the medians: CPU per refused call (as above: server + kernel
+threads, and rowgated + BPF for the kernel), kernel ÷ server refusing:
+**$(bl_ratio "$krej" "$srej")**; admitted rows/s, rowgate ÷ bare:
+**$(bl_ratio "$ga" "$ba")**.  Kernel refusals, all rounds: $wx of $wc
+calls RESOURCE_EXHAUSTED.
+EOF
+	fi
 fi
 cat <<EOF
 
