@@ -312,39 +312,40 @@ The streaming writer (\`rg-grpc-go -mode writer\`: one \`HandleRequests\`
 call held open, $WROWS rows a message, unpaced, ${WSECS} s a run; a failed
 call reopened at once, docs/grpc.md#streams), the same servers, rounds
 interleaved with the rows above.  *admitted*: one call for the whole run,
-its rows stored.  *refused*: every call's first message refused, by the
-server itself (\`--reject-all\`) or by the kernel (database \`rej\`,
-spent); a refused call is one the writer reopens.
+its rows stored; CPU per message.  *refused*: every call's first message
+refused, by the server itself (\`--reject-all\`) or by the kernel
+(database \`rej\`, spent); a refused call is one the writer reopens; CPU
+per refused call.
 
-| case | calls/s | rows/s | server CPU µs / call | client CPU µs / call | BPF µs / call | kthreads + rowgated µs / call |
+| case | refused calls/s | rows/s | server CPU µs | client CPU µs | BPF µs | kthreads + rowgated µs |
 |---|---|---|---|---|---|---|
 EOF
-	wrow() { # label file bpf
-		local rate rows srv cli kt
-		read -r rate rows srv cli kt < <(bl_agg "$2" "calls/seconds" "rows/seconds" \
-			"server_ticks/HZ/calls*1e6" "client_s/calls*1e6" "(kthread_ticks+rg_ticks)/HZ/calls*1e6")
-		echo "| $1 | $(bl_fmt "$rate" .0f) | $(bl_fmt "$rows" .0f) | $(bl_fmt "$srv" .0f) | $(bl_fmt "$cli" .0f) | $3 | $(bl_fmt "$kt" .0f) |"
+	wrow() { # label file bpf-expr unit-expr
+		local rate rows srv cli kt bpf
+		read -r rate rows srv cli kt bpf < <(bl_agg "$2" "(calls-ok)/seconds" "rows/seconds" \
+			"server_ticks/HZ/($4)*1e6" "client_s/($4)*1e6" "(kthread_ticks+rg_ticks)/HZ/($4)*1e6" \
+			"$3/($4)/1000")
+		if [ "$3" = 0 ]; then bpf="–"; else bpf=$(bl_fmt "$bpf" .1f); fi
+		echo "| $1 | $(bl_fmt "$rate" .0f) | $(bl_fmt "$rows" .0f) | $(bl_fmt "$srv" .0f) | $(bl_fmt "$cli" .0f) | $bpf | $(bl_fmt "$kt" .0f) |"
 	}
-	wrow "refused by the server" "$raw.wreject" "–"
-	wrow "admitted, bare" "$raw.wadmit" "–"
+	wrow "refused by the server, per call" "$raw.wreject" 0 "calls"
+	wrow "admitted, bare, per message" "$raw.wadmit" 0 "rows/$WROWS"
 	if [ "$ROWGATE" = 1 ]; then
-		read -r bpf _ < <(bl_agg "$raw.wkrej" "bpf_ns/calls/1000")
-		wrow "refused by the kernel (rowgate)" "$raw.wkrej" "$(bl_fmt "$bpf" .1f)"
-		read -r bpf _ < <(bl_agg "$raw.wrgadm" "bpf_ns/calls/1000")
-		wrow "admitted through rowgate" "$raw.wrgadm" "$(bl_fmt "$bpf" .1f)"
+		wrow "refused by the kernel (rowgate), per call" "$raw.wkrej" bpf_ns "calls"
+		wrow "admitted through rowgate, per message" "$raw.wrgadm" bpf_ns "rows/$WROWS"
 		read -r srej _ < <(bl_agg "$raw.wreject" "(server_ticks+kthread_ticks)/HZ/calls*1e6")
 		read -r krej _ < <(bl_agg "$raw.wkrej" \
 			"(server_ticks+kthread_ticks+rg_ticks)/HZ/calls*1e6+bpf_ns/calls/1000")
 		read -r ba _ < <(bl_agg "$raw.wadmit" "rows/seconds")
 		read -r ga _ < <(bl_agg "$raw.wrgadm" "rows/seconds")
-		read -r wx wc _ < <(sums "$raw.wkrej" exhausted calls)
+		read -r wx wc wf _ < <(sums "$raw.wkrej" exhausted calls fallbacks)
 		cat <<EOF
 
 Ratios of the medians: CPU per refused call (as above: server + kernel
 threads, and rowgated + BPF for the kernel), kernel ÷ server refusing:
 **$(bl_ratio "$krej" "$srej")**; admitted rows/s, rowgate ÷ bare:
 **$(bl_ratio "$ga" "$ba")**.  Kernel refusals, all rounds: $wx of $wc
-calls RESOURCE_EXHAUSTED.
+calls RESOURCE_EXHAUSTED, $wf refusals fallen back to GOAWAY.
 EOF
 	fi
 fi
