@@ -13,7 +13,7 @@ pkgs=(
 	libclang-rt-14-dev
 	# tests: real servers and clients
 	victoria-metrics influxdb etcd-server etcd-client prometheus
-	curl python3 iproute2 procps psmisc util-linux jq socat zstd
+	curl python3 iproute2 procps psmisc util-linux jq socat zstd tmux
 	# e2e/install: systemd-analyze verify on the units, man -l on the pages
 	systemd man-db
 	# vmtest: Debian's 6.1 kernel under qemu

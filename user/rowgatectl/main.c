@@ -81,6 +81,10 @@ static void usage(FILE *out)
 		     "  limit show [DB]     list the configured limits (of DB only)\n"
 		     "  stats [DB]          admission counters per database, and host-wide ones;\n"
 		     "                      with --meta, the allocation: each frontend's quota\n"
+		     "  top [--once] [--interval S] [--count N]\n"
+		     "                      live view: rows/s admitted and rejected, limit,\n"
+		     "                      quota, debt and seconds to pay it, per database,\n"
+		     "                      most rejected first (top --help)\n"
 		     "  sql \"STATEMENT\"     the GreptimeDB statements of the database option\n"
 		     "                      ingest_rows_rate_limit (see EXAMPLES)\n"
 		     "  status              whether enforcement is on for each guarded port, read\n"
@@ -202,6 +206,8 @@ static int run_command(int argc, char **argv)
 			return EXIT_FAILURE;
 		return ctl_stats(argc == 2 ? &db : NULL);
 	}
+	if (!strcmp(argv[0], "top"))
+		return ctl_top(argc - 1, argv + 1);
 	if (!strcmp(argv[0], "sql")) {
 		if (argc != 2)
 			return usage_error("usage: sql \"STATEMENT\" (quote the whole statement)");

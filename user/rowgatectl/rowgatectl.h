@@ -2,7 +2,8 @@
 /* What rowgatectl's files share: the options and how results are reported
  * (report.c), one request to the daemon or to rowgate-meta (call.c), the
  * limit commands and the SQL statements (limit.c), and what reads counters
- * and health (stats.c); main.c parses the command line and dispatches.
+ * and health (stats.c, top.c); main.c parses the command line and
+ * dispatches.
  * Commands return the exit status.
  */
 #ifndef ROWGATE_USER_ROWGATECTL_ROWGATECTL_H
@@ -50,5 +51,8 @@ int ctl_sql(const char *statement);
 int ctl_stats(const struct rg_db_key *db_or_null);
 int ctl_status(void);
 int ctl_detach(void);
+
+/* top.c: argv holds top's own arguments */
+int ctl_top(int argc, char **argv);
 
 #endif /* ROWGATE_USER_ROWGATECTL_ROWGATECTL_H */
