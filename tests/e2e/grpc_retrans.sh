@@ -3,7 +3,7 @@
 # gRPC over a link whose retransmissions start before bytes the server
 # already holds (docs/design.md#retransmitted-bytes; e2e/tcp_retrans for
 # HTTP/1): the grpc-go server and client run in a network namespace whose
-# loopback drops a tenth of the client's segments and, each second, the
+# loopback drops a tenth of the client's new data and, each second, the
 # server's ACKs for a quarter of a second (tests/bpf/lossy.bpf.c).  One
 # connection makes small calls on a database with
 # room (client streams, a message every millisecond), another on a spent
@@ -13,9 +13,9 @@
 # with code 8, and only the admitted ones reached the handler; no
 # connection failed closed; the verdict never lost its place in the stream
 # (tcp_seq_gaps).  Logged, not required: how many retransmissions over
-# received bytes were cut (tcp_old_segments).  gRPC's writes made none in
-# the runs measured (its segments are rarely merged on retransmission);
-# e2e/tcp_retrans requires them.
+# received bytes were cut (tcp_old_segments): a few in most runs (gRPC's
+# segments are rarely merged on retransmission); e2e/tcp_retrans requires
+# them.
 RG_PROFILE=greptimedb
 source "$(dirname "$0")/lib.sh"
 rg_require_root

@@ -6,7 +6,7 @@
 # both would read the old bytes twice (the stream corrupted, rows counted
 # twice).  victoria-metrics and the client run in a network namespace whose
 # loopback (1,500-byte MTU, one segment per skb) drops a tenth of the
-# client's segments and, each second, the server's ACKs for a quarter of a
+# client's new data (never a retransmission) and, each second, the server's ACKs for a quarter of a
 # second (tests/bpf/lossy.bpf.c): the client's timeouts retransmit merged
 # small segments.  Keep-alive connections POST line protocol in small
 # writes, in rounds until such a retransmission was cut (at most 8; none:
@@ -40,7 +40,7 @@ rg_ctl limit set retrans 1000000000 >/dev/null || rg_fail "limit set"
 
 rg_lossy_link
 
-# Runs cut 5 to 7 retransmissions on the host, and some in both TCG guests;
+# Runs cut 36 to 52 retransmissions on the host, and some in both TCG guests;
 # rounds stop at the first cut, so rounds beyond the first cost time only
 # in a run that would otherwise skip, and so fail the suite.
 CONNS=4 REQS=3 LINES=${RTX_LINES:-1500} ROUNDS=8
@@ -93,6 +93,9 @@ rg_log "$rounds round(s); answers: $(cat "$RG_TMP"/client*.log | sort | uniq -c 
 rg_log "namespace TCP: $(in_ns nstat -az 2>/dev/null | awk '$2 != 0 && /Retrans|DSACK|OFO/ { printf "%s=%s ", $1, $2 }')"
 old=$(($(rg_global tcp_old_segments) - old0)) gaps=$(($(rg_global tcp_seq_gaps) - gaps0))
 rg_log "tcp_old_segments +$old (tcp_old_bytes $(rg_global tcp_old_bytes)), tcp_seq_gaps +$gaps"
+rg_log "rowgate: $(rg_ctl --json stats | "$RG_PY" -c "import json,sys; g=json.load(sys.stdin)['global']
+print(' '.join(f'{k}={v}' for k, v in g.items() if v))")"
+rg_log "lossy link: $(bpftool map dump name lossy.bss 2>/dev/null | tr -s ' \n' ' ' | cut -c1-200)"
 rg_check "every request answered 204" \
 	[ "$(cat "$RG_TMP"/client*.log | grep -c '^HTTP/1.1 204')" = $((rounds * CONNS * REQS)) ]
 
