@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # rowgate: one entry point.  `make` builds everything into build/,
-# `make test` runs every test, `make deps` installs what both need.
+# `make test` runs every test (installing what the tests need first, when
+# something is missing), `make deps` installs what building and running need.
 # Quiet by default; V=1 prints full commands.
 
 BUILD    ?= build
@@ -39,7 +40,7 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 USER_BINS :=
 EXTRA_ALL :=
 
-.PHONY: all test deps clean bpf unit
+.PHONY: all test deps test-deps clean bpf unit
 .DELETE_ON_ERROR:
 .SECONDARY:
 .SECONDEXPANSION:
@@ -73,25 +74,36 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(SHARED_H) $$(UNIT_EXTRA_$$*)
 	$(call msg,CC-SAN,$@)
 	$(Q)$(CC) $(SAN_CFLAGS) $< $(UNIT_EXTRA_$*) -o $@ $(UNIT_LIBS_$*)
 
-# The suite's build is a make of its own: `make deps test` is one make, and
-# deps installs Go, cargo and clang's fuzzer runtime after this Makefile was
-# read, so what mk/grpc.mk, mk/greptime.mk and mk/fuzz.mk decided from the
-# machine then would leave their programs out (and their tests skipped).
-# A skip fails the run unless ALLOW_SKIP=1 (tests/run.sh).
+# The suite's build is a make of its own: test-deps may install Go, cargo
+# and clang's fuzzer runtime after this Makefile was read, so what
+# mk/grpc.mk, mk/greptime.mk and mk/fuzz.mk decided from the machine then
+# would leave their programs out (and their tests skipped).  A skip fails
+# the run unless ALLOW_SKIP=1 (tests/run.sh), which also lets the suite run
+# on what is there when the packages cannot be installed.
 test:
+	$(Q)tools/install-deps.sh test --if-missing || [ "$(ALLOW_SKIP)" = 1 ]
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/run.sh
 
+# Building and running rowgate: compilers, libbpf, the decoders' libraries.
+# Never a server (tools/install-deps.sh).
 deps:
-	$(Q)tools/install-deps.sh
+	$(Q)tools/install-deps.sh build
+
+# The tests' and benchmarks' servers (installed, never started), clients,
+# Go, cargo, qemu and npm modules.
+test-deps:
+	$(Q)tools/install-deps.sh test
 
 # deps before what is named with it (`make deps test`), -j or not.
-all test demo vmtest bench: | $(filter deps,$(MAKECMDGOALS))
+all test test-deps demo vmtest bench: | $(filter deps,$(MAKECMDGOALS))
 
 clean:
 	rm -rf $(BUILD)
 
 # A local victoria-metrics guarded by rowgated with a demo limit (root).
-demo: all
+demo:
+	$(Q)tools/install-deps.sh demo --if-missing
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tools/demo.sh
 .PHONY: demo

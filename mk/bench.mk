@@ -12,5 +12,7 @@ $(BUILD)/bench/count_lines: bench/count_lines.c
 
 EXTRA_ALL += $(BUILD)/bench/count_lines
 
-bench: all
+bench:
+	$(Q)tools/install-deps.sh test --if-missing
+	$(Q)$(MAKE) --no-print-directory all
 	$(Q)BUILD=$(BUILD) bench/run.sh

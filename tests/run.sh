@@ -5,7 +5,8 @@
 # A test is a native unit binary (build/tests/unit/test_*), or an executable
 # script tests/{bpf,e2e,fuzz}/*.sh.  Exit 0 = pass, 77 = skipped (the test prints
 # why), anything else = fail.  A skip is a failure too: it means the machine
-# lacks something the suite needs (make deps installs it), and a run that
+# lacks something the suite needs (make test installs it:
+# tools/install-deps.sh test), and a run that
 # skipped has not tested what it says.  ALLOW_SKIP=1 counts skips as skipped
 # and passes the run without them.  TESTS=glob limits the run; V=1 shows output.
 set -u
@@ -68,8 +69,8 @@ if [ ${#failed[@]} -gt 0 ]; then
 	echo "failed: ${failed[*]}"
 fi
 if [ "$skip_failed" -gt 0 ]; then
-	echo "$skip_failed of them skipped: what they need is missing (make deps" \
-		"installs it, make builds it); ALLOW_SKIP=1 reports them as skipped"
+	echo "$skip_failed of them skipped: what they need is missing (make test" \
+		"installs it, tools/install-deps.sh test, and builds it); ALLOW_SKIP=1 reports them as skipped"
 fi
 echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

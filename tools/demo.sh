@@ -9,7 +9,7 @@ PORT=${DEMO_PORT:-8428}
 LIMIT=${DEMO_LIMIT:-1000}
 BUILD=${BUILD:-build}
 [ "$(id -u)" -eq 0 ] || { echo "demo: run as root (it loads BPF programs)" >&2; exit 1; }
-command -v victoria-metrics >/dev/null || { echo "demo: run 'make deps' first" >&2; exit 1; }
+command -v victoria-metrics >/dev/null || { echo "demo: run 'make demo' (it installs victoria-metrics, kept from starting)" >&2; exit 1; }
 [ -x "$BUILD/rowgated" ] || make -s
 if ss -Htln "sport = :$PORT" | grep -q .; then
 	echo "demo: port $PORT is in use; set DEMO_PORT" >&2
