@@ -243,6 +243,38 @@ int rg_map_clear(int fd, size_t key_size)
 	return 0;
 }
 
+int rg_map_prune(int fd, size_t key_size, bool (*keep)(const void *key, void *ctx), void *ctx)
+{
+	char key[256], next[256];
+	char *drop = NULL, *grown;
+	size_t n = 0, cap = 0, i;
+	int err = 0;
+
+	if (key_size > sizeof(key))
+		return -EINVAL;
+	/* collect first: deleting while walking may restart the walk */
+	for (void *prev = NULL; bpf_map_get_next_key(fd, prev, next) == 0; prev = key) {
+		memcpy(key, next, key_size);
+		if (keep(key, ctx))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			grown = realloc(drop, cap * key_size);
+			if (!grown) {
+				free(drop);
+				return -ENOMEM;
+			}
+			drop = grown;
+		}
+		memcpy(drop + n++ * key_size, key, key_size);
+	}
+	for (i = 0; i < n && !err; i++)
+		if (bpf_map_delete_elem(fd, drop + i * key_size) && errno != ENOENT)
+			err = -errno;
+	free(drop);
+	return err;
+}
+
 int rg_percpu_sum(int fd, const void *key, void *out, size_t size)
 {
 	int ncpu = libbpf_num_possible_cpus();

@@ -59,6 +59,11 @@ void rg_unpin(const char *dir, const char *name);
 /* Delete every entry of a hash-like map (keys up to 256 bytes). */
 int rg_map_clear(int fd, size_t key_size);
 
+/* Delete the entries of a hash-like map whose key keep() refuses (keys up
+ * to 256 bytes).  Entries kept are never absent meanwhile: a map the data
+ * path reads is pruned to its desired set after that set was written. */
+int rg_map_prune(int fd, size_t key_size, bool (*keep)(const void *key, void *ctx), void *ctx);
+
 /* Look key up in a per-CPU map of __u64 counters and sum the CPUs into out
  * (size bytes). */
 int rg_percpu_sum(int fd, const void *key, void *out, size_t size);

@@ -118,8 +118,29 @@ static void warn_unshared(const struct rg_xdp *x)
 	}
 }
 
+struct udp_wanted {
+	const struct rg_udp_mapping *maps;
+	int n;
+};
+
+static bool udp_port_wanted(const void *key, void *ctx)
+{
+	const struct rg_udp_port_key *k = key;
+	const struct udp_wanted *w = ctx;
+	int i;
+
+	for (i = 0; i < w->n; i++)
+		if (w->maps[i].port == k->port)
+			return true;
+	return false;
+}
+
+/* The port map the running program reads (pinned: a restart's program
+ * shares it) is updated in place, never emptied: a datagram that arrived
+ * while it was empty would pass uncounted and unlimited. */
 static int write_mappings(struct rg_xdp *x, const struct rg_udp_mapping *maps, int n)
 {
+	struct udp_wanted wanted = { maps, n };
 	int ports_fd = bpf_map__fd(x->skel->maps.RG_MAP_UDP_PORTS);
 	int stats_fd = bpf_map__fd(x->skel->maps.RG_MAP_UDP_STATS);
 	int ncpu = libbpf_num_possible_cpus(), i, j, err;
@@ -138,8 +159,7 @@ static int write_mappings(struct rg_xdp *x, const struct rg_udp_mapping *maps, i
 	zero = calloc((size_t)ncpu, sizeof(*zero));
 	if (!zero)
 		return -ENOMEM;
-	err = rg_map_clear(ports_fd, sizeof(struct rg_udp_port_key));
-	for (i = 0; !err && i < n; i++) {
+	for (i = 0, err = 0; !err && i < n; i++) {
 		struct rg_udp_port_key key = { .port = maps[i].port };
 
 		/* counters first, so the first datagram is counted */
@@ -152,6 +172,9 @@ static int write_mappings(struct rg_xdp *x, const struct rg_udp_mapping *maps, i
 			pr_info("UDP port %u -> database %s", maps[i].port, maps[i].db.name);
 	}
 	free(zero);
+	if (!err)
+		err = rg_map_prune(ports_fd, sizeof(struct rg_udp_port_key), udp_port_wanted,
+				   &wanted);
 	if (err)
 		pr_err("cannot write the UDP port map: %s",
 		       err == -E2BIG || err == -ENOSPC ? "too many UDP ports (at most "

@@ -13,6 +13,7 @@
 #include "rowgate/hpack_huffman.h"
 #include "rowgate/protocols.h"
 #include "../lib/log.h"
+#include "../lib/maps.h"
 #include "rowgated.h"
 
 #define P_GT RG_PROFILE_BIT(RG_PROFILE_GREPTIMEDB)
@@ -147,12 +148,22 @@ static const struct rg_route *wanted_route(const struct config *cfg, const char 
 	return NULL;
 }
 
-static bool port_wanted(const struct config *cfg, __u32 port)
+static bool port_wanted(const void *key, void *ctx)
 {
+	const struct config *cfg = ctx;
+	__u32 port = *(const __u32 *)key;
+
 	for (int j = 0; j < cfg->nports; j++)
 		if (cfg->ports[j] == port)
 			return true;
 	return false;
+}
+
+static bool route_wanted(const void *key, void *ctx)
+{
+	const struct rg_route_key *k = key;
+
+	return wanted_route(ctx, k->path) != NULL;
 }
 
 /* Write the wanted entries first, then drop stale ones: a restart under
@@ -161,21 +172,16 @@ int rgd_populate_ports_routes(struct daemon *d)
 {
 	int ports_fd = bpf_map__fd(d->skel->maps.RG_MAP_PORTS);
 	int routes_fd = bpf_map__fd(d->skel->maps.RG_MAP_ROUTES);
-	struct rg_route_key key, next;
-	__u32 port, pnext;
-	bool first = true;
+	struct rg_route_key key;
 	size_t i;
-	int j;
+	int j, err;
 
 	for (j = 0; j < d->cfg->nports; j++)
 		if (bpf_map_update_elem(ports_fd, &d->cfg->ports[j], &d->cfg->port_cfg[j], BPF_ANY))
 			return -errno;
-	while (bpf_map_get_next_key(ports_fd, first ? NULL : &port, &pnext) == 0) {
-		port = pnext;
-		first = false;
-		if (!port_wanted(d->cfg, port) && !bpf_map_delete_elem(ports_fd, &port))
-			first = true;
-	}
+	err = rg_map_prune(ports_fd, sizeof(__u32), port_wanted, (void *)d->cfg);
+	if (err)
+		return err;
 	for (i = 0; i < sizeof(default_routes) / sizeof(default_routes[0]); i++) {
 		const struct rg_route *r = wanted_route(d->cfg, default_routes[i].path);
 
@@ -192,14 +198,7 @@ int rgd_populate_ports_routes(struct daemon *d)
 		if (r && bpf_map_update_elem(routes_fd, &key, r, BPF_ANY))
 			return -errno;
 	}
-	first = true;
-	while (bpf_map_get_next_key(routes_fd, first ? NULL : &key, &next) == 0) {
-		key = next;
-		first = false;
-		if (!wanted_route(d->cfg, key.path) && !bpf_map_delete_elem(routes_fd, &key))
-			first = true;
-	}
-	return 0;
+	return rg_map_prune(routes_fd, sizeof(key), route_wanted, (void *)d->cfg);
 }
 
 /* Write h2_routes: each route path's raw and Huffman keys and prefix keys
