@@ -355,6 +355,30 @@
 	X(memory_limit, "copy_memory_bytes", "copy_memory_bytes", GAUGE,                  \
 	  "The cap on bytes held for body copies (--copy-memory).")
 
+/* rowgated's side of distributed mode (user/rowgated/meta_agent.c): its own
+ * memory.  The JSON keys are those of the "meta" object of the stats. */
+#define RG_AGENT_STATS_FIELDS(X)                                                          \
+	X(heartbeats_ok, "heartbeats_ok", "meta_agent_heartbeats_ok_total", COUNTER,      \
+	  "Heartbeats rowgate-meta answered.")                                          \
+	X(heartbeats_failed, "heartbeats_failed", "meta_agent_heartbeats_failed_total",   \
+	  COUNTER, "Heartbeats that got no usable answer (every replica tried).")       \
+	X(lease_expiries, "lease_expiries", "meta_agent_lease_expiries_total", COUNTER,   \
+	  "Quota leases that ended without an answer: fell back to the full limits.")   \
+	X(quota_updates, "quota_updates", "meta_agent_quota_updates_total", COUNTER,      \
+	  "Limits or quotas changed in the limits map by a reply.")                     \
+	X(learning_replies, "learning_replies", "meta_agent_learning_replies_total",      \
+	  COUNTER, "Replies of a leader in its learning phase.")                        \
+	X(apply_errors, "apply_errors", "meta_agent_apply_errors_total", COUNTER,         \
+	  "Limits or quotas of a reply that could not be written to the maps.")         \
+	X(unreachable, "unreachable", "meta_agent_unreachable", GAUGE,                    \
+	  "1 while the last heartbeat failed (quotas kept until their lease ends).")    \
+	X(fallback, "fallback", "meta_agent_fallback", GAUGE,                             \
+	  "1 while running on the full limits: the lease ended without an answer.")     \
+	X(last_ok_ms_ago, "last_ok_ms_ago", "meta_agent_last_ok_age_ms", GAUGE,           \
+	  "Milliseconds since the last answered heartbeat (0: none yet).")              \
+	X(lease_ms_left, "lease_ms_left", "meta_agent_lease_left_ms", GAUGE,              \
+	  "Milliseconds until the quotas held fall back to the full limits.")
+
 #define RG_COUNTER_FIELD_(field, json, series, kind, help) __u64 field;
 
 #endif /* ROWGATE_COUNTERS_H */

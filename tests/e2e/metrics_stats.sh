@@ -3,7 +3,10 @@
 # /metrics and `rowgatectl --json stats` show the same counters: every
 # number of the stats JSON (per database, per protocol, host-wide, UDP per
 # database and host-wide) has its series in /metrics with the same value, and
-# every rowgate_* sample of /metrics is a number of the stats JSON.  The UDP
+# every rowgate_* sample of /metrics is a number of the stats JSON, or of
+# `rowgatectl --json status` (programs, cgroup, connection table), the
+# build (rowgate_build_info, as --version prints it) or the correction lag
+# histogram.  The UDP
 # path runs on a veth pair inside a network namespace made here, so
 # its counters are there too.
 RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
@@ -46,7 +49,10 @@ ip netns exec "$NS" curl -sf "http://127.0.0.1:$METRICS_PORT/metrics" >"$RG_TMP/
 	rg_fail "no /metrics"
 rg_ctl --json stats >"$RG_TMP/stats2.json" || rg_fail "stats"
 
-"$RG_PY" - "$RG_TMP/stats.json" "$RG_TMP/stats2.json" "$RG_TMP/metrics.txt" "$RG_PORT" <<'PY' || rg_fail "/metrics and the stats JSON disagree"
+rg_ctl --json status >"$RG_TMP/status.json" || rg_fail "status"
+VERSION=$("$RG_ROWGATED" --version | awk '{ print $2 }')
+"$RG_PY" - "$RG_TMP/stats.json" "$RG_TMP/stats2.json" "$RG_TMP/metrics.txt" "$RG_PORT" \
+	"$RG_TMP/status.json" "$VERSION" <<'PY' || rg_fail "/metrics and the stats JSON disagree"
 import json, re, sys
 before, after = (json.load(open(f)) for f in sys.argv[1:3])
 # names kept from before the tables: JSON key -> series (after rowgate_)
@@ -113,9 +119,14 @@ for i, row in enumerate(udp["databases"]):
 for k, v in udp["global"].items():
     expect("xdp_" + k + "_total", {}, k, num(v), num(after["udp"]["global"][k]))
 
-# Shown by /metrics but not by the stats, on purpose: whether enforcement is
-# in force, which `rowgatectl status` shows.
-NOT_STATS = {"rowgate_enforcing", "rowgate_connections_adopting"}
+# Shown by /metrics but not by the stats, on purpose: what `rowgatectl
+# status` shows (checked against its JSON below), the build, and the
+# correction lag as a histogram (the stats show percentiles).
+NOT_STATS = {"rowgate_enforcing", "rowgate_connections_adopting", "rowgate_program_attached",
+             "rowgate_cgroup_present", "rowgate_connections_guarded",
+             "rowgate_connection_table_size", "rowgate_connections_adopted_total",
+             "rowgate_build_info", "rowgate_reconcile_lag_seconds_bucket",
+             "rowgate_reconcile_lag_seconds_sum", "rowgate_reconcile_lag_seconds_count"}
 got = {}
 types = {}
 state = {}
@@ -125,12 +136,13 @@ for line in open(sys.argv[3]):
         types[m.group(1)] = m.group(2)
     if line.startswith("#") or not line.strip():
         continue
-    m = re.match(r'(rowgate_\w+)(?:\{(.*)\})? (\d+)$', line.strip())
+    m = re.match(r'(rowgate_\w+)(?:\{(.*)\})? (\d+(?:\.\d+)?)$', line.strip())
     assert m, "unparsable sample: " + line
     labels = tuple(sorted(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or "")))
     if m.group(1) in NOT_STATS:
-        state[(m.group(1), labels)] = int(m.group(3))
+        state[(m.group(1), labels)] = float(m.group(3))
         continue
+    assert "." not in m.group(3), "a counter that is not whole: " + line
     got[(m.group(1), labels)] = int(m.group(3))
 
 missing = sorted(set(want) - set(got))
@@ -154,6 +166,29 @@ assert got.get(("rowgate_reconciled_requests_total", ())) >= 1, "the ndjson body
 assert got.get(("rowgate_copy_memory_bytes", ())) == 256 << 20, "--copy-memory default"
 assert state.get(("rowgate_enforcing", (("port", sys.argv[4]),))) == 1, state
 assert any(k[0] == "rowgate_udp_admitted_datagrams_total" for k in got)
+for name in set(k[0] for k in list(got) + list(state)):
+    base = re.sub(r"_(bucket|sum|count)$", "", name)
+    assert name in types or base in types, "no TYPE line for " + name
+
+# the status JSON's figures that /metrics shows too
+status = json.load(open(sys.argv[5]))
+assert state[("rowgate_connection_table_size", ())] == status["connections"]["max"], status
+assert state[("rowgate_connections_adopted_total", ())] == status["adoption"]["adopted_total"]
+assert state[("rowgate_cgroup_present", ())] == int(status["cgroup_present"])
+for prog, on in status["programs"].items():
+    if isinstance(on, bool):
+        assert state[("rowgate_program_attached", (("program", prog),))] == int(on), prog
+assert types["rowgate_build_info"] == "gauge"
+builds = [k for k in state if k[0] == "rowgate_build_info"]
+assert builds == [("rowgate_build_info", (("version", sys.argv[6]),))], builds
+
+# the correction lag: cumulative buckets, +Inf == count >= the ndjson body
+lag = sorted((float("inf") if dict(k[1])["le"] == "+Inf" else float(dict(k[1])["le"]), v)
+             for k, v in state.items() if k[0] == "rowgate_reconcile_lag_seconds_bucket")
+assert len(lag) >= 2 and lag[-1][0] == float("inf"), lag
+assert all(a[1] <= b[1] for a, b in zip(lag, lag[1:])), "buckets not cumulative: %s" % lag
+assert lag[-1][1] == state[("rowgate_reconcile_lag_seconds_count", ())] >= 1, lag
+assert types["rowgate_reconcile_lag_seconds"] == "histogram"
 print("%d series samples agree with the stats JSON" % len(got))
 PY
 rg_log "$(grep -c '^rowgate_' "$RG_TMP/metrics.txt") samples in /metrics"

@@ -111,6 +111,26 @@ static void test_dechunk_cut(void)
 	CHECK(dechunk_as("5\r\nhello\r\n6\r\n wor", buf, false) < 0, "not cut: incomplete");
 }
 
+/* The correction lag histogram's buckets: a bound holds the samples up to
+ * and including it (Prometheus' "le"), the last bucket the rest. */
+static void test_lag_buckets(void)
+{
+	for (unsigned int i = 1; i < RG_LAG_NR_BOUNDS; i++)
+		CHECK(rg_lag_bound_us[i] > rg_lag_bound_us[i - 1], "bounds ascend at %u", i);
+	CHECK_EQ_U64(rg_lag_bucket(0), 0, "0 ns");
+	CHECK_EQ_U64(rg_lag_bucket(rg_lag_bound_us[0] * 1000), 0, "on the first bound");
+	CHECK_EQ_U64(rg_lag_bucket(rg_lag_bound_us[0] * 1000 + 1), 1, "just past it");
+	CHECK_EQ_U64(rg_lag_bucket(rg_lag_bound_us[RG_LAG_NR_BOUNDS - 1] * 1000),
+		     RG_LAG_NR_BOUNDS - 1, "on the last bound");
+	CHECK_EQ_U64(rg_lag_bucket(rg_lag_bound_us[RG_LAG_NR_BOUNDS - 1] * 1000 + 1),
+		     RG_LAG_NR_BOUNDS, "past every bound: +Inf");
+	CHECK_EQ_U64(rg_lag_bucket(UINT64_MAX), RG_LAG_NR_BOUNDS, "no overflow");
+	/* the copy expiry (30 s default) is the last bound: a body held that
+	 * long is the worst lag there is */
+	CHECK_EQ_U64(rg_lag_bound_us[RG_LAG_NR_BOUNDS - 1], RG_COPY_EXPIRY_DEFAULT_S * 1000000ULL,
+		     "last bound: the copy expiry");
+}
+
 int main(void)
 {
 	char buf[256];
@@ -132,5 +152,6 @@ int main(void)
 	test_dechunk_cut();
 	test_parse_bytes();
 	test_copy_grow();
+	test_lag_buckets();
 	return check_report("reconcile");
 }

@@ -23,6 +23,9 @@ static const struct {
 	{ "xdp_stats", &rg_xdp_stats_table, sizeof(struct rg_xdp_stats) },
 	{ "guard_stats", &rg_guard_stats_table, sizeof(struct rg_guard_stats) },
 	{ "reconcile_stats", &rg_reconcile_stats_table, sizeof(struct rg_reconcile_stats) },
+	{ "verdict_stats", &rg_verdict_stats_table, sizeof(struct rg_verdict_stats) },
+	{ "h2_close_stats", &rg_h2_close_stats_table, sizeof(struct rg_h2_close_stats) },
+	{ "agent_stats", &rg_agent_stats_table, sizeof(struct rg_agent_stats) },
 };
 #define NTABLES (sizeof(tables) / sizeof(tables[0]))
 

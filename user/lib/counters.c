@@ -23,6 +23,7 @@
 #define rg_verdict_stats_X_(...) RG_DESC_(struct rg_verdict_stats, __VA_ARGS__)
 #define rg_reconcile_stats_X_(...) RG_DESC_(struct rg_reconcile_stats, __VA_ARGS__)
 #define rg_h2_close_stats_X_(...) RG_DESC_(struct rg_h2_close_stats, __VA_ARGS__)
+#define rg_agent_stats_X_(...) RG_DESC_(struct rg_agent_stats, __VA_ARGS__)
 
 RG_TABLE_(rg_db_stats, struct rg_db_stats, RG_DB_STATS_FIELDS);
 RG_TABLE_(rg_proto_stats, struct rg_proto_stats, RG_PROTO_STATS_FIELDS);
@@ -33,6 +34,7 @@ RG_TABLE_(rg_guard_stats, struct rg_guard_stats, RG_GUARD_STATS_FIELDS);
 RG_TABLE_(rg_verdict_stats, struct rg_verdict_stats, RG_VERDICT_STATS_FIELDS);
 RG_TABLE_(rg_reconcile_stats, struct rg_reconcile_stats, RG_RECONCILE_STATS_FIELDS);
 RG_TABLE_(rg_h2_close_stats, struct rg_h2_close_stats, RG_H2_CLOSE_STATS_FIELDS);
+RG_TABLE_(rg_agent_stats, struct rg_agent_stats, RG_AGENT_STATS_FIELDS);
 
 const char *rg_counter_kind_name(enum rg_counter_kind kind)
 {

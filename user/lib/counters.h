@@ -23,6 +23,11 @@ struct rg_h2_close_stats {
 	RG_H2_CLOSE_STATS_FIELDS(RG_COUNTER_FIELD_)
 };
 
+/* rowgated's meta agent (distributed mode): its own memory, not a map. */
+struct rg_agent_stats {
+	RG_AGENT_STATS_FIELDS(RG_COUNTER_FIELD_)
+};
+
 enum rg_counter_kind {
 	RG_KIND_COUNTER,
 	RG_KIND_GAUGE,
@@ -50,6 +55,7 @@ extern const struct rg_counter_table rg_guard_stats_table;  /* struct rg_guard_s
 extern const struct rg_counter_table rg_verdict_stats_table; /* struct rg_verdict_stats */
 extern const struct rg_counter_table rg_reconcile_stats_table; /* struct rg_reconcile_stats */
 extern const struct rg_counter_table rg_h2_close_stats_table; /* struct rg_h2_close_stats */
+extern const struct rg_counter_table rg_agent_stats_table;     /* struct rg_agent_stats */
 
 static inline __u64 rg_counter_get(const struct rg_counter_desc *d, const void *st)
 {

@@ -280,21 +280,7 @@ int main(int argc, char **argv)
 	 * 0).  serve() reads them from a signalfd. */
 	stop_signals(&mask);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	if (cfg.metrics_addr) {
-		struct rg_metrics_maps mm = {
-			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
-			.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
-			.db_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
-			.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
-			.proto_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_PROTO_STATS),
-			.bpffs = cfg.bpffs,
-			.reconciler = d.rec,
-			.closer = d.closer,
-		};
-
-		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))
-			goto stop;
-	}
+	/* the agent first: /metrics reads it until rg_metrics_stop */
 	if (cfg.meta_url) {
 		struct rg_meta_agent_config mc = {
 			.urls = cfg.meta_url,
@@ -310,7 +296,26 @@ int main(int argc, char **argv)
 		if (rg_meta_agent_start(&mc, &d.agent))
 			goto stop;
 	}
+	if (cfg.metrics_addr) {
+		struct rg_metrics_maps mm = {
+			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
+			.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
+			.db_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
+			.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
+			.proto_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_PROTO_STATS),
+			.bpffs = cfg.bpffs,
+			.reconciler = d.rec,
+			.closer = d.closer,
+			.agent = d.agent,
+		};
+
+		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))
+			goto stop_threads;
+	}
 	ret = serve(&d, notify_fd) ? 1 : 0;
+stop_threads:
+	rg_metrics_stop(d.metrics);
+	d.metrics = NULL;
 	rg_meta_agent_stop(d.agent);
 	d.agent = NULL;
 stop:

@@ -11,6 +11,7 @@
 #include <bpf/bpf.h>
 
 #include "../lib/clock.h"
+#include "../lib/counters.h"
 #include "../lib/log.h"
 #include "../lib/http_client.h"
 #include "../lib/meta_proto.h"
@@ -614,4 +615,26 @@ json_t *rg_meta_agent_stats(struct rg_meta_agent *a)
 		      "last_error", a->st.last_error);
 	pthread_mutex_unlock(&a->lock);
 	return o;
+}
+
+void rg_meta_agent_read_stats(struct rg_meta_agent *a, struct rg_agent_stats *out)
+{
+	__u64 now = rg_monotonic_ns();
+
+	pthread_mutex_lock(&a->lock);
+	*out = (struct rg_agent_stats){
+		.heartbeats_ok = a->st.heartbeats_ok,
+		.heartbeats_failed = a->st.heartbeats_failed,
+		.lease_expiries = a->st.lease_expiries,
+		.quota_updates = a->st.quota_updates,
+		.learning_replies = a->st.learning_replies,
+		.apply_errors = a->st.apply_errors,
+		.unreachable = a->st.failing,
+		.fallback = a->st.fallback,
+		.last_ok_ms_ago = a->st.last_ok_ns ? (now - a->st.last_ok_ns) / RG_NSEC_PER_MSEC : 0,
+		.lease_ms_left = a->st.lease_expiry_ns > now ?
+					 (a->st.lease_expiry_ns - now) / RG_NSEC_PER_MSEC :
+					 0,
+	};
+	pthread_mutex_unlock(&a->lock);
 }

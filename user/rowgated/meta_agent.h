@@ -64,4 +64,8 @@ void rg_meta_agent_tick(struct rg_meta_agent *a, struct rg_limit_list *limits,
 /* Counters and state for `rowgatectl stats` (a new object; NULL on ENOMEM). */
 json_t *rg_meta_agent_stats(struct rg_meta_agent *a);
 
+/* The same counters for /metrics (any thread). */
+struct rg_agent_stats;
+void rg_meta_agent_read_stats(struct rg_meta_agent *a, struct rg_agent_stats *out);
+
 #endif /* ROWGATE_USER_ROWGATED_META_AGENT_H */

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 /* Prometheus exposition of rowgate's counters, straight from the maps. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,61 +22,14 @@
 #include "reconcile.h"
 #include "../lib/counters.h"
 #include "../lib/maps.h"
+#include "../lib/prom.h"
+#include "meta_agent.h"
+#include "rowgate_version.h"
 
 struct rg_metrics {
 	struct MHD_Daemon *mhd;
 	struct rg_metrics_maps maps;
 };
-
-struct text {
-	char *buf;
-	size_t len, cap;
-	int err;
-};
-
-static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(struct text *t, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (t->err)
-		return;
-	for (;;) {
-		va_start(ap, fmt);
-		n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			t->err = -EINVAL;
-			return;
-		}
-		if ((size_t)n < t->cap - t->len) {
-			t->len += (size_t)n;
-			return;
-		}
-		t->cap = t->cap * 2 + (size_t)n;
-		t->buf = realloc(t->buf, t->cap);
-		if (!t->buf) {
-			t->err = -ENOMEM;
-			return;
-		}
-	}
-}
-
-/* Label values escape backslash, quote and newline. */
-static void put_label(struct text *t, const char *name, const char *value)
-{
-	put(t, "%s=\"", name);
-	for (; *value; value++) {
-		if (*value == '\\' || *value == '"')
-			put(t, "\\%c", *value);
-		else if (*value == '\n')
-			put(t, "\\n");
-		else
-			put(t, "%c", *value);
-	}
-	put(t, "\"");
-}
 
 /* One labelled row of a table: the database, the protocol (or NULL) and
  * the struct the table describes. */
@@ -112,40 +64,28 @@ static struct row *add_row(struct rows *rs)
 }
 
 /* Every series of table t, one sample per row. */
-static void put_table(struct text *t, const struct rg_counter_table *tab, const struct rows *rs)
+static void put_table(struct rg_prom *t, const struct rg_counter_table *tab, const struct rows *rs)
 {
 	for (size_t i = 0; i < tab->n; i++) {
 		const struct rg_counter_desc *d = &tab->d[i];
 
-		put(t, "# HELP %s %s\n# TYPE %s %s\n", d->series, d->help, d->series,
-		    rg_counter_kind_name(d->kind));
+		rg_prom_header(t, d->series, rg_counter_kind_name(d->kind), d->help);
 		for (size_t k = 0; k < rs->n; k++) {
-			put(t, "%s{", d->series);
-			put_label(t, "db", rs->r[k].db.name);
+			rg_prom_printf(t, "%s{", d->series);
+			rg_prom_label(t, "db", rs->r[k].db.name);
 			if (rs->r[k].protocol) {
-				put(t, ",");
-				put_label(t, "protocol", rs->r[k].protocol);
+				rg_prom_printf(t, ",");
+				rg_prom_label(t, "protocol", rs->r[k].protocol);
 			}
-			put(t, "} %llu\n", (unsigned long long)rg_counter_get(d, &rs->r[k].v));
+			rg_prom_printf(t, "} %llu\n",
+				       (unsigned long long)rg_counter_get(d, &rs->r[k].v));
 		}
-	}
-}
-
-/* Host-wide series of table t from st. */
-static void put_global(struct text *t, const struct rg_counter_table *tab, const void *st)
-{
-	for (size_t i = 0; i < tab->n; i++) {
-		const struct rg_counter_desc *d = &tab->d[i];
-
-		put(t, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", d->series, d->help, d->series,
-		    rg_counter_kind_name(d->kind), d->series,
-		    (unsigned long long)rg_counter_get(d, st));
 	}
 }
 
 /* Adoption and connection-table counters (guard_stats) and the verdict
  * entry's (verdict_stats), when pinned. */
-static void put_guard(struct text *t, const char *bpffs)
+static void put_guard(struct rg_prom *t, const char *bpffs)
 {
 	struct rg_guard_stats gs = { 0 };
 	struct rg_verdict_stats vs = { 0 };
@@ -157,17 +97,17 @@ static void put_guard(struct text *t, const char *bpffs)
 		return;
 	bpf_map_lookup_elem(fd, &zero, &gs);
 	close(fd);
-	put_global(t, &rg_guard_stats_table, &gs);
+	rg_prom_table(t, &rg_guard_stats_table, &gs);
 	fd = rg_pin_open(bpffs, RG_STR(RG_MAP_VERDICT_STATS));
 	if (fd < 0)
 		return;
 	bpf_map_lookup_elem(fd, &zero, &vs);
 	close(fd);
-	put_global(t, &rg_verdict_stats_table, &vs);
+	rg_prom_table(t, &rg_verdict_stats_table, &vs);
 }
 
 /* The per-database, per-protocol and global series of the HTTP path. */
-static void put_http(struct text *t, const struct rg_metrics_maps *maps)
+static void put_http(struct rg_prom *t, const struct rg_metrics_maps *maps)
 {
 	struct rg_db_maps m = {
 		.limits_fd = maps->limits_fd,
@@ -195,7 +135,8 @@ static void put_http(struct text *t, const struct rg_metrics_maps *maps)
 			goto nomem;
 		r->db = key;
 		r->v.db = snap.stats;
-		for (__u32 p = RG_PROTO_NONE + 1; maps->proto_stats_fd >= 0 && p < RG_PROTO_MAX; p++) {
+		for (__u32 p = RG_PROTO_NONE + 1; maps->proto_stats_fd >= 0 && p < RG_PROTO_MAX;
+		     p++) {
 			struct rg_proto_key pk = { .db = key, .protocol = p };
 			struct rg_proto_stats ps;
 
@@ -213,19 +154,19 @@ static void put_http(struct text *t, const struct rg_metrics_maps *maps)
 	put_table(t, &rg_db_stats_table, &dbs);
 	put_table(t, &rg_proto_stats_table, &protos);
 	bpf_map_lookup_elem(maps->global_fd, &zero, &g);
-	put_global(t, &rg_global_stats_table, &g);
+	rg_prom_table(t, &rg_global_stats_table, &g);
 	put_guard(t, maps->bpffs);
 	if (maps->reconciler) {
 		struct rg_reconcile_stats rs;
 
 		rg_reconciler_stats(maps->reconciler, &rs);
-		put_global(t, &rg_reconcile_stats_table, &rs);
+		rg_prom_table(t, &rg_reconcile_stats_table, &rs);
 	}
 	if (maps->closer) {
 		struct rg_h2_close_stats cs;
 
 		rg_h2_closer_stats(maps->closer, &cs);
-		put_global(t, &rg_h2_close_stats_table, &cs);
+		rg_prom_table(t, &rg_h2_close_stats_table, &cs);
 	}
 	goto out;
 nomem:
@@ -236,7 +177,7 @@ out:
 }
 
 /* The UDP path's series, when its maps are pinned. */
-static void put_udp(struct text *t, const char *bpffs)
+static void put_udp(struct rg_prom *t, const char *bpffs)
 {
 	struct rows udp = { 0 };
 	struct rg_xdp_stats xs = { 0 };
@@ -270,43 +211,99 @@ static void put_udp(struct text *t, const char *bpffs)
 		rg_percpu_sum(xfd, &zero, &xs, sizeof(xs));
 		close(xfd);
 	}
-	put_global(t, &rg_xdp_stats_table, &xs);
+	rg_prom_table(t, &rg_xdp_stats_table, &xs);
 }
 
-/* rowgate_enforcing{port}: 1 while every part of enforcement is in force. */
-static void put_enforcing(struct text *t, const char *bpffs)
+/* The correction lag histogram: the one series that is not a counter of a
+ * table, as its buckets are counted by rowgated. */
+static void put_lag(struct rg_prom *t, const struct rg_reconciler *rec)
+{
+	struct rg_lag_histogram h;
+
+	rg_reconciler_lag_histogram(rec, &h);
+	rg_prom_header(t, "rowgate_reconcile_lag_seconds", "histogram",
+		       "A counted body's request end to its bucket corrected.");
+	for (unsigned int i = 0; i < RG_LAG_NR_BOUNDS; i++)
+		rg_prom_printf(t, "rowgate_reconcile_lag_seconds_bucket{le=\"%g\"} %llu\n",
+			       (double)rg_lag_bound_us[i] / 1e6, (unsigned long long)h.le[i]);
+	rg_prom_printf(t,
+		       "rowgate_reconcile_lag_seconds_bucket{le=\"+Inf\"} %llu\n"
+		       "rowgate_reconcile_lag_seconds_sum %.9f\n"
+		       "rowgate_reconcile_lag_seconds_count %llu\n",
+		       (unsigned long long)h.count, (double)h.sum_ns / 1e9,
+		       (unsigned long long)h.count);
+}
+
+static void put_bool(struct rg_prom *t, const char *name, const char *label, const char *value,
+		     bool on)
+{
+	rg_prom_printf(t, "%s{", name);
+	rg_prom_label(t, label, value);
+	rg_prom_printf(t, "} %d\n", on);
+}
+
+/* What `rowgatectl status` reads from the kernel: rowgate_enforcing{port}
+ * (1 while every part of enforcement is in force), the programs, the
+ * cgroup and the connection table. */
+static void put_health(struct rg_prom *t, const char *bpffs)
 {
 	struct rg_health h;
 
-	put(t, "# HELP rowgate_enforcing Enforcement in force for the port (programs "
-	       "attached, cgroup present); 0 means writes pass unlimited.\n"
-	       "# TYPE rowgate_enforcing gauge\n");
+	rg_prom_header(t, "rowgate_enforcing", "gauge",
+		       "Enforcement in force for the port (programs attached, cgroup present); "
+		       "0 means writes pass unlimited.");
 	if (!bpffs || rg_health_read(bpffs, &h))
 		return;
 	for (int i = 0; i < h.nports; i++)
-		put(t, "rowgate_enforcing{port=\"%u\"} %d\n", h.ports[i], h.enforcing);
-	put(t, "# HELP rowgate_connections_adopting Connections adopted at a start, not yet "
-	       "at a request boundary.\n# TYPE rowgate_connections_adopting gauge\n"
-	       "rowgate_connections_adopting %llu\n",
-	    (unsigned long long)h.adopting_now);
+		rg_prom_printf(t, "rowgate_enforcing{port=\"%u\"} %d\n", h.ports[i], h.enforcing);
+	rg_prom_header(t, "rowgate_program_attached", "gauge",
+		       "1 while the program is attached where enforcement needs it.");
+	put_bool(t, "rowgate_program_attached", "program", "sockops", h.sockops);
+	put_bool(t, "rowgate_program_attached", "program", "getpeername4", h.peer4);
+	put_bool(t, "rowgate_program_attached", "program", "getpeername6", h.peer6);
+	put_bool(t, "rowgate_program_attached", "program", "verdict", h.verdict);
+	put_bool(t, "rowgate_program_attached", "program", "hold_resets", h.resets);
+	if (h.refuse_wanted)
+		put_bool(t, "rowgate_program_attached", "program", "fail_closed_filter", h.refuse);
+	if (h.entry)
+		put_bool(t, "rowgate_program_attached", "program", "verdict_slot",
+			 h.slot_prog_id != 0);
+	rg_prom_header(t, "rowgate_cgroup_present", "gauge",
+		       "1 while the guarded cgroup exists (its path as recorded at attach).");
+	rg_prom_sample(t, "rowgate_cgroup_present", h.cgroup_present);
+	rg_prom_header(t, "rowgate_connections_adopting", "gauge",
+		       "Connections adopted at a start, not yet at a request boundary.");
+	rg_prom_sample(t, "rowgate_connections_adopting", h.adopting_now);
+	rg_prom_header(t, "rowgate_connections_guarded", "gauge",
+		       "Connections with state now, adopting ones not included.");
+	rg_prom_sample(t, "rowgate_connections_guarded", h.conns_now - h.adopting_now);
+	rg_prom_header(t, "rowgate_connection_table_size", "gauge",
+		       "Connections the table holds (--max-conns); beyond: --conns-full.");
+	rg_prom_sample(t, "rowgate_connection_table_size", h.max_conns);
+	rg_prom_header(t, "rowgate_connections_adopted_total", "counter",
+		       "Connections that predate a start, adopted.");
+	rg_prom_sample(t, "rowgate_connections_adopted_total", h.adopted);
 }
 
 char *rg_metrics_render(const struct rg_metrics_maps *maps)
 {
-	struct text t = { 0 };
+	struct rg_prom t;
 
-	t.cap = 4096;
-	t.buf = malloc(t.cap);
-	if (!t.buf)
+	if (rg_prom_init(&t))
 		return NULL;
+	rg_prom_build_info(&t, RG_VERSION);
 	put_http(&t, maps);
+	if (maps->reconciler)
+		put_lag(&t, maps->reconciler);
 	put_udp(&t, maps->bpffs);
-	put_enforcing(&t, maps->bpffs);
-	if (t.err) {
-		free(t.buf);
-		return NULL;
+	put_health(&t, maps->bpffs);
+	if (maps->agent) {
+		struct rg_agent_stats as;
+
+		rg_meta_agent_read_stats(maps->agent, &as);
+		rg_prom_table(&t, &rg_agent_stats_table, &as);
 	}
-	return t.buf;
+	return rg_prom_finish(&t);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char *url,
@@ -345,60 +342,47 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	return ret;
 }
 
-int rg_metrics_start(const char *addr, const struct rg_metrics_maps *maps,
-		     struct rg_metrics **out)
+int rg_metrics_start(const char *addr, const struct rg_metrics_maps *maps, struct rg_metrics **out)
 {
-	struct sockaddr_storage ss = { 0 };
-	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-	char host[128];
-	const char *colon = strrchr(addr, ':');
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	struct rg_listen_addr la;
 	struct rg_metrics *m;
-	char *end;
-	long port;
-	size_t hlen;
+	char err[300];
 
-	if (!colon || colon == addr)
-		goto bad;
-	port = strtol(colon + 1, &end, 10);
-	if (*end || port <= 0 || port > 65535)
-		goto bad;
-	hlen = (size_t)(colon - addr);
-	if (hlen >= sizeof(host))
-		goto bad;
-	memcpy(host, addr, hlen);
-	host[hlen] = 0;
-	if (host[0] == '[' && host[hlen - 1] == ']') {
-		host[hlen - 1] = 0;
-		if (inet_pton(AF_INET6, host + 1, &sin6->sin6_addr) != 1)
-			goto bad;
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons((uint16_t)port);
-		flags |= MHD_USE_IPv6;
-	} else {
-		if (inet_pton(AF_INET, host, &sin->sin_addr) != 1)
-			goto bad;
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons((uint16_t)port);
+	if (rg_listen_addr_parse(addr, &la, err, sizeof(err))) {
+		pr_err("--metrics '%s': %s (e.g. :9464, 127.0.0.1:9464, [::1]:9464, "
+		       "localhost:9464)",
+		       addr, err);
+		return -EINVAL;
 	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
 	m->maps = *maps;
-	m->mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, m,
-				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				  MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+	if (la.any) {
+		/* IPv6 and IPv4 on one socket; IPv4 alone where IPv6 is off */
+		m->mhd = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, la.port, NULL, NULL, handle,
+					  m, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+		if (!m->mhd)
+			m->mhd = MHD_start_daemon(flags, la.port, NULL, NULL, handle, m,
+						  MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+						  MHD_OPTION_END);
+	} else {
+		if (la.ss.ss_family == AF_INET6)
+			flags |= MHD_USE_IPv6;
+		m->mhd = MHD_start_daemon(flags, la.port, NULL, NULL, handle, m,
+					  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&la.ss,
+					  MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+	}
 	if (!m->mhd) {
-		pr_err("cannot serve metrics on %s (address in use?)", addr);
+		pr_err("cannot serve metrics on %s (address in use, or not an address of "
+		       "this host?)",
+		       addr);
 		free(m);
 		return -EADDRINUSE;
 	}
 	*out = m;
 	return 0;
-bad:
-	pr_err("--metrics '%s': expected IP:PORT, e.g. 127.0.0.1:9464 or [::1]:9464", addr);
-	return -EINVAL;
 }
 
 void rg_metrics_stop(struct rg_metrics *m)

@@ -7,6 +7,7 @@
 struct rg_metrics;
 struct rg_reconciler;
 struct rg_h2_closer;
+struct rg_meta_agent;
 
 struct rg_metrics_maps {
 	int limits_fd;
@@ -17,10 +18,13 @@ struct rg_metrics_maps {
 	const char *bpffs; /* the pins: UDP maps, guard_stats, rowgate_enforcing */
 	const struct rg_reconciler *reconciler; /* rowgated's own counters; NULL: none */
 	const struct rg_h2_closer *closer;	/* likewise */
+	struct rg_meta_agent *agent;		/* --meta's agent; NULL: none */
 };
 
-/* Serve http://ADDR:PORT/metrics; addr is "IP:PORT" (IPv4 or [IPv6]).
- * Returns 0 or negative errno (logged). */
+/* Serve http://ADDR/metrics; addr is "IP:PORT", "[IPv6]:PORT",
+ * "HOST:PORT" (its first address) or ":PORT" (every address of the host):
+ * rg_listen_addr_parse.  maps (and what it points to) must outlive the
+ * listener.  Returns 0 or negative errno (logged). */
 int rg_metrics_start(const char *addr, const struct rg_metrics_maps *maps,
 		     struct rg_metrics **out);
 void rg_metrics_stop(struct rg_metrics *m);

@@ -14,6 +14,7 @@
 #include "rowgate_version.h"
 #include "../lib/log.h"
 #include "../lib/maps.h"
+#include "../lib/prom.h"
 #include "reconcile.h"
 #include "rowgated.h"
 
@@ -145,7 +146,9 @@ static void usage(FILE *out)
 		"                          victoriametrics its import and datadog writes\n"
 		"                          are refused)\n"
 		"      --routes-file PATH  one 'PATH PROTO' per line ('#' comments), as --route\n"
-		"  -m, --metrics IP:PORT   serve Prometheus /metrics there (default off)\n"
+		"  -m, --metrics ADDR      serve Prometheus /metrics on ADDR (default off):\n"
+		"                          :PORT (every address), IP:PORT, [IPv6]:PORT or\n"
+		"                          HOST:PORT; series in docs/metrics.md\n"
 		"      --xdp-iface IFACE   enforce UDP line protocol in XDP on IFACE (native\n"
 		"                          mode where the driver has it, else generic)\n"
 		"  -u, --udp PORT=DB       UDP port whose datagrams write to DB; repeatable;\n"
@@ -500,9 +503,21 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 			}
 			cfg->nroutes++;
 			break;
-		case 'm':
+		case 'm': {
+			struct rg_listen_addr la;
+			char e[300];
+
+			/* refused before anything is attached; rg_metrics_start
+			 * resolves it again when it listens */
+			if (rg_listen_addr_parse(optarg, &la, e, sizeof(e))) {
+				pr_err("--metrics '%s': %s (e.g. :9464, 127.0.0.1:9464, "
+				       "[::1]:9464, localhost:9464)",
+				       optarg, e);
+				return -EINVAL;
+			}
 			cfg->metrics_addr = optarg;
 			break;
+		}
 		case 'u': {
 			char e[256];
 

@@ -51,6 +51,8 @@ struct rg_reconciler {
 	struct rg_reconcile_stats st;
 	__u64 lag_ns[RG_LAG_SAMPLES];
 	__u64 nlag;
+	__u64 lag_buckets[RG_LAG_NR_BOUNDS + 1]; /* not cumulative; atomic */
+	__u64 lag_sum_ns;			 /* atomic */
 	__u64 last_sweep_ns;
 	__u64 over_memory_logged, last_over_memory_log_ns;
 	/* free RG_COPY_BUF_MIN_BYTES buffers, counted in held_bytes */
@@ -60,6 +62,29 @@ struct rg_reconciler {
 
 #define STAT_ADD(r, f, v) __atomic_fetch_add(&(r)->st.f, (v), __ATOMIC_RELAXED)
 #define STAT_SUB(r, f, v) __atomic_fetch_sub(&(r)->st.f, (v), __ATOMIC_RELAXED)
+
+/* 0.1 ms (p50 is ~0.2 ms, bench/RECONCILE.md) to the 30 s copy expiry */
+const __u64 rg_lag_bound_us[RG_LAG_NR_BOUNDS] = {
+	100,   250,   500,    1000,    2500,	5000,
+	10000, 25000, 100000, 1000000, 5000000, RG_COPY_EXPIRY_DEFAULT_S * 1000000ULL,
+};
+
+unsigned int rg_lag_bucket(__u64 lag_ns)
+{
+	unsigned int i = 0;
+
+	while (i < RG_LAG_NR_BOUNDS && lag_ns > rg_lag_bound_us[i] * 1000)
+		i++;
+	return i;
+}
+
+/* A correction's lag: a sample for the percentiles, a count for /metrics. */
+static void record_lag(struct rg_reconciler *r, __u64 lag_ns)
+{
+	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = lag_ns;
+	__atomic_fetch_add(&r->lag_buckets[rg_lag_bucket(lag_ns)], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&r->lag_sum_ns, lag_ns, __ATOMIC_RELAXED);
+}
 
 int rg_parse_bytes(const char *s, __u64 *out)
 {
@@ -437,7 +462,7 @@ static void finish_grpc_export(struct rg_reconciler *r, struct pending *p,
 	correct(r, s, s->db.name, false, e->estimated_rows, counts.rows, e->admitted, false, lag,
 		true);
 	STAT_ADD(r, reconciled, 1);
-	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = rg_monotonic_ns() - e->end_ns;
+	record_lag(r, rg_monotonic_ns() - e->end_ns);
 }
 
 static void finish_grpc(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e,
@@ -483,7 +508,7 @@ static void finish_grpc(struct rg_reconciler *r, struct pending *p, const struct
 	if (counts.n_dbs == 1)
 		learn_grpc_db(r, s->h.cookie, counts.dbs[0].name);
 	STAT_ADD(r, reconciled, 1);
-	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = rg_monotonic_ns() - e->end_ns;
+	record_lag(r, rg_monotonic_ns() - e->end_ns);
 }
 
 static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_body_end *e)
@@ -538,7 +563,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 	correct_counted(r, s, e, &counts, lag);
 	learn_ratio(r, s, e->body_bytes, counts.rows);
 	STAT_ADD(r, reconciled, 1);
-	r->lag_ns[r->nlag++ % RG_LAG_SAMPLES] = rg_monotonic_ns() - e->end_ns;
+	record_lag(r, rg_monotonic_ns() - e->end_ns);
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -743,6 +768,19 @@ static int cmp_u64(const void *a, const void *b)
 	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+void rg_reconciler_lag_histogram(const struct rg_reconciler *r, struct rg_lag_histogram *out)
+{
+	__u64 sum = 0;
+
+	for (unsigned int i = 0; i <= RG_LAG_NR_BOUNDS; i++) {
+		sum += __atomic_load_n(&r->lag_buckets[i], __ATOMIC_RELAXED);
+		if (i < RG_LAG_NR_BOUNDS)
+			out->le[i] = sum;
+	}
+	out->count = sum;
+	out->sum_ns = __atomic_load_n(&r->lag_sum_ns, __ATOMIC_RELAXED);
 }
 
 void rg_reconciler_stats_json(const struct rg_reconciler *r, json_t *obj)

@@ -48,6 +48,25 @@ void rg_reconciler_stats_json(const struct rg_reconciler *r, json_t *obj);
 /* The counters, safe to call from another thread (/metrics). */
 void rg_reconciler_stats(const struct rg_reconciler *r, struct rg_reconcile_stats *out);
 
+/* The correction lag (a request's end to its bucket corrected) as a
+ * Prometheus histogram: upper bounds in microseconds, a last bucket (+Inf)
+ * beyond them.  The percentiles of the stats come from the last samples
+ * only; these counts are since the start. */
+#define RG_LAG_NR_BOUNDS 12
+extern const __u64 rg_lag_bound_us[RG_LAG_NR_BOUNDS];
+
+struct rg_lag_histogram {
+	__u64 count, sum_ns;
+	__u64 le[RG_LAG_NR_BOUNDS]; /* cumulative: samples <= rg_lag_bound_us[i] */
+};
+
+/* The bucket of a sample: the first bound it does not exceed, else
+ * RG_LAG_NR_BOUNDS (+Inf). */
+unsigned int rg_lag_bucket(__u64 lag_ns);
+
+/* Safe to call from another thread (/metrics). */
+void rg_reconciler_lag_histogram(const struct rg_reconciler *r, struct rg_lag_histogram *out);
+
 /* A byte count with an optional K, M or G suffix (powers of 1024), as
  * --copy-memory takes it.  0 or -EINVAL. */
 int rg_parse_bytes(const char *s, __u64 *out);
