@@ -35,3 +35,11 @@ $(BUILD)/bench/sim: $(SIM_SRCS) $(RG_META_HDRS) $(RG_LIB_HDRS) $(SHARED_H)
 	$(Q)$(CC) $(USER_CFLAGS) $(SIM_SRCS) -o $@ -lm
 
 EXTRA_ALL += $(BUILD)/bench/sim
+
+# /metrics without a kernel: the shared text format and listen addresses
+# (user/lib/prom.c) and rowgate-meta's page from a cluster.
+UNIT_EXTRA_test_metrics := user/lib/prom.c user/lib/counters.c user/meta/metrics.c \
+                           user/meta/cluster.c user/meta/alloc.c user/lib/meta_proto.c \
+                           $(RG_META_TEST_LIB)
+UNIT_LIBS_test_metrics  := -ljansson -lbpf
+$(BUILD)/tests/unit/test_metrics: $(RG_META_HDRS) $(RG_LIB_HDRS) $(BUILD)/rowgate_version.h

@@ -57,6 +57,27 @@ static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned int statu
 	return ret;
 }
 
+/* The Prometheus text format, served locally by every replica (a follower
+ * reports its own role and counters, not the leader's). */
+static enum MHD_Result send_metrics(struct MHD_Connection *conn, char *text)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	if (!text)
+		return MHD_NO;
+	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; version=0.0.4; charset=utf-8");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
 static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned int status,
 				  const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -155,9 +176,11 @@ static enum MHD_Result do_limit_set(struct meta *m, struct MHD_Connection *conn,
 	old_limit = old ? old->limit : 0;
 	if (m->use_etcd) {
 		/* durable first: an acknowledged limit survives a failover */
-		if (rg_etcd_put_limit(&m->etcd, db, limit, err, sizeof(err)))
+		if (rg_etcd_put_limit(&m->etcd, db, limit, err, sizeof(err))) {
+			meta_etcd_error(m);
 			return send_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 					  "cannot store the limit: %s", err);
+		}
 		ret = rg_cluster_set_limit(&m->cl, db, limit);
 	} else {
 		ret = rg_cluster_set_limit(&m->cl, db, limit);
@@ -191,9 +214,11 @@ static enum MHD_Result do_limit_unset(struct meta *m, struct MHD_Connection *con
 	old_limit = old->limit;
 	if (m->use_etcd) {
 		ret = rg_etcd_delete_limit(&m->etcd, db, err, sizeof(err));
-		if (ret && ret != -ENOENT)
+		if (ret && ret != -ENOENT) {
+			meta_etcd_error(m);
 			return send_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 					  "cannot remove the limit: %s", err);
+		}
 		rg_cluster_unset_limit(&m->cl, db);
 	} else {
 		rg_cluster_unset_limit(&m->cl, db);
@@ -239,6 +264,17 @@ static enum MHD_Result dispatch(struct meta *m, struct MHD_Connection *conn, con
 	enum MHD_Result ret;
 	__u64 now = rg_monotonic_ns();
 
+	/* Unauthenticated, like /v1/health: Prometheus scrapes it the way it
+	 * scrapes etcd's client port, and giving it the bearer token would give
+	 * it the power to change every cluster limit.  It shows limits, quotas
+	 * and frontend names, which are not secrets; nothing it shows is
+	 * enough to call another endpoint. */
+	if (!strcmp(url, "/metrics")) {
+		if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+			return send_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+					  "%s is not allowed on /metrics", method);
+		return send_metrics(conn, meta_metrics_render(m, now));
+	}
 	if (rg_meta_route_path(url, &r, err, sizeof(err)))
 		return r.ep == RG_META_EP_NONE && !err[0] ?
 			       send_error(conn, MHD_HTTP_NOT_FOUND, "no such endpoint: %s", url) :

@@ -55,6 +55,7 @@ struct meta {
 	__u64 unauthorized;
 	__u64 redirects;
 	__u64 elections_won;
+	__u64 etcd_errors; /* atomic: the election runs outside the lock */
 };
 
 /* options.c: the command line into cfg, exits on --help and --version
@@ -69,6 +70,14 @@ enum MHD_Result meta_on_request(void *cls, struct MHD_Connection *conn, const ch
 				size_t *upload_size, void **con_cls);
 void meta_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		       enum MHD_RequestTerminationCode toe);
+/* metrics.c: the /metrics page (malloc'd; NULL on ENOMEM), m->lock held. */
+char *meta_metrics_render(struct meta *m, __u64 now);
+/* A failed etcd call, for rowgate_meta_etcd_errors_total. */
+static inline void meta_etcd_error(struct meta *m)
+{
+	__atomic_fetch_add(&m->etcd_errors, 1, __ATOMIC_RELAXED);
+}
+
 /* Percent-decoding of URLs that keeps %00 as it is (MHD's unescape
  * callback). */
 size_t meta_unescape_keep_nul(void *cls, struct MHD_Connection *conn, char *s);

@@ -20,7 +20,8 @@ static void usage(FILE *out)
 		"rowgate's quota allocator (the Metasrv role).  Keeps the cluster-wide\n"
 		"per-database limits (rows/s) and answers the heartbeats of every rowgated\n"
 		"(started with --meta) with each frontend's share of each limit.\n"
-		"HTTP/JSON on --listen; see docs/distributed.md.\n"
+		"HTTP/JSON on --listen; see docs/distributed.md.  Prometheus metrics at\n"
+		"/metrics on the same listener, without the token (docs/metrics.md).\n"
 		"\n"
 		"Options:\n"
 		"      --listen ADDR:PORT        where to serve HTTP (default %s;\n"
@@ -41,7 +42,8 @@ static void usage(FILE *out)
 		"      --strategy NAME           waterfill|greptime-doc|even|doorman-prop|\n"
 		"                                doorman-fair (default waterfill)\n"
 		"      --token-file PATH         require \"Authorization: Bearer TOKEN\" (the\n"
-		"                                file's first line) on every call but health\n"
+		"                                file's first line) on every call but\n"
+		"                                /v1/health and /metrics\n"
 		"  -l, --log-level LEVEL         %s (default warn)\n"
 		"  -h, --help                    this help\n"
 		"  -V, --version                 version\n"
@@ -51,7 +53,8 @@ static void usage(FILE *out)
 		"  rowgate-meta --listen 10.0.0.5:4100 --etcd http://127.0.0.1:2379 \\\n"
 		"               --token-file /etc/rowgate/token\n"
 		"  rowgatectl --meta http://127.0.0.1:4100 limit set logs 10000\n"
-		"  curl -s http://127.0.0.1:4100/v1/health\n",
+		"  curl -s http://127.0.0.1:4100/v1/health\n"
+		"  curl -s http://127.0.0.1:4100/metrics\n",
 		RG_META_LISTEN_DEFAULT, RG_META_ETCD_PREFIX, RG_META_STATE_DEFAULT,
 		RG_META_HEARTBEAT_INTERVAL_MS_DEFAULT, RG_ALLOC_LEASE_MS_DEFAULT,
 		RG_META_ELECTION_TTL_S_DEFAULT, RG_LOG_LEVELS);

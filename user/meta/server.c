@@ -31,6 +31,7 @@ static void become_leader(struct meta *m)
 
 	rg_limit_list_init(&limits);
 	if (m->use_etcd && rg_etcd_load_limits(&m->etcd, &limits, err, sizeof(err))) {
+		meta_etcd_error(m);
 		pr_warn("won the election but cannot load the limits from etcd (%s): "
 			"not leading yet",
 			err);
@@ -114,6 +115,7 @@ static void election_step(struct meta *m, struct election *el)
 		step_down(m, "another replica holds the leader key");
 	return;
 unreachable:
+	meta_etcd_error(m);
 	/* our key may be gone by now: never lead on an unconfirmed lease */
 	if (now - el->last_ok_ns >= ttl_ns) {
 		step_down(m, "etcd unreachable for longer than the election TTL");
