@@ -70,6 +70,17 @@ curl -sf "$META_URL/metrics" | grep -q '^rowgate_meta_leader 1$' ||
 [ "$(curl -s -o /dev/null -w '%{http_code}' "$META_URL/v1/limits")" = 401 ] ||
 	rg_fail "the API answers without the token"
 
+# docs/metrics.md lists every series of both pages (the agent's too)
+for url in "http://127.0.0.1:$MP1/metrics" "$META_URL/metrics"; do
+	curl -sf "$url" >"$RG_TMP/page.txt" || rg_fail "no $url"
+	names=$(sed -n 's/^# TYPE \([^ ]*\) .*/\1/p' "$RG_TMP/page.txt")
+	[ -n "$names" ] || rg_fail "no series on $url"
+	for name in $names; do
+		grep -qF -e "\`$name\`" -e "\`$name{" "$RG_ROOT/docs/metrics.md" ||
+			rg_fail "$name ($url) is not in docs/metrics.md"
+	done
+done
+
 PP=$(rg_free_port) || rg_fail "no free port"
 mkdir -p "$RG_TMP/prom"
 cat >"$RG_TMP/prometheus.yml" <<EOF

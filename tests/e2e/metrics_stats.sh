@@ -52,7 +52,7 @@ rg_ctl --json stats >"$RG_TMP/stats2.json" || rg_fail "stats"
 rg_ctl --json status >"$RG_TMP/status.json" || rg_fail "status"
 VERSION=$("$RG_ROWGATED" --version | awk '{ print $2 }')
 "$RG_PY" - "$RG_TMP/stats.json" "$RG_TMP/stats2.json" "$RG_TMP/metrics.txt" "$RG_PORT" \
-	"$RG_TMP/status.json" "$VERSION" <<'PY' || rg_fail "/metrics and the stats JSON disagree"
+	"$RG_TMP/status.json" "$VERSION" "$RG_ROOT/docs/metrics.md" <<'PY' || rg_fail "/metrics and the stats JSON disagree"
 import json, re, sys
 before, after = (json.load(open(f)) for f in sys.argv[1:3])
 # names kept from before the tables: JSON key -> series (after rowgate_)
@@ -169,6 +169,11 @@ assert any(k[0] == "rowgate_udp_admitted_datagrams_total" for k in got)
 for name in set(k[0] for k in list(got) + list(state)):
     base = re.sub(r"_(bucket|sum|count)$", "", name)
     assert name in types or base in types, "no TYPE line for " + name
+
+# docs/metrics.md lists every series of the page
+doc = open(sys.argv[7]).read()
+undocumented = sorted(n for n in types if "`%s`" % n not in doc and "`%s{" % n not in doc)
+assert not undocumented, "not in docs/metrics.md: %s" % undocumented
 
 # the status JSON's figures that /metrics shows too
 status = json.load(open(sys.argv[5]))
