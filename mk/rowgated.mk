@@ -4,7 +4,7 @@
 
 RG_D_SRCS := $(wildcard user/rowgated/*.c) $(DECODE_LIB_SRCS)
 RG_D_HDRS := $(wildcard user/rowgated/*.h) $(RG_LIB_HDRS) $(DECODE_HDRS)
-RG_D_LIBS := $(RG_LIB_LIBS) $(DECODE_LIB_LIBS) -lmicrohttpd -lpthread
+RG_D_LIBS := $(RG_LIB_LIBS) $(DECODE_LIB_LIBS) -lmicrohttpd -linih -lpthread
 
 USER_BINS += $(BUILD)/rowgated
 

@@ -109,7 +109,7 @@ static void conns_full_alarm(struct daemon *d)
 }
 
 /* The signals serve() reads from a signalfd: SIGTERM and SIGINT stop,
- * SIGHUP is ignored. */
+ * SIGHUP reads the configuration again (rgd_reload). */
 static void stop_signals(sigset_t *mask)
 {
 	sigemptyset(mask);
@@ -184,9 +184,13 @@ static int serve(struct daemon *d, int notify_fd)
 		/* body copies first: corrections decide the next admissions */
 		rg_reconciler_poll(d->rec, 0);
 		if (pfd[0].revents & POLLIN) {
-			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGHUP) {
-				pr_info("signal %u: stopping", si.ssi_signo);
-				break;
+			if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+				if (si.ssi_signo == SIGHUP) {
+					rgd_reload(d, d->argc, d->argv);
+				} else {
+					pr_info("signal %u: stopping", si.ssi_signo);
+					break;
+				}
 			}
 		}
 		if (pfd[1].revents & POLLIN)
@@ -200,10 +204,33 @@ static int serve(struct daemon *d, int notify_fd)
 	return 0;
 }
 
+/* What /metrics reads: it outlives every listener (rgd_metrics_move). */
+static struct rg_metrics_maps metrics_maps;
+
+int rgd_metrics_move(struct daemon *d, const char *addr)
+{
+	struct rg_metrics *m = NULL;
+	int err;
+
+	/* the new listener first: if it cannot listen, the old one stays */
+	if (addr) {
+		err = rg_metrics_start(addr, &metrics_maps, &m);
+		if (err) {
+			pr_err("/metrics stays %s%s", d->cfg->metrics_addr ? "on " : "off",
+			       d->cfg->metrics_addr ? d->cfg->metrics_addr : "");
+			return err;
+		}
+	}
+	rg_metrics_stop(d->metrics);
+	d->metrics = m;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct config cfg = {};
-	struct daemon d = { .cfg = &cfg, .lock_fd = -1, .admin_fd = -1, .cgroup_watch_fd = -1 };
+	struct daemon d = { .cfg = &cfg, .lock_fd = -1, .admin_fd = -1, .cgroup_watch_fd = -1,
+			    .argc = argc, .argv = argv };
 	char err[256] = "";
 	int notify_fd = -1, ret = 1;
 	sigset_t mask;
@@ -296,22 +323,19 @@ int main(int argc, char **argv)
 		if (rg_meta_agent_start(&mc, &d.agent))
 			goto stop;
 	}
-	if (cfg.metrics_addr) {
-		struct rg_metrics_maps mm = {
-			.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
-			.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
-			.db_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
-			.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
-			.proto_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_PROTO_STATS),
-			.bpffs = cfg.bpffs,
-			.reconciler = d.rec,
-			.closer = d.closer,
-			.agent = d.agent,
-		};
-
-		if (rg_metrics_start(cfg.metrics_addr, &mm, &d.metrics))
-			goto stop_threads;
-	}
+	metrics_maps = (struct rg_metrics_maps){
+		.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
+		.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
+		.db_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
+		.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
+		.proto_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_PROTO_STATS),
+		.bpffs = cfg.bpffs,
+		.reconciler = d.rec,
+		.closer = d.closer,
+		.agent = d.agent,
+	};
+	if (cfg.metrics_addr && rg_metrics_start(cfg.metrics_addr, &metrics_maps, &d.metrics))
+		goto stop_threads;
 	ret = serve(&d, notify_fd) ? 1 : 0;
 stop_threads:
 	rg_metrics_stop(d.metrics);
@@ -337,5 +361,6 @@ out:
 	}
 	rowgate__destroy(d.skel);
 	rg_limit_list_free(&d.limits);
+	rgd_config_free(&cfg);
 	return ret;
 }

@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
-/* rowgated's command line: usage with every default, and the options
- * checked against each other into struct config. */
+/* rowgated's options: one table (name, config key, value, parser, help)
+ * that makes the command line, --help and the keys of the config file.
+ * The file is read first, the command line overrides it (an option given
+ * there replaces every value the file gave it), and the result is checked
+ * as a whole into struct config.  rgd_reload reads both again on SIGHUP
+ * and applies what can change live. */
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <ini.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +20,7 @@
 #include "../lib/log.h"
 #include "../lib/maps.h"
 #include "../lib/prom.h"
+#include "metrics.h"
 #include "reconcile.h"
 #include "rowgated.h"
 
@@ -27,185 +33,6 @@ static const __u32 profile_ports[RG_PROFILE_MAX] = {
 	[RG_PROFILE_PROMETHEUS] = 9090,
 	[RG_PROFILE_LOKI] = 3100,
 };
-
-static void usage(FILE *out)
-{
-	fprintf(out,
-		"Usage: rowgated [OPTIONS]\n"
-		"\n"
-		"Per-database ingestion rate limits (rows/s) enforced in the kernel.\n"
-		"Loads and pins rowgate's BPF programs, guards the ingest ports of the\n"
-		"servers in a cgroup, and serves rowgatectl on an admin socket.\n"
-		"\n"
-		"Options:\n"
-		"  -p, --port N[=PROFILE]  ingest TCP port to guard, repeatable (default %d),\n"
-		"                          and the server behind it, whose reading of a\n"
-		"                          request and count of rows rowgate follows\n"
-		"                          (docs/rows.md): greptimedb, influxdb\n"
-		"                          (1.x), victoriametrics, prometheus or loki;\n"
-		"                          default by port: 8086 influxdb, 8428\n"
-		"                          victoriametrics, 9090 prometheus, 3100 loki,\n"
-		"                          any other greptimedb\n"
-		"      --allow-unparsed N  on guarded port N let a connection whose first\n"
-		"                          bytes are not HTTP pass unenforced (counted);\n"
-		"                          repeatable; default: answer 400 and close\n"
-		"      --grpc N            on guarded port N follow gRPC over h2c (the HTTP/2\n"
-		"                          preface): GreptimeDatabase inserts are charged in\n"
-		"                          the kernel, a refused one never reaches the server,\n"
-		"                          other gRPC services pass (docs/grpc.md);\n"
-		"                          repeatable; default: on for greptimedb ports\n"
-		"      --no-grpc N         on guarded port N answer the HTTP/2 preface 400\n"
-		"                          and close, as any request rowgate cannot read;\n"
-		"                          repeatable; default: so on every port whose\n"
-		"                          profile is not greptimedb (their servers do not\n"
-		"                          serve gRPC)\n"
-		"      --grpc-reject keep|close\n"
-		"                          how a refused gRPC message is answered: keep its\n"
-		"                          connection (the stream is reset, the client gets\n"
-		"                          RESOURCE_EXHAUSTED; a refusal that cannot be kept\n"
-		"                          closes, counted; needs --egress on), or close it\n"
-		"                          with GOAWAY; docs/grpc.md section 7; default: keep\n"
-		"      --grpc-close-grace MS|off\n"
-		"                          after the kernel closes an HTTP/2 connection with\n"
-		"                          GOAWAY (nothing more reaches its server), reset it\n"
-		"                          MS milliseconds later, so calls still open on it\n"
-		"                          fail UNAVAILABLE instead of waiting for their\n"
-		"                          deadline; off leaves it to the client;\n"
-		"                          docs/grpc.md#h2-close; default: 2000\n"
-		"      --grpc-max-streams N|off\n"
-		"                          with --grpc-reject keep, tell gRPC clients they\n"
-		"                          may open at most N concurrent streams per\n"
-		"                          connection (the server's first SETTINGS is\n"
-		"                          lowered on its way out; a lower server value\n"
-		"                          stays): more refused streams in flight close\n"
-		"                          connections (h2/tonic servers allow 20 reset\n"
-		"                          streams not yet accepted); off sends the\n"
-		"                          server's value; docs/grpc.md#h2-max-streams;\n"
-		"                          default: 16\n"
-		"      --grpc-uncounted refuse|pass\n"
-		"                          gRPC methods that store rows rowgate cannot count\n"
-		"                          in the kernel (OTel Arrow exports; Flight DoPut\n"
-		"                          and OTLP/gRPC exports with --grpc-flight or\n"
-		"                          --grpc-otlp refuse): refuse closes\n"
-		"                          the connection with GOAWAY before the call\n"
-		"                          reaches the server (counted h2_streams_uncounted);\n"
-		"                          pass lets them through unlimited, as any gRPC\n"
-		"                          service rowgate does not route; default: refuse\n"
-		"      --grpc-otlp count|refuse\n"
-		"                          OTLP/gRPC exports (metrics, logs, traces Export):\n"
-		"                          count judges each message on the database its\n"
-		"                          x-greptime-db-name header names, charges the\n"
-		"                          estimate HTTP charges such a body and corrects it\n"
-		"                          to the rows rowgated counts from a copy\n"
-		"                          (docs/grpc.md#otlp); refuse treats them as\n"
-		"                          --grpc-uncounted says; default: count\n"
-		"      --grpc-flight count|refuse\n"
-		"                          Arrow Flight DoPut (GreptimeDB bulk inserts): as\n"
-		"                          --grpc-otlp, each FlightData judged on the\n"
-		"                          database x-greptime-db-name names, charged an\n"
-		"                          estimate, corrected to its record batch's rows\n"
-		"                          from a copy (docs/grpc.md#flight); refuse treats\n"
-		"                          DoPut as --grpc-uncounted says; default: count\n"
-		"      --grpc-compressed refuse|debt\n"
-		"                          GreptimeDatabase messages sent compressed\n"
-		"                          (grpc-encoding gzip or zstd) name their database\n"
-		"                          inside the compressed bytes, out of the kernel's\n"
-		"                          reach: refuse closes the connection with GOAWAY\n"
-		"                          (counted h2_failclosed); debt charges their\n"
-		"                          rows, counted by rowgated from a copy, to the\n"
-		"                          database they name, and refuses a connection's\n"
-		"                          later compressed messages while a database it\n"
-		"                          wrote is in debt (a new connection's first ones\n"
-		"                          pass); docs/grpc.md#compressed; default: refuse\n"
-		"      --server-timeout N=SECONDS[,IDLE]\n"
-		"                          the timers of the server on guarded port N: it\n"
-		"                          closes a connection SECONDS after accept while no\n"
-		"                          request reached it, IDLE seconds (default SECONDS)\n"
-		"                          after its last answer; a rejected write is\n"
-		"                          answered with Connection: close once half of the\n"
-		"                          running timer has passed; 0 = never; repeatable;\n"
-		"                          default by profile: victoriametrics 5,60,\n"
-		"                          prometheus 300,300, loki 30,120, others 0\n"
-		"  -c, --cgroup PATH       cgroup v2 directory holding the ingest servers, or\n"
-		"                          a parent (a slice: guarded by port); re-attached\n"
-		"                          when it is removed and recreated (default: the\n"
-		"                          cgroup2 root)\n"
-		"  -b, --bpffs DIR         pin directory on a bpf filesystem (default %s)\n"
-		"  -s, --admin-socket PATH admin unix socket (default %s)\n"
-		"      --admin-group NAME  group allowed to use the admin socket besides root\n"
-		"                          (default: none, root only; mode 0660 instead of 0600)\n"
-		"  -f, --state-file PATH   limits that survive restarts (default %s)\n"
-		"  -r, --route PATH=PROTO  route a request path (exact, no query) to a\n"
-		"                          protocol: influx (line protocol, db from db=),\n"
-		"                          influx-v2 (also bucket=), prom-rw, otlp-metrics,\n"
-		"                          otlp-logs, otlp-traces, loki, loki-tenant (db from\n"
-		"                          X-Scope-OrgID), es-bulk, ndjson, opentsdb, refuse\n"
-		"                          (a write rowgate cannot count: answer 400), or\n"
-		"                          none (pass untouched); repeatable; on top of the\n"
-		"                          defaults of each server profile (on\n"
-		"                          victoriametrics its import and datadog writes\n"
-		"                          are refused)\n"
-		"      --routes-file PATH  one 'PATH PROTO' per line ('#' comments), as --route\n"
-		"  -m, --metrics ADDR      serve Prometheus /metrics on ADDR (default off):\n"
-		"                          :PORT (every address), IP:PORT, [IPv6]:PORT or\n"
-		"                          HOST:PORT; series in docs/metrics.md\n"
-		"      --xdp-iface IFACE   enforce UDP line protocol in XDP on IFACE (native\n"
-		"                          mode where the driver has it, else generic)\n"
-		"  -u, --udp PORT=DB       UDP port whose datagrams write to DB; repeatable;\n"
-		"                          needs --xdp-iface\n"
-		"      --max-conns N       connections tracked at once (default %u); a change\n"
-		"                          needs 'rowgatectl detach' first (it releases the\n"
-		"                          guarded connections)\n"
-		"      --conns-full POLICY what a connection gets when the table is full:\n"
-		"                          fail-closed (default): none of its data reaches\n"
-		"                          the server (dropped in the cgroup's ingress) and\n"
-		"                          rowgated resets it within a second, counted\n"
-		"                          (conns_refused, conns_refused_resets) and logged;\n"
-		"                          fail-open: it passes unlimited, counted\n"
-		"                          (conns_untracked) and logged\n"
-		"      --egress on|off     follow the servers' responses (sk_msg) and refund\n"
-		"                          writes they refuse unstored: 401, 403, 404, 413,\n"
-		"                          431; on gRPC ports off also closes refused calls'\n"
-		"                          connections and fails frames over 16 KB closed\n"
-		"                          (default on)\n"
-		"      --copy-memory BYTES cap on the memory rowgated holds for body copies\n"
-		"                          waiting to be counted, K/M/G suffixes (default\n"
-		"                          %lluM, at least %lluM); a copy beyond it is\n"
-		"                          dropped and its request charged at the worst case\n"
-		"                          (copies_over_memory); one copy holds at most %lluM\n"
-		"      --copy-expiry SECONDS free a body copy that received nothing for this\n"
-		"                          long, its connection open; its estimate stands\n"
-		"                          (default %u; a copy whose connection closed is\n"
-		"                          counted as far as it arrived at once)\n"
-		"      --foreground        stay in the foreground (default: detach once ready)\n"
-		"      --keep              accepted for compatibility: stopping never detaches\n"
-		"      --cleanup           detach and remove everything under --bpffs (limits,\n"
-		"                          debt and counters included), exit\n"
-		"      --meta URL[,URL]    distributed mode: heartbeat to rowgate-meta, which\n"
-		"                          sets the limits and this host's quotas (local\n"
-		"                          limit set/unset are refused; default standalone)\n"
-		"      --node-id ID        this frontend's id for --meta (default hostname)\n"
-		"      --token-file PATH   bearer token for --meta (first line of the file)\n"
-		"  -l, --log-level LEVEL   %s (default warn)\n"
-		"  -h, --help              this help\n"
-		"  -V, --version           version and libbpf version\n"
-		"\n"
-		"Signals: SIGTERM/SIGINT stop the daemon and leave enforcement attached\n"
-		"and pinned: programs, limits, debt, counters and every guarded connection\n"
-		"(a restart, upgrade or crash never opens an unlimited window).  A restarted\n"
-		"rowgated adopts the pins.  Removing enforcement is explicit:\n"
-		"'rowgatectl detach' (limits and counters stay pinned) or 'rowgated --cleanup'.\n"
-		"\n"
-		"Examples:\n"
-		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/system.slice/greptimedb.service\n"
-		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/system.slice\n"
-		"  rowgated --foreground --port 8428 --log-level info\n"
-		"  rowgated --port 8086=influxdb --port 9000=victoriametrics\n"
-		"  rowgatectl limit set logs 10000\n",
-		RG_DEFAULT_PORT, RG_BPFFS_DEFAULT_DIR, RG_ADMIN_DEFAULT_PATH, RG_STATE_DEFAULT_PATH,
-		RG_MAX_CONNS, RG_COPY_MEMORY_DEFAULT_BYTES >> 20, RG_COPY_MEMORY_MIN_BYTES >> 20,
-		RG_COPY_MAX_BYTES >> 20, RG_COPY_EXPIRY_DEFAULT_S, RG_LOG_LEVELS);
-}
 
 /* A whole decimal number from min to max: no sign, nothing after it.
  * 0 or -EINVAL. */
@@ -324,392 +151,780 @@ static int guarded_port(const struct config *cfg, const char *opt, __u32 port)
 	return -1;
 }
 
-int rgd_parse_args(int argc, char **argv, struct config *cfg)
+
+/* ---- each option's value into cfg --------------------------------------- */
+
+/* An option's parser: 0, or -EINVAL with what was expected in err. */
+typedef int (*opt_apply_fn)(struct config *cfg, const char *v, char *err, size_t len);
+
+#define EXPECT(...) (snprintf(err, len, __VA_ARGS__), -EINVAL)
+
+static int one_of(const char *v, const char *a, const char *b, bool *is_a, char *err, size_t len)
 {
-	enum {
-		OPT_ROUTES_FILE = 300,
-		OPT_XDP_IFACE,
-		OPT_ALLOW_UNPARSED,
-		OPT_GRPC,
-		OPT_NO_GRPC,
-		OPT_MAX_CONNS,
-		OPT_CONNS_FULL,
-		OPT_ADMIN_GROUP,
-		OPT_SERVER_TIMEOUT,
-		OPT_EGRESS,
-		OPT_COPY_MEMORY,
-		OPT_COPY_EXPIRY,
-		OPT_GRPC_REJECT,
-		OPT_GRPC_CLOSE_GRACE,
-		OPT_GRPC_MAX_STREAMS,
-		OPT_GRPC_UNCOUNTED,
-		OPT_GRPC_OTLP,
-		OPT_GRPC_FLIGHT,
-		OPT_GRPC_COMPRESSED
-	};
-	enum { OPT_FOREGROUND = 256, OPT_KEEP, OPT_CLEANUP, OPT_META, OPT_NODE_ID, OPT_TOKEN_FILE };
-	static const struct option opts[] = {
-		{ "port", required_argument, NULL, 'p' },
-		{ "cgroup", required_argument, NULL, 'c' },
-		{ "bpffs", required_argument, NULL, 'b' },
-		{ "admin-socket", required_argument, NULL, 's' },
-		{ "admin-group", required_argument, NULL, OPT_ADMIN_GROUP },
-		{ "state-file", required_argument, NULL, 'f' },
-		{ "route", required_argument, NULL, 'r' },
-		{ "metrics", required_argument, NULL, 'm' },
-		{ "routes-file", required_argument, NULL, OPT_ROUTES_FILE },
-		{ "allow-unparsed", required_argument, NULL, OPT_ALLOW_UNPARSED },
-		{ "grpc", required_argument, NULL, OPT_GRPC },
-		{ "no-grpc", required_argument, NULL, OPT_NO_GRPC },
-		{ "grpc-reject", required_argument, NULL, OPT_GRPC_REJECT },
-		{ "grpc-close-grace", required_argument, NULL, OPT_GRPC_CLOSE_GRACE },
-		{ "grpc-max-streams", required_argument, NULL, OPT_GRPC_MAX_STREAMS },
-		{ "grpc-uncounted", required_argument, NULL, OPT_GRPC_UNCOUNTED },
-		{ "grpc-otlp", required_argument, NULL, OPT_GRPC_OTLP },
-		{ "grpc-flight", required_argument, NULL, OPT_GRPC_FLIGHT },
-		{ "grpc-compressed", required_argument, NULL, OPT_GRPC_COMPRESSED },
-		{ "server-timeout", required_argument, NULL, OPT_SERVER_TIMEOUT },
-		{ "xdp-iface", required_argument, NULL, OPT_XDP_IFACE },
-		{ "udp", required_argument, NULL, 'u' },
-		{ "foreground", no_argument, NULL, OPT_FOREGROUND },
-		{ "keep", no_argument, NULL, OPT_KEEP },
-		{ "cleanup", no_argument, NULL, OPT_CLEANUP },
-		{ "meta", required_argument, NULL, OPT_META },
-		{ "node-id", required_argument, NULL, OPT_NODE_ID },
-		{ "token-file", required_argument, NULL, OPT_TOKEN_FILE },
-		{ "log-level", required_argument, NULL, 'l' },
-		{ "max-conns", required_argument, NULL, OPT_MAX_CONNS },
-		{ "conns-full", required_argument, NULL, OPT_CONNS_FULL },
-		{ "egress", required_argument, NULL, OPT_EGRESS },
-		{ "copy-memory", required_argument, NULL, OPT_COPY_MEMORY },
-		{ "copy-expiry", required_argument, NULL, OPT_COPY_EXPIRY },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{},
-	};
-	enum rg_log_level level;
-	int opt, i;
+	if (!strcmp(v, a))
+		*is_a = true;
+	else if (!strcmp(v, b))
+		*is_a = false;
+	else
+		return EXPECT("expected %s or %s", a, b);
+	return 0;
+}
 
-	cfg->bpffs = RG_BPFFS_DEFAULT_DIR;
-	cfg->admin_socket = RG_ADMIN_DEFAULT_PATH;
-	cfg->admin_group = RG_ADMIN_ROOT_ONLY;
-	cfg->state_file = RG_STATE_DEFAULT_PATH;
-	cfg->grpc_keep = true;
-	cfg->grpc_otlp_count = true;
-	cfg->grpc_flight_count = true;
-	/* whoever holds --max-conns idle connections must not unlimit the rest */
-	cfg->conns_full_close = true;
-	cfg->grpc_close_grace_ms = RG_GRPC_CLOSE_GRACE_MS;
-	cfg->grpc_max_streams = RG_GRPC_MAX_STREAMS;
-	while ((opt = getopt_long(argc, argv, "p:c:b:s:f:r:m:u:l:hV", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			if (cfg->nports == RG_MAX_PORTS) {
-				pr_err("at most %d ports can be guarded", RG_MAX_PORTS);
-				return -EINVAL;
-			}
-			switch (parse_port_profile(optarg, &cfg->ports[cfg->nports],
-						   &cfg->port_cfg[cfg->nports])) {
-			case 0:
+static int parse_bool(const char *v, bool *out, char *err, size_t len)
+{
+	static const char *const yes[] = { "true", "yes", "on", "1" }, *const no[] = { "false", "no", "off", "0" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (!strcmp(v, yes[i]) || !strcmp(v, no[i])) {
+			*out = !strcmp(v, yes[i]);
+			return 0;
+		}
+	}
+	return EXPECT("expected true or false");
+}
+
+static int opt_port(struct config *cfg, const char *v, char *err, size_t len)
+{
+	int i;
+
+	if (cfg->nports == RG_MAX_PORTS)
+		return EXPECT("at most %d ports can be guarded", RG_MAX_PORTS);
+	switch (parse_port_profile(v, &cfg->ports[cfg->nports], &cfg->port_cfg[cfg->nports])) {
+	case 0:
+		break;
+	case -ENOENT:
+		return EXPECT("unknown server profile; expected greptimedb, influxdb, "
+			      "victoriametrics, prometheus or loki");
+	default:
+		return EXPECT("expected PORT[=PROFILE], PORT a TCP port number 1-65535");
+	}
+	for (i = 0; i < cfg->nports; i++)
+		if (cfg->ports[i] == cfg->ports[cfg->nports])
+			break;
+	if (i < cfg->nports && cfg->port_cfg[i].profile != cfg->port_cfg[cfg->nports].profile)
+		return EXPECT("port %u given with two server profiles", cfg->ports[i]);
+	if (i == cfg->nports)
+		cfg->nports++;
+	return 0;
+}
+
+/* A guarded port number into list[*n] (checked against --port later). */
+static int port_into(__u32 *list, int *n, const char *v, char *err, size_t len)
+{
+	if (*n == RG_MAX_PORTS || parse_port(v, &list[*n]))
+		return EXPECT("expected a guarded TCP port number");
+	(*n)++;
+	return 0;
+}
+
+static int opt_allow_unparsed(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return port_into(cfg->allow_unparsed, &cfg->nallow_unparsed, v, err, len);
+}
+
+static int opt_grpc(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return port_into(cfg->grpc, &cfg->ngrpc, v, err, len);
+}
+
+static int opt_no_grpc(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return port_into(cfg->no_grpc, &cfg->nno_grpc, v, err, len);
+}
+
+static int opt_server_timeout(struct config *cfg, const char *v, char *err, size_t len)
+{
+	if (cfg->nserver_timeouts == RG_MAX_PORTS ||
+	    parse_server_timeout(v, &cfg->server_timeouts[cfg->nserver_timeouts]))
+		return EXPECT("expected PORT=SECONDS[,IDLE], PORT a guarded TCP port, SECONDS "
+			      "and IDLE whole seconds 0-%u (0: never)",
+			      RG_TIMEOUT_MAX_S);
+	cfg->nserver_timeouts++;
+	return 0;
+}
+
+static int opt_cgroup(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->cgroup = v;
+	return 0;
+}
+
+static int opt_bpffs(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->bpffs = v;
+	return 0;
+}
+
+static int opt_admin_socket(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->admin_socket = v;
+	return 0;
+}
+
+static int opt_admin_group(struct config *cfg, const char *v, char *err, size_t len)
+{
+	struct group *gr = getgrnam(v);
+
+	if (!gr)
+		return EXPECT("no such group");
+	cfg->admin_group = gr->gr_gid;
+	return 0;
+}
+
+static int opt_state_file(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->state_file = v;
+	return 0;
+}
+
+static int opt_route(struct config *cfg, const char *v, char *err, size_t len)
+{
+	if (cfg->nroutes == RG_MAX_ROUTES || rgd_parse_route(v, &cfg->routes[cfg->nroutes]))
+		return EXPECT("expected /PATH=PROTO, PROTO one that rowgated --help lists "
+			      "(path shorter than %d bytes)",
+			      RG_PATH_MAX);
+	cfg->nroutes++;
+	return 0;
+}
+
+static int opt_routes_file(struct config *cfg, const char *v, char *err, size_t len)
+{
+	/* the file's own errors are logged with their lines */
+	return rgd_load_routes_file(v, cfg) ? EXPECT("cannot use this routes file") : 0;
+}
+
+static int opt_metrics(struct config *cfg, const char *v, char *err, size_t len)
+{
+	struct rg_listen_addr la;
+	char why[300];
+
+	/* refused before anything is attached; rg_metrics_start resolves it
+	 * again when it listens */
+	if (rg_listen_addr_parse(v, &la, why, sizeof(why)))
+		return EXPECT("%s (e.g. :9464, 127.0.0.1:9464, [::1]:9464, localhost:9464)", why);
+	cfg->metrics_addr = v;
+	return 0;
+}
+
+static int opt_xdp_iface(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->xdp_iface = v;
+	return 0;
+}
+
+static int opt_udp(struct config *cfg, const char *v, char *err, size_t len)
+{
+	if (cfg->nudp == RG_MAX_UDP_PORTS)
+		return EXPECT("at most %d UDP mappings", RG_MAX_UDP_PORTS);
+	if (rg_parse_udp_mapping(v, &cfg->udp[cfg->nudp], err, len))
+		return -EINVAL;
+	cfg->nudp++;
+	return 0;
+}
+
+static int opt_max_conns(struct config *cfg, const char *v, char *err, size_t len)
+{
+	unsigned long n;
+
+	if (parse_whole(v, 1, RG_MAX_CONNS_LIMIT, &n))
+		return EXPECT("expected a whole number from 1 to %u", RG_MAX_CONNS_LIMIT);
+	cfg->max_conns = (__u32)n;
+	return 0;
+}
+
+static int opt_conns_full(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return one_of(v, "fail-closed", "fail-open", &cfg->conns_full_close, err, len);
+}
+
+static int opt_egress(struct config *cfg, const char *v, char *err, size_t len)
+{
+	bool on;
+
+	if (one_of(v, "on", "off", &on, err, len))
+		return -EINVAL;
+	cfg->egress_off = !on;
+	return 0;
+}
+
+static int opt_grpc_reject(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return one_of(v, "keep", "close", &cfg->grpc_keep, err, len);
+}
+
+static int opt_grpc_uncounted(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return one_of(v, "pass", "refuse", &cfg->grpc_uncounted_pass, err, len);
+}
+
+static int opt_grpc_otlp(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return one_of(v, "count", "refuse", &cfg->grpc_otlp_count, err, len);
+}
+
+static int opt_grpc_flight(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return one_of(v, "count", "refuse", &cfg->grpc_flight_count, err, len);
+}
+
+static int opt_grpc_compressed(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return one_of(v, "debt", "refuse", &cfg->grpc_compressed_debt, err, len);
+}
+
+/* N|off, N from 1 to max, into *out (0: off). */
+static int whole_or_off(const char *v, unsigned long max, __u32 *out, const char *what,
+			char *err, size_t len)
+{
+	unsigned long n;
+
+	if (!strcmp(v, "off")) {
+		*out = 0;
+		return 0;
+	}
+	if (parse_whole(v, 1, max, &n))
+		return EXPECT("expected off or %s from 1 to %lu", what, max);
+	*out = (__u32)n;
+	return 0;
+}
+
+static int opt_grpc_max_streams(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return whole_or_off(v, 1UL << 31, &cfg->grpc_max_streams, "a whole number of streams",
+			    err, len);
+}
+
+static int opt_grpc_close_grace(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return whole_or_off(v, RG_GRPC_CLOSE_GRACE_MAX_MS, &cfg->grpc_close_grace_ms,
+			    "whole milliseconds", err, len);
+}
+
+static int opt_copy_memory(struct config *cfg, const char *v, char *err, size_t len)
+{
+	if (rg_parse_bytes(v, &cfg->copy_memory_bytes) ||
+	    cfg->copy_memory_bytes < RG_COPY_MEMORY_MIN_BYTES)
+		return EXPECT("expected bytes, at least %lluM, with an optional K, M or G "
+			      "suffix (e.g. 256M)",
+			      RG_COPY_MEMORY_MIN_BYTES >> 20);
+	return 0;
+}
+
+static int opt_copy_expiry(struct config *cfg, const char *v, char *err, size_t len)
+{
+	unsigned long n;
+
+	if (parse_whole(v, 1, RG_COPY_EXPIRY_MAX_S, &n))
+		return EXPECT("expected whole seconds from 1 to %u", RG_COPY_EXPIRY_MAX_S);
+	cfg->copy_expiry_s = (__u32)n;
+	return 0;
+}
+
+static int opt_foreground(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return parse_bool(v, &cfg->foreground, err, len);
+}
+
+static int opt_keep(struct config *cfg, const char *v, char *err, size_t len)
+{
+	bool unused;
+
+	(void)cfg;
+	return parse_bool(v, &unused, err, len); /* the default now: kept for old unit files */
+}
+
+static int opt_cleanup(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return parse_bool(v, &cfg->cleanup, err, len);
+}
+
+static int opt_meta(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->meta_url = v;
+	return 0;
+}
+
+static int opt_node_id(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->node_id = v;
+	return 0;
+}
+
+static int opt_token_file(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->token_file = v;
+	return 0;
+}
+
+static int opt_log_level(struct config *cfg, const char *v, char *err, size_t len)
+{
+	if (rg_log_parse_level(v, &cfg->log_level))
+		return EXPECT("expected %s", RG_LOG_LEVELS);
+	cfg->log_level_set = true;
+	return 0;
+}
+
+/* ---- the table ------------------------------------------------------------- */
+
+enum {
+	OPT_SWITCH = 1 << 0, /* no value on the command line; true|false in the file */
+	OPT_REPEAT = 1 << 1, /* may be given many times */
+	OPT_CLI = 1 << 2,    /* command line only */
+	OPT_LIVE = 1 << 3,   /* SIGHUP applies a change (rgd_reload) */
+	OPT_BOTH = 1 << 4,   /* a value, and OPT_SWITCH for old unit files */
+};
+
+struct option_def {
+	const char *name; /* --name, and the file's key */
+	char short_name;
+	unsigned int flags;
+	const char *arg;  /* the value in --help */
+	opt_apply_fn apply;
+	const char *help; /* lines; "%D" is the default, from fmt_default */
+};
+
+#define RG_STRX(x) #x
+#define RG_XSTR(x) RG_STRX(x)
+
+static const struct option_def options[] = {
+	{ "config", 0, OPT_CLI, "PATH", NULL,
+	  "the config file: every option below as 'name = value'\n"
+	  "(default " RGD_CONFIG_DEFAULT ", read when\n"
+	  "it exists); options given here override it" },
+	{ "port", 'p', OPT_REPEAT, "N[=PROFILE]", opt_port,
+	  "ingest TCP port to guard, repeatable (default " RG_XSTR(RG_DEFAULT_PORT) "),\n"
+	  "and the server behind it, whose reading of a\n"
+	  "request and count of rows rowgate follows\n"
+	  "(docs/rows.md): greptimedb, influxdb\n"
+	  "(1.x), victoriametrics, prometheus or loki;\n"
+	  "default by port: 8086 influxdb, 8428\n"
+	  "victoriametrics, 9090 prometheus, 3100 loki,\n"
+	  "any other greptimedb" },
+	{ "allow-unparsed", 0, OPT_REPEAT, "N", opt_allow_unparsed,
+	  "on guarded port N let a connection whose first\n"
+	  "bytes are not HTTP pass unenforced (counted);\n"
+	  "repeatable; default: answer 400 and close" },
+	{ "grpc", 0, OPT_REPEAT, "N", opt_grpc,
+	  "on guarded port N follow gRPC over h2c (the HTTP/2\n"
+	  "preface): GreptimeDatabase inserts are charged in\n"
+	  "the kernel, a refused one never reaches the server,\n"
+	  "other gRPC services pass (docs/grpc.md);\n"
+	  "repeatable; default: on for greptimedb ports" },
+	{ "no-grpc", 0, OPT_REPEAT, "N", opt_no_grpc,
+	  "on guarded port N answer the HTTP/2 preface 400\n"
+	  "and close, as any request rowgate cannot read;\n"
+	  "repeatable; default: so on every port whose\n"
+	  "profile is not greptimedb (their servers do not\n"
+	  "serve gRPC)" },
+	{ "grpc-reject", 0, 0, "keep|close", opt_grpc_reject,
+	  "how a refused gRPC message is answered: keep its\n"
+	  "connection (the stream is reset, the client gets\n"
+	  "RESOURCE_EXHAUSTED; a refusal that cannot be kept\n"
+	  "closes, counted; needs --egress on), or close it\n"
+	  "with GOAWAY; docs/grpc.md section 7; default: keep" },
+	{ "grpc-close-grace", 0, 0, "MS|off", opt_grpc_close_grace,
+	  "after the kernel closes an HTTP/2 connection with\n"
+	  "GOAWAY (nothing more reaches its server), reset it\n"
+	  "MS milliseconds later, so calls still open on it\n"
+	  "fail UNAVAILABLE instead of waiting for their\n"
+	  "deadline; off leaves it to the client;\n"
+	  "docs/grpc.md#h2-close; default: " RG_XSTR(RG_GRPC_CLOSE_GRACE_MS) },
+	{ "grpc-max-streams", 0, 0, "N|off", opt_grpc_max_streams,
+	  "with --grpc-reject keep, tell gRPC clients they\n"
+	  "may open at most N concurrent streams per\n"
+	  "connection (the server's first SETTINGS is\n"
+	  "lowered on its way out; a lower server value\n"
+	  "stays): more refused streams in flight close\n"
+	  "connections (h2/tonic servers allow 20 reset\n"
+	  "streams not yet accepted); off sends the\n"
+	  "server's value; docs/grpc.md#h2-max-streams;\n"
+	  "default: " RG_XSTR(RG_GRPC_MAX_STREAMS) },
+	{ "grpc-uncounted", 0, 0, "refuse|pass", opt_grpc_uncounted,
+	  "gRPC methods that store rows rowgate cannot count\n"
+	  "in the kernel (OTel Arrow exports; Flight DoPut\n"
+	  "and OTLP/gRPC exports with --grpc-flight or\n"
+	  "--grpc-otlp refuse): refuse closes\n"
+	  "the connection with GOAWAY before the call\n"
+	  "reaches the server (counted h2_streams_uncounted);\n"
+	  "pass lets them through unlimited, as any gRPC\n"
+	  "service rowgate does not route; default: refuse" },
+	{ "grpc-otlp", 0, 0, "count|refuse", opt_grpc_otlp,
+	  "OTLP/gRPC exports (metrics, logs, traces Export):\n"
+	  "count judges each message on the database its\n"
+	  "x-greptime-db-name header names, charges the\n"
+	  "estimate HTTP charges such a body and corrects it\n"
+	  "to the rows rowgated counts from a copy\n"
+	  "(docs/grpc.md#otlp); refuse treats them as\n"
+	  "--grpc-uncounted says; default: count" },
+	{ "grpc-flight", 0, 0, "count|refuse", opt_grpc_flight,
+	  "Arrow Flight DoPut (GreptimeDB bulk inserts): as\n"
+	  "--grpc-otlp, each FlightData judged on the\n"
+	  "database x-greptime-db-name names, charged an\n"
+	  "estimate, corrected to its record batch's rows\n"
+	  "from a copy (docs/grpc.md#flight); refuse treats\n"
+	  "DoPut as --grpc-uncounted says; default: count" },
+	{ "grpc-compressed", 0, 0, "refuse|debt", opt_grpc_compressed,
+	  "GreptimeDatabase messages sent compressed\n"
+	  "(grpc-encoding gzip or zstd) name their database\n"
+	  "inside the compressed bytes, out of the kernel's\n"
+	  "reach: refuse closes the connection with GOAWAY\n"
+	  "(counted h2_failclosed); debt charges their\n"
+	  "rows, counted by rowgated from a copy, to the\n"
+	  "database they name, and refuses a connection's\n"
+	  "later compressed messages while a database it\n"
+	  "wrote is in debt (a new connection's first ones\n"
+	  "pass); docs/grpc.md#compressed; default: refuse" },
+	{ "server-timeout", 0, OPT_REPEAT, "N=SECONDS[,IDLE]", opt_server_timeout,
+	  "the timers of the server on guarded port N: it\n"
+	  "closes a connection SECONDS after accept while no\n"
+	  "request reached it, IDLE seconds (default SECONDS)\n"
+	  "after its last answer; a rejected write is\n"
+	  "answered with Connection: close once half of the\n"
+	  "running timer has passed; 0 = never; repeatable;\n"
+	  "default by profile: victoriametrics 5,60,\n"
+	  "prometheus 300,300, loki 30,120, others 0" },
+	{ "cgroup", 'c', 0, "PATH", opt_cgroup,
+	  "cgroup v2 directory holding the ingest servers, or\n"
+	  "a parent (a slice: guarded by port); re-attached\n"
+	  "when it is removed and recreated (default: the\n"
+	  "cgroup2 root)" },
+	{ "bpffs", 'b', 0, "DIR", opt_bpffs,
+	  "pin directory on a bpf filesystem (default\n" RG_BPFFS_DEFAULT_DIR ")" },
+	{ "admin-socket", 's', 0, "PATH", opt_admin_socket,
+	  "admin unix socket (default " RG_ADMIN_DEFAULT_PATH ")" },
+	{ "admin-group", 0, 0, "NAME", opt_admin_group,
+	  "group allowed to use the admin socket besides root\n"
+	  "(default: none, root only; mode 0660 instead of 0600)" },
+	{ "state-file", 'f', 0, "PATH", opt_state_file,
+	  "limits that survive restarts (default\n" RG_STATE_DEFAULT_PATH ")" },
+	{ "route", 'r', OPT_REPEAT | OPT_LIVE, "PATH=PROTO", opt_route,
+	  "route a request path (exact, no query) to a\n"
+	  "protocol: influx (line protocol, db from db=),\n"
+	  "influx-v2 (also bucket=), prom-rw, otlp-metrics,\n"
+	  "otlp-logs, otlp-traces, loki, loki-tenant (db from\n"
+	  "X-Scope-OrgID), es-bulk, ndjson, opentsdb, refuse\n"
+	  "(a write rowgate cannot count: answer 400), or\n"
+	  "none (pass untouched); repeatable; on top of the\n"
+	  "defaults of each server profile (on\n"
+	  "victoriametrics its import and datadog writes\n"
+	  "are refused); SIGHUP applies a change" },
+	{ "routes-file", 0, OPT_REPEAT | OPT_LIVE, "PATH", opt_routes_file,
+	  "one 'PATH PROTO' per line ('#' comments), as --route;\n"
+	  "SIGHUP reads it again" },
+	{ "metrics", 'm', OPT_LIVE, "ADDR", opt_metrics,
+	  "serve Prometheus /metrics on ADDR (default off):\n"
+	  ":PORT (every address), IP:PORT, [IPv6]:PORT or\n"
+	  "HOST:PORT; series in docs/metrics.md; SIGHUP\n"
+	  "moves it" },
+	{ "xdp-iface", 0, 0, "IFACE", opt_xdp_iface,
+	  "enforce UDP line protocol in XDP on IFACE (native\n"
+	  "mode where the driver has it, else generic)" },
+	{ "udp", 'u', OPT_REPEAT, "PORT=DB", opt_udp,
+	  "UDP port whose datagrams write to DB; repeatable;\n"
+	  "needs --xdp-iface" },
+	{ "max-conns", 0, 0, "N", opt_max_conns,
+	  "connections tracked at once (default " RG_XSTR(RG_MAX_CONNS) "); a change\n"
+	  "needs 'rowgatectl detach' first (it releases the\n"
+	  "guarded connections)" },
+	{ "conns-full", 0, 0, "POLICY", opt_conns_full,
+	  "what a connection gets when the table is full:\n"
+	  "fail-closed (default): none of its data reaches\n"
+	  "the server (dropped in the cgroup's ingress) and\n"
+	  "rowgated resets it within a second, counted\n"
+	  "(conns_refused, conns_refused_resets) and logged;\n"
+	  "fail-open: it passes unlimited, counted\n"
+	  "(conns_untracked) and logged" },
+	{ "egress", 0, 0, "on|off", opt_egress,
+	  "follow the servers' responses (sk_msg) and refund\n"
+	  "writes they refuse unstored: 401, 403, 404, 413,\n"
+	  "431; on gRPC ports off also closes refused calls'\n"
+	  "connections and fails frames over 16 KB closed\n"
+	  "(default on)" },
+	{ "copy-memory", 0, 0, "BYTES", opt_copy_memory,
+	  "cap on the memory rowgated holds for body copies\n"
+	  "waiting to be counted, K/M/G suffixes (default\n"
+	  "256M, at least 1M); a copy beyond it is\n"
+	  "dropped and its request charged at the worst case\n"
+	  "(copies_over_memory); one copy holds at most 64M" },
+	{ "copy-expiry", 0, 0, "SECONDS", opt_copy_expiry,
+	  "free a body copy that received nothing for this\n"
+	  "long, its connection open; its estimate stands\n"
+	  "(default 30; a copy whose connection closed is\n"
+	  "counted as far as it arrived at once)" },
+	{ "foreground", 0, OPT_SWITCH, NULL, opt_foreground,
+	  "stay in the foreground (default: detach once ready)" },
+	{ "keep", 0, OPT_SWITCH, NULL, opt_keep,
+	  "accepted for compatibility: stopping never detaches" },
+	{ "cleanup", 0, OPT_SWITCH | OPT_CLI, NULL, opt_cleanup,
+	  "detach and remove everything under --bpffs (limits,\n"
+	  "debt and counters included), exit" },
+	{ "meta", 0, 0, "URL[,URL]", opt_meta,
+	  "distributed mode: heartbeat to rowgate-meta, which\n"
+	  "sets the limits and this host's quotas (local\n"
+	  "limit set/unset are refused; default standalone)" },
+	{ "node-id", 0, 0, "ID", opt_node_id,
+	  "this frontend's id for --meta (default hostname)" },
+	{ "token-file", 0, 0, "PATH", opt_token_file,
+	  "bearer token for --meta (first line of the file)" },
+	{ "log-level", 'l', OPT_LIVE, "LEVEL", opt_log_level,
+	  RG_LOG_LEVELS " (default warn);\nSIGHUP applies a change" },
+	{ "check-config", 0, OPT_SWITCH | OPT_CLI, NULL, NULL,
+	  "read the config file and the command line, say\n"
+	  "whether they are valid, exit (0: valid)" },
+	{ "help", 'h', OPT_SWITCH | OPT_CLI, NULL, NULL, "this help" },
+	{ "version", 'V', OPT_SWITCH | OPT_CLI, NULL, NULL, "version and libbpf version" },
+};
+
+#define NOPTIONS ((int)(sizeof(options) / sizeof(options[0])))
+
+static int option_index(const char *name)
+{
+	for (int i = 0; i < NOPTIONS; i++)
+		if (!strcmp(options[i].name, name))
+			return i;
+	return -1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out, "Usage: rowgated [OPTIONS]\n"
+		     "\n"
+		     "Per-database ingestion rate limits (rows/s) enforced in the kernel.\n"
+		     "Loads and pins rowgate's BPF programs, guards the ingest ports of the\n"
+		     "servers in a cgroup, and serves rowgatectl on an admin socket.\n"
+		     "\n"
+		     "Options:\n");
+	for (int i = 0; i < NOPTIONS; i++) {
+		const struct option_def *o = &options[i];
+		const char *line = o->help, *nl;
+		char head[64];
+		int w;
+
+		w = snprintf(head, sizeof(head), "  %c%c%s--%s%s%s", o->short_name ? '-' : ' ',
+			     o->short_name ? o->short_name : ' ', o->short_name ? ", " : "  ",
+			     o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+		/* the text starts in column 26, or on the next line */
+		if (w < 25)
+			fprintf(out, "%-26s", head);
+		else
+			fprintf(out, "%s\n%26s", head, "");
+		for (;;) {
+			nl = strchr(line, '\n');
+			fprintf(out, "%.*s\n", nl ? (int)(nl - line) : (int)strlen(line), line);
+			if (!nl)
 				break;
-			case -ENOENT:
-				pr_err("--port '%s': unknown server profile; expected greptimedb, "
-				       "influxdb, victoriametrics, prometheus or loki",
-				       optarg);
-				return -EINVAL;
-			default:
-				pr_err("--port '%s': expected PORT[=PROFILE], PORT a TCP port "
-				       "number 1-65535",
-				       optarg);
-				return -EINVAL;
-			}
-			for (i = 0; i < cfg->nports; i++)
-				if (cfg->ports[i] == cfg->ports[cfg->nports])
-					break;
-			if (i < cfg->nports &&
-			    cfg->port_cfg[i].profile != cfg->port_cfg[cfg->nports].profile) {
-				pr_err("--port %u given with two server profiles", cfg->ports[i]);
-				return -EINVAL;
-			}
-			if (i == cfg->nports)
-				cfg->nports++;
-			break;
-		case OPT_ALLOW_UNPARSED:
-			if (cfg->nallow_unparsed == RG_MAX_PORTS ||
-			    parse_port(optarg, &cfg->allow_unparsed[cfg->nallow_unparsed])) {
-				pr_err("--allow-unparsed '%s': expected a guarded TCP port number",
-				       optarg);
-				return -EINVAL;
-			}
-			cfg->nallow_unparsed++;
-			break;
-		case OPT_GRPC:
-			if (cfg->ngrpc == RG_MAX_PORTS ||
-			    parse_port(optarg, &cfg->grpc[cfg->ngrpc])) {
-				pr_err("--grpc '%s': expected a guarded TCP port number", optarg);
-				return -EINVAL;
-			}
-			cfg->ngrpc++;
-			break;
-		case OPT_NO_GRPC:
-			if (cfg->nno_grpc == RG_MAX_PORTS ||
-			    parse_port(optarg, &cfg->no_grpc[cfg->nno_grpc])) {
-				pr_err("--no-grpc '%s': expected a guarded TCP port number", optarg);
-				return -EINVAL;
-			}
-			cfg->nno_grpc++;
-			break;
-		case OPT_SERVER_TIMEOUT:
-			if (cfg->nserver_timeouts == RG_MAX_PORTS ||
-			    parse_server_timeout(optarg,
-						 &cfg->server_timeouts[cfg->nserver_timeouts])) {
-				pr_err("--server-timeout '%s': expected PORT=SECONDS[,IDLE], PORT a "
-				       "guarded TCP port, SECONDS and IDLE whole seconds 0-%u "
-				       "(0: never)",
-				       optarg, RG_TIMEOUT_MAX_S);
-				return -EINVAL;
-			}
-			cfg->nserver_timeouts++;
-			break;
-		case 'c':
-			cfg->cgroup = optarg;
-			break;
-		case 'b':
-			cfg->bpffs = optarg;
-			break;
-		case 's':
-			cfg->admin_socket = optarg;
-			break;
-		case OPT_ADMIN_GROUP: {
-			struct group *gr = getgrnam(optarg);
+			line = nl + 1;
+			fprintf(out, "%26s", "");
+		}
+	}
+	fprintf(out,
+		"\n"
+		"Config file: one 'name = value' per line, the names of the long options\n"
+		"above (without --; a switch takes true or false); a repeatable option\n"
+		"is a key given once per value; '#' or ';' starts a comment line; an\n"
+		"optional [rowgated] section.  An unknown key or a bad value is an error\n"
+		"naming its line.  See examples/rowgated.conf.\n"
+		"\n"
+		"Signals: SIGTERM/SIGINT stop the daemon and leave enforcement attached\n"
+		"and pinned: programs, limits, debt, counters and every guarded connection\n"
+		"(a restart, upgrade or crash never opens an unlimited window).  A restarted\n"
+		"rowgated adopts the pins.  Removing enforcement is explicit:\n"
+		"'rowgatectl detach' (limits and counters stay pinned) or 'rowgated --cleanup'.\n"
+		"SIGHUP reads the config file and the command line again: routes, the log\n"
+		"level and the metrics address change live; any other change is logged and\n"
+		"waits for a restart.\n"
+		"\n"
+		"Examples:\n"
+		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/system.slice/greptimedb.service\n"
+		"  rowgated --port 4000 --cgroup /sys/fs/cgroup/system.slice\n"
+		"  rowgated --foreground --port 8428 --log-level info\n"
+		"  rowgated --port 8086=influxdb --port 9000=victoriametrics\n"
+		"  rowgated --config /etc/rowgate/rowgated.conf --log-level debug\n"
+		"  rowgatectl limit set logs 10000\n");
+}
 
-			if (!gr) {
-				pr_err("--admin-group '%s': no such group", optarg);
-				return -EINVAL;
-			}
-			cfg->admin_group = gr->gr_gid;
+/* ---- reading the command line and the file ----------------------------- */
+
+/* The command line's values, in order. */
+struct given {
+	int opt;
+	const char *value;
+};
+
+struct sources {
+	struct given *v;
+	int n, cap;
+	bool on_cli[NOPTIONS];
+	const char *section; /* of the file's line being read */
+	char err[320];	     /* why the file's line was refused */
+	struct config *cfg;
+};
+
+static int add_given(struct sources *s, int opt, const char *value)
+{
+	if (s->n == s->cap) {
+		int cap = s->cap ? 2 * s->cap : 32;
+		struct given *p = reallocarray(s->v, (size_t)cap, sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		s->v = p;
+		s->cap = cap;
+	}
+	s->v[s->n++] = (struct given){ opt, value };
+	return 0;
+}
+
+/* A copy of v that lives as long as cfg. */
+static const char *own(struct config *cfg, const char *v)
+{
+	char *copy = strdup(v), **p;
+
+	if (!copy)
+		return NULL;
+	p = reallocarray(cfg->owned, cfg->nowned + 1, sizeof(*p));
+	if (!p) {
+		free(copy);
+		return NULL;
+	}
+	cfg->owned = p;
+	cfg->owned[cfg->nowned++] = copy;
+	return copy;
+}
+
+/* libinih's handler for one 'name = value' line of the file. */
+static int file_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct sources *s = user;
+	const struct option_def *o;
+	char why[256] = "";
+	int i;
+
+	(void)section; /* one line at a time: read_file keeps the section */
+	if (*s->section && strcmp(s->section, "rowgated")) {
+		snprintf(s->err, sizeof(s->err),
+			 "unknown section [%s] (keys go at the top or under [rowgated])",
+			 s->section);
+		return 0;
+	}
+	i = option_index(name);
+	if (i < 0) {
+		snprintf(s->err, sizeof(s->err),
+			 "unknown key '%s' (the long options of rowgated --help, without --)",
+			 name);
+		return 0;
+	}
+	o = &options[i];
+	if (o->flags & OPT_CLI) {
+		snprintf(s->err, sizeof(s->err), "'%s' can only be given on the command line",
+			 name);
+		return 0;
+	}
+	/* the command line overrides the file; a repeatable option's values
+	 * there replace all of the file's */
+	if (s->on_cli[i])
+		return 1;
+	value = own(s->cfg, value);
+	if (!value) {
+		snprintf(s->err, sizeof(s->err), "out of memory");
+		return 0;
+	}
+	if (o->apply(s->cfg, value, why, sizeof(why))) {
+		snprintf(s->err, sizeof(s->err), "%s = %s: %s", name, value, why);
+		return 0;
+	}
+	return 1;
+}
+
+/* The file, line by line, each handed to libinih (so each error names its
+ * line); sections are kept here.  A missing default file is no error. */
+static int read_file(struct sources *s, const char *path, bool must_exist)
+{
+	static char section[64];
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int lineno = 0, err = 0;
+
+	if (!f) {
+		if (errno == ENOENT && !must_exist)
+			return 0;
+		err = -errno;
+		pr_err("config file %s: %s", path, strerror(errno));
+		return err;
+	}
+	s->cfg->config_file = own(s->cfg, path);
+	section[0] = '\0';
+	s->section = section;
+	while (!err && (n = getline(&line, &cap, f)) >= 0) {
+		char *p = line, *close;
+
+		lineno++;
+		s->err[0] = '\0';
+		/* libinih's line buffer: longer lines would be split */
+		if (n >= INI_MAX_LINE) {
+			snprintf(s->err, sizeof(s->err), "line longer than %d bytes",
+				 INI_MAX_LINE - 1);
+			err = -EINVAL;
 			break;
 		}
-		case 'f':
-			cfg->state_file = optarg;
-			break;
-		case 'r':
-			if (cfg->nroutes == RG_MAX_ROUTES ||
-			    rgd_parse_route(optarg, &cfg->routes[cfg->nroutes])) {
-				pr_err("--route '%s': expected /PATH=PROTO, PROTO one that "
-				       "rowgated --help lists (path shorter than %d bytes)",
-				       optarg, RG_PATH_MAX);
-				return -EINVAL;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '[') {
+			close = strchr(p, ']');
+			if (!close || (size_t)(close - p - 1) >= sizeof(section)) {
+				snprintf(s->err, sizeof(s->err), "a section is '[name]'");
+				err = -EINVAL;
+			} else {
+				snprintf(section, sizeof(section), "%.*s", (int)(close - p - 1),
+					 p + 1);
 			}
-			cfg->nroutes++;
-			break;
-		case 'm': {
-			struct rg_listen_addr la;
-			char e[300];
-
-			/* refused before anything is attached; rg_metrics_start
-			 * resolves it again when it listens */
-			if (rg_listen_addr_parse(optarg, &la, e, sizeof(e))) {
-				pr_err("--metrics '%s': %s (e.g. :9464, 127.0.0.1:9464, "
-				       "[::1]:9464, localhost:9464)",
-				       optarg, e);
-				return -EINVAL;
-			}
-			cfg->metrics_addr = optarg;
-			break;
+			continue;
 		}
-		case 'u': {
-			char e[256];
+		if (ini_parse_string(p, file_key, s))
+			err = -EINVAL;
+	}
+	if (err)
+		pr_err("%s:%d: %s", path, lineno, s->err[0] ? s->err : "expected 'name = value'");
+	else if (ferror(f))
+		pr_err("config file %s: cannot read it", path), err = -EIO;
+	free(line);
+	fclose(f);
+	return err;
+}
 
-			if (cfg->nudp == RG_MAX_UDP_PORTS) {
-				pr_err("at most %d --udp mappings", RG_MAX_UDP_PORTS);
-				return -EINVAL;
-			}
-			if (rg_parse_udp_mapping(optarg, &cfg->udp[cfg->nudp], e, sizeof(e))) {
-				pr_err("--udp: %s", e);
-				return -EINVAL;
-			}
-			cfg->nudp++;
-			break;
-		}
-		case OPT_XDP_IFACE:
-			cfg->xdp_iface = optarg;
-			break;
-		case OPT_ROUTES_FILE:
-			if (rgd_load_routes_file(optarg, cfg))
-				return -EINVAL;
-			break;
-		case OPT_FOREGROUND:
-			cfg->foreground = true;
-			break;
-		case OPT_KEEP:
-			break; /* the default now: kept for old unit files */
-		case OPT_CLEANUP:
-			cfg->cleanup = true;
-			break;
-		case OPT_META:
-			cfg->meta_url = optarg;
-			break;
-		case OPT_NODE_ID:
-			cfg->node_id = optarg;
-			break;
-		case OPT_TOKEN_FILE:
-			cfg->token_file = optarg;
-			break;
-		case OPT_MAX_CONNS: {
-			unsigned long v;
+/* The command line's values, after the file's. */
+static int apply_cli(struct sources *s, struct config *cfg)
+{
+	char why[256];
 
-			if (parse_whole(optarg, 1, RG_MAX_CONNS_LIMIT, &v)) {
-				pr_err("--max-conns '%s': expected a whole number from 1 to %u",
-				       optarg, RG_MAX_CONNS_LIMIT);
-				return -EINVAL;
-			}
-			cfg->max_conns = (__u32)v;
-			break;
-		}
-		case OPT_CONNS_FULL:
-			if (!strcmp(optarg, "fail-open")) {
-				cfg->conns_full_close = false;
-			} else if (!strcmp(optarg, "fail-closed")) {
-				cfg->conns_full_close = true;
-			} else {
-				pr_err("--conns-full '%s': expected fail-open or fail-closed",
-				       optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_GRPC_REJECT:
-			if (!strcmp(optarg, "close")) {
-				cfg->grpc_keep = false;
-			} else if (!strcmp(optarg, "keep")) {
-				cfg->grpc_keep = true;
-			} else {
-				pr_err("--grpc-reject '%s': expected keep or close", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_GRPC_UNCOUNTED:
-			if (!strcmp(optarg, "refuse")) {
-				cfg->grpc_uncounted_pass = false;
-			} else if (!strcmp(optarg, "pass")) {
-				cfg->grpc_uncounted_pass = true;
-			} else {
-				pr_err("--grpc-uncounted '%s': expected refuse or pass", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_GRPC_OTLP:
-			if (!strcmp(optarg, "refuse")) {
-				cfg->grpc_otlp_count = false;
-			} else if (!strcmp(optarg, "count")) {
-				cfg->grpc_otlp_count = true;
-			} else {
-				pr_err("--grpc-otlp '%s': expected refuse or count", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_GRPC_FLIGHT:
-			if (!strcmp(optarg, "refuse")) {
-				cfg->grpc_flight_count = false;
-			} else if (!strcmp(optarg, "count")) {
-				cfg->grpc_flight_count = true;
-			} else {
-				pr_err("--grpc-flight '%s': expected refuse or count", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_GRPC_COMPRESSED:
-			if (!strcmp(optarg, "refuse")) {
-				cfg->grpc_compressed_debt = false;
-			} else if (!strcmp(optarg, "debt")) {
-				cfg->grpc_compressed_debt = true;
-			} else {
-				pr_err("--grpc-compressed '%s': expected refuse or debt", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_GRPC_MAX_STREAMS: {
-			unsigned long v;
+	for (int k = 0; k < s->n; k++) {
+		const struct option_def *o = &options[s->v[k].opt];
 
-			if (!strcmp(optarg, "off")) {
-				cfg->grpc_max_streams = 0;
-			} else if (parse_whole(optarg, 1, 1U << 31, &v)) {
-				pr_err("--grpc-max-streams '%s': expected off or a whole number of "
-				       "streams from 1 to %u",
-				       optarg, 1U << 31);
-				return -EINVAL;
-			} else {
-				cfg->grpc_max_streams = (__u32)v;
-			}
-			break;
-		}
-		case OPT_GRPC_CLOSE_GRACE: {
-			unsigned long v;
-
-			if (!strcmp(optarg, "off")) {
-				cfg->grpc_close_grace_ms = 0;
-			} else if (parse_whole(optarg, 1, RG_GRPC_CLOSE_GRACE_MAX_MS, &v)) {
-				pr_err("--grpc-close-grace '%s': expected off or whole milliseconds "
-				       "from 1 to %u",
-				       optarg, RG_GRPC_CLOSE_GRACE_MAX_MS);
-				return -EINVAL;
-			} else {
-				cfg->grpc_close_grace_ms = (__u32)v;
-			}
-			break;
-		}
-		case OPT_EGRESS:
-			if (!strcmp(optarg, "on")) {
-				cfg->egress_off = false;
-			} else if (!strcmp(optarg, "off")) {
-				cfg->egress_off = true;
-			} else {
-				pr_err("--egress '%s': expected on or off", optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_COPY_MEMORY:
-			if (rg_parse_bytes(optarg, &cfg->copy_memory_bytes) ||
-			    cfg->copy_memory_bytes < RG_COPY_MEMORY_MIN_BYTES) {
-				pr_err("--copy-memory '%s': expected bytes, at least %lluM, with an "
-				       "optional K, M or G suffix (e.g. 256M)",
-				       optarg, RG_COPY_MEMORY_MIN_BYTES >> 20);
-				return -EINVAL;
-			}
-			break;
-		case OPT_COPY_EXPIRY: {
-			unsigned long v;
-
-			if (parse_whole(optarg, 1, RG_COPY_EXPIRY_MAX_S, &v)) {
-				pr_err("--copy-expiry '%s': expected whole seconds from 1 to %u",
-				       optarg, RG_COPY_EXPIRY_MAX_S);
-				return -EINVAL;
-			}
-			cfg->copy_expiry_s = (__u32)v;
-			break;
-		}
-		case 'l':
-			if (rg_log_parse_level(optarg, &level)) {
-				pr_err("--log-level '%s': expected %s", optarg, RG_LOG_LEVELS);
-				return -EINVAL;
-			}
-			rg_log_set_level(level);
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("rowgated %s (libbpf %s)\n", RG_VERSION, libbpf_version_string());
-			exit(0);
-		default:
-			fprintf(stderr, "Try 'rowgated --help'.\n");
+		why[0] = '\0';
+		if (o->apply && o->apply(cfg, s->v[k].value, why, sizeof(why))) {
+			pr_err("--%s '%s': %s", o->name, s->v[k].value, why);
 			return -EINVAL;
 		}
 	}
-	if (optind < argc) {
-		pr_err("unexpected argument '%s'; try 'rowgated --help'", argv[optind]);
-		return -EINVAL;
-	}
+	return 0;
+}
+
+/* The options checked against each other, and the defaults that depend
+ * on them. */
+static int finish(struct config *cfg)
+{
+	int i;
+
 	if (!cfg->xdp_iface != !cfg->nudp) {
 		pr_err("--xdp-iface and --udp PORT=DB go together");
 		return -EINVAL;
@@ -785,4 +1000,223 @@ int rgd_parse_args(int argc, char **argv, struct config *cfg)
 		cfg->node_id = cfg->node_id_buf;
 	}
 	return 0;
+}
+
+static void defaults(struct config *cfg)
+{
+	cfg->bpffs = RG_BPFFS_DEFAULT_DIR;
+	cfg->admin_socket = RG_ADMIN_DEFAULT_PATH;
+	cfg->admin_group = RG_ADMIN_ROOT_ONLY;
+	cfg->state_file = RG_STATE_DEFAULT_PATH;
+	cfg->grpc_keep = true;
+	cfg->grpc_otlp_count = true;
+	cfg->grpc_flight_count = true;
+	/* whoever holds --max-conns idle connections must not unlimit the rest */
+	cfg->conns_full_close = true;
+	cfg->grpc_close_grace_ms = RG_GRPC_CLOSE_GRACE_MS;
+	cfg->grpc_max_streams = RG_GRPC_MAX_STREAMS;
+}
+
+/* The command line's options in order; --help and --version answered. */
+static int read_cli(int argc, char **argv, struct sources *s, const char **config, bool *exit_now)
+{
+	struct option lopts[NOPTIONS + 1];
+	char shorts[2 * NOPTIONS + 1], *sp = shorts;
+	int opt, i;
+
+	memset(lopts, 0, sizeof(lopts));
+	for (i = 0; i < NOPTIONS; i++) {
+		const struct option_def *o = &options[i];
+
+		lopts[i].name = o->name;
+		lopts[i].has_arg = (o->flags & OPT_SWITCH) ? no_argument : required_argument;
+		lopts[i].val = 256 + i;
+		if (o->short_name) {
+			*sp++ = o->short_name;
+			if (!(o->flags & OPT_SWITCH))
+				*sp++ = ':';
+		}
+	}
+	*sp = '\0';
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, shorts, lopts, NULL)) != -1) {
+		if (opt == '?' || opt == ':') {
+			fprintf(stderr, "Try 'rowgated --help'.\n");
+			return -EINVAL;
+		}
+		if (opt < 256) {
+			for (i = 0; i < NOPTIONS && options[i].short_name != opt; i++)
+				;
+		} else {
+			i = opt - 256;
+		}
+		if (!strcmp(options[i].name, "help")) {
+			usage(stdout);
+			*exit_now = true;
+			return 0;
+		}
+		if (!strcmp(options[i].name, "version")) {
+			printf("rowgated %s (libbpf %s)\n", RG_VERSION, libbpf_version_string());
+			*exit_now = true;
+			return 0;
+		}
+		if (!strcmp(options[i].name, "config")) {
+			*config = optarg;
+			continue;
+		}
+		if (!strcmp(options[i].name, "check-config")) {
+			s->cfg->check_only = true;
+			continue;
+		}
+		s->on_cli[i] = true;
+		if (add_given(s, i, (options[i].flags & OPT_SWITCH) ? "true" : optarg))
+			return -ENOMEM;
+	}
+	if (optind < argc) {
+		pr_err("unexpected argument '%s'; try 'rowgated --help'", argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse(int argc, char **argv, struct config *cfg, bool *exit_now)
+{
+	struct sources s = { .cfg = cfg };
+	const char *config = NULL;
+	int err;
+
+	defaults(cfg);
+	err = read_cli(argc, argv, &s, &config, exit_now);
+	if (!err && !*exit_now)
+		err = read_file(&s, config ? config : RGD_CONFIG_DEFAULT, config != NULL);
+	if (!err && !*exit_now)
+		err = apply_cli(&s, cfg);
+	if (!err && !*exit_now)
+		err = finish(cfg);
+	free(s.v);
+	return err;
+}
+
+int rgd_parse_args(int argc, char **argv, struct config *cfg)
+{
+	bool exit_now = false;
+	int err = parse(argc, argv, cfg, &exit_now);
+
+	if (exit_now)
+		exit(0);
+	if (cfg->check_only) {
+		if (!err)
+			printf("rowgated: configuration valid (%s and the command line)\n",
+			       cfg->config_file ? cfg->config_file : "no config file");
+		exit(err ? 2 : 0);
+	}
+	if (!err && cfg->log_level_set)
+		rg_log_set_level(cfg->log_level);
+	return err;
+}
+
+void rgd_config_free(struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->nowned; i++)
+		free(cfg->owned[i]);
+	free(cfg->owned);
+	cfg->owned = NULL;
+	cfg->nowned = 0;
+}
+
+static bool same_routes(const struct config *a, const struct config *b)
+{
+	return a->nroutes == b->nroutes &&
+	       !memcmp(a->routes, b->routes, (size_t)a->nroutes * sizeof(a->routes[0]));
+}
+
+static bool same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && !strcmp(a, b));
+}
+
+/* What a restart would change, besides what reload applies: the first
+ * differing setting's name, or NULL. */
+static const char *restart_change(const struct config *a, const struct config *b)
+{
+	if (a->nports != b->nports || memcmp(a->ports, b->ports, sizeof(a->ports)) ||
+	    memcmp(a->port_cfg, b->port_cfg, sizeof(a->port_cfg)))
+		return "port (and allow-unparsed, grpc, no-grpc, server-timeout)";
+	if (!same_str(a->cgroup, b->cgroup))
+		return "cgroup";
+	if (!same_str(a->bpffs, b->bpffs))
+		return "bpffs";
+	if (!same_str(a->admin_socket, b->admin_socket) || a->admin_group != b->admin_group)
+		return "admin-socket or admin-group";
+	if (!same_str(a->state_file, b->state_file))
+		return "state-file";
+	if (!same_str(a->xdp_iface, b->xdp_iface) || a->nudp != b->nudp ||
+	    memcmp(a->udp, b->udp, sizeof(a->udp)))
+		return "xdp-iface or udp";
+	if (a->max_conns != b->max_conns || a->conns_full_close != b->conns_full_close)
+		return "max-conns or conns-full";
+	if (a->egress_off != b->egress_off || a->grpc_keep != b->grpc_keep ||
+	    a->grpc_close_grace_ms != b->grpc_close_grace_ms ||
+	    a->grpc_max_streams != b->grpc_max_streams ||
+	    a->grpc_uncounted_pass != b->grpc_uncounted_pass ||
+	    a->grpc_otlp_count != b->grpc_otlp_count ||
+	    a->grpc_flight_count != b->grpc_flight_count ||
+	    a->grpc_compressed_debt != b->grpc_compressed_debt)
+		return "egress or a grpc-* option";
+	if (a->copy_memory_bytes != b->copy_memory_bytes || a->copy_expiry_s != b->copy_expiry_s)
+		return "copy-memory or copy-expiry";
+	if (!same_str(a->meta_url, b->meta_url) || !same_str(a->node_id, b->node_id) ||
+	    !same_str(a->token_file, b->token_file))
+		return "meta, node-id or token-file";
+	return NULL;
+}
+
+int rgd_reload(struct daemon *d, int argc, char **argv)
+{
+	struct config *cur = d->cfg, *next = calloc(1, sizeof(*next));
+	bool exit_now = false;
+	const char *changed;
+	int err;
+
+	if (!next)
+		return -ENOMEM;
+	pr_info("SIGHUP: reading %s and the command line again",
+		cur->config_file ? cur->config_file : "(no config file)");
+	err = parse(argc, argv, next, &exit_now);
+	if (err) {
+		pr_err("SIGHUP: the configuration has errors (above): nothing changed");
+		goto out;
+	}
+	changed = restart_change(cur, next);
+	if (changed)
+		pr_warn("SIGHUP: %s changed: it takes effect when rowgated restarts", changed);
+	if (next->log_level_set != cur->log_level_set ||
+	    (next->log_level_set && next->log_level != cur->log_level)) {
+		cur->log_level = next->log_level;
+		cur->log_level_set = next->log_level_set;
+		rg_log_set_level(next->log_level_set ? next->log_level : RG_LOG_DEFAULT);
+		pr_info("SIGHUP: log level changed");
+	}
+	if (!same_routes(cur, next)) {
+		memcpy(cur->routes, next->routes, sizeof(cur->routes));
+		cur->nroutes = next->nroutes;
+		err = rgd_populate_ports_routes(d);
+		if (err)
+			pr_err("SIGHUP: cannot write the routes: %s", strerror(-err));
+		else
+			pr_info("SIGHUP: %d route(s) applied", cur->nroutes);
+	}
+	if (!same_str(cur->metrics_addr, next->metrics_addr)) {
+		const char *addr = next->metrics_addr ? own(cur, next->metrics_addr) : NULL;
+
+		err = rgd_metrics_move(d, addr);
+		if (!err) {
+			cur->metrics_addr = addr;
+			pr_info("SIGHUP: /metrics %s%s", addr ? "now on " : "off", addr ? addr : "");
+		}
+	}
+out:
+	rgd_config_free(next);
+	free(next);
+	return err;
 }

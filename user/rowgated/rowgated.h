@@ -15,11 +15,13 @@
 #include "rowgate/abi.h"
 #include "rowgate/guard.h"
 #include "../lib/admin.h"
+#include "../lib/log.h"
 #include "../lib/state.h"
 #include "../lib/xdp.h"
 #include "adopt.h"
 
 #define RG_DEFAULT_PORT     4000
+#define RGD_CONFIG_DEFAULT  "/etc/rowgate/rowgated.conf"
 #define RG_POLL_INTERVAL_MS 1000
 #define RG_GRPC_CLOSE_GRACE_MS 2000 /* --grpc-close-grace default */
 #define RG_GRPC_CLOSE_GRACE_MAX_MS 3600000
@@ -81,6 +83,12 @@ struct config {
 	const char *token_file;
 	struct route_opt routes[RG_MAX_ROUTES];
 	int nroutes;
+	enum rg_log_level log_level;
+	bool log_level_set;	 /* --log-level given */
+	bool check_only;	 /* --check-config */
+	const char *config_file; /* the file read, NULL: none */
+	char **owned;		 /* the file's strings, freed with the config */
+	size_t nowned;
 };
 
 struct daemon {
@@ -98,11 +106,19 @@ struct daemon {
 	bool cgroup_gone; /* the guarded cgroup is absent (said once) */
 	int cgroup_watch_fd; /* inotify on its parent, -1 = none */
 	struct rg_guard guard; /* what the pinned guard record says */
+	int argc;	       /* the command line, read again on SIGHUP */
+	char **argv;
 };
 
-/* options.c: the command line into cfg; exits on --help and --version.
- * 0 or negative errno (logged). */
+/* options.c: the config file and the command line into cfg; exits on
+ * --help and --version.  0 or negative errno (logged). */
 int rgd_parse_args(int argc, char **argv, struct config *cfg);
+void rgd_config_free(struct config *cfg);
+/* SIGHUP: read both again; apply routes, log level and the metrics
+ * address, log what waits for a restart.  0 or negative errno (logged). */
+int rgd_reload(struct daemon *d, int argc, char **argv);
+/* main.c: /metrics moved to addr (NULL: off); 0 or negative errno. */
+int rgd_metrics_move(struct daemon *d, const char *addr);
 
 /* routes.c: one --route PATH=PROTO (0 or negative errno), a routes file
  * (logged), and the ports and routes maps written from cfg. */
