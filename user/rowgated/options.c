@@ -186,7 +186,7 @@ static void usage(FILE *out)
 		"                          limit set/unset are refused; default standalone)\n"
 		"      --node-id ID        this frontend's id for --meta (default hostname)\n"
 		"      --token-file PATH   bearer token for --meta (first line of the file)\n"
-		"  -l, --log-level LEVEL   %s (default warn)\n"
+		"  -l, --log-level LEVEL   %s (default notice)\n"
 		"  -h, --help              this help\n"
 		"  -V, --version           version and libbpf version\n"
 		"\n"
