@@ -15,7 +15,10 @@
 #   (victoria-metrics behind it, --conns-full fail-open);
 # - --log-level warning hides notice and info: a limit change logs
 #   nothing, a detach its warning only;
-# - without JOURNAL_STREAM the format is the human one as before.
+# - without JOURNAL_STREAM the format is the human one as before;
+# - rowgate-meta: leader_elected, limit_set by its API and by
+#   rowgatectl --meta sql; rowgated --meta: the cluster's limit as
+#   limit_set source=meta, its quota as quota_set.
 RG_PROFILE=greptimedb # rowgate reads requests as GreptimeDB does (victoria-metrics stores them)
 source "$(dirname "$0")/lib.sh"
 rg_require_root
@@ -162,4 +165,43 @@ rg_check "no JOURNAL_STREAM: events after the program's name" grep -qx \
 rg_check "no JOURNAL_STREAM: attach event (new links: the detach removed them)" grep -Eq \
 	"^rowgated: event=cgroup_attach cgroup=$RG_CGROUP cgroup_id=[0-9]+ links=new " \
 	"$RG_TMP/rowgated.log"
+
+# --- distributed mode: rowgate-meta's events, and rowgated's from it ---
+mv "$RG_TMP/rowgated.log" "$RG_TMP/human.log"
+META_PORT=$(rg_free_port) || rg_fail "no free port"
+META_URL=http://127.0.0.1:$META_PORT
+"$RG_TMP/journal-wrap.sh" "$RG_BUILD/rowgate-meta" --listen "127.0.0.1:$META_PORT" \
+	--state-file "$RG_TMP/meta-limits.json" 2>"$RG_TMP/meta.log" &
+META_PID=$!
+rg_on_exit "kill -9 $META_PID; wait $META_PID"
+rg_wait_for 10 curl -sf "$META_URL/v1/health" || rg_fail "rowgate-meta did not come up"
+RG_WRAP="$RG_TMP/journal-wrap.sh" rg_start_rowgated --meta "$META_URL" --node-id fe1
+meta_ctl() { "$RG_ROWGATECTL" --meta "$META_URL" "$@"; }
+meta_ctl limit set logs 9000 >/dev/null || rg_fail "meta limit set"
+rg_wait_for 10 grep -q "rows_per_s=9000 .*source=meta" "$RG_TMP/rowgated.log" ||
+	rg_fail "rowgated did not apply the cluster's limit"
+meta_ctl sql "ALTER DATABASE logs SET '$OPT' = '12000'" >/dev/null || rg_fail "meta sql set"
+rg_wait_for 10 grep -q "rows_per_s=12000 .*source=meta" "$RG_TMP/rowgated.log" ||
+	rg_fail "rowgated did not apply the changed limit"
+rg_stop_rowgated
+kill -TERM "$META_PID"
+wait "$META_PID"
+read_journal "$RG_TMP/meta.log" "$RG_TMP/meta-journal.txt"
+rc=$?
+sed 's/^/  | /' "$RG_TMP/meta-journal.txt"
+rg_check "rowgate-meta: journald's format" [ "$rc" -eq 0 ]
+rg_check "rowgate-meta: leading, a notice event" has "$RG_TMP/meta-journal.txt" \
+	'^5 event=leader_elected advertise=[^ ]+ limits=0 learning_ms=[0-9]+$'
+rg_check "rowgate-meta: limit set through its API" has "$RG_TMP/meta-journal.txt" \
+	'^5 event=limit_set db=logs rows_per_s=9000 previous=none source=admin$'
+rg_check "rowgate-meta: rowgatectl --meta sql says sql" has "$RG_TMP/meta-journal.txt" \
+	'^5 event=limit_set db=logs rows_per_s=12000 previous=9000 source=sql$'
+read_journal "$RG_TMP/rowgated.log" "$RG_TMP/journal-meta.txt"
+rc=$?
+sed 's/^/  | /' "$RG_TMP/journal-meta.txt"
+rg_check "rowgated --meta: journald's format" [ "$rc" -eq 0 ]
+rg_check "rowgated --meta: the cluster's limit, source=meta" has "$RG_TMP/journal-meta.txt" \
+	'^5 event=limit_set db=logs rows_per_s=12000 previous=9000 source=meta$'
+rg_check "rowgated --meta: its quota from the allocator" has "$RG_TMP/journal-meta.txt" \
+	'^5 event=quota_set db=logs quota_rows_per_s=[0-9]+ previous=[0-9]+ limit=(9000|12000)( suppressed=[0-9]+)?$'
 rg_pass
