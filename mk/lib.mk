@@ -38,11 +38,14 @@ UNIT_LIBS_test_tables     := -ljansson $(DECODE_LIB_LIBS)
 UNIT_EXTRA_test_btf_layout := user/lib/maps.c user/lib/log.c
 UNIT_LIBS_test_btf_layout := -lbpf -lelf -lz
 UNIT_EXTRA_test_notify    := user/lib/notify.c
+UNIT_EXTRA_test_log       := user/lib/log.c
+UNIT_LIBS_test_log        := -lbpf
 
 # The unit rule knows only the shared headers; ours matter too.
 $(BUILD)/tests/unit/test_limits $(BUILD)/tests/unit/test_state \
 $(BUILD)/tests/unit/test_admin $(BUILD)/tests/unit/test_meta_proto \
-$(BUILD)/tests/unit/test_btf_layout $(BUILD)/tests/unit/test_notify: $(RG_LIB_HDRS)
+$(BUILD)/tests/unit/test_btf_layout $(BUILD)/tests/unit/test_notify \
+$(BUILD)/tests/unit/test_log: $(RG_LIB_HDRS)
 $(BUILD)/tests/unit/test_tables: $(RG_LIB_HDRS) user/decode/count.h
 # test_admin runs the real client binary against its server.
 $(BUILD)/tests/unit/test_admin: | $(BUILD)/rowgatectl

@@ -29,13 +29,15 @@ static char sock_path[256];
 struct fake_daemon {
 	struct rg_limit_list limits;
 	int limit_set_calls;
+	char last_source[16]; /* of the last limit_set or limit_unset */
 };
 
-static int fake_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, char *err,
-			  size_t errlen)
+static int fake_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, const char *source,
+			  char *err, size_t errlen)
 {
 	struct fake_daemon *d = ctx;
 
+	snprintf(d->last_source, sizeof(d->last_source), "%s", source);
 	d->limit_set_calls++;
 	if (!strcmp(db->name, "readonly")) {
 		snprintf(err, errlen, "cannot save state file /x: Read-only file system");
@@ -44,10 +46,12 @@ static int fake_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, ch
 	return rg_limit_list_set(&d->limits, db, limit);
 }
 
-static int fake_limit_unset(void *ctx, const struct rg_db_key *db, char *err, size_t errlen)
+static int fake_limit_unset(void *ctx, const struct rg_db_key *db, const char *source, char *err,
+			    size_t errlen)
 {
 	struct fake_daemon *d = ctx;
 
+	snprintf(d->last_source, sizeof(d->last_source), "%s", source);
 	(void)err;
 	(void)errlen;
 	rg_limit_list_unset(&d->limits, db); /* idempotent, as UNSET is */
@@ -200,6 +204,8 @@ static void test_protocol(void)
 	CHECK(rg_limit_list_find(&daemon_state.limits, &k) &&
 		      rg_limit_list_find(&daemon_state.limits, &k)->limit == 1000,
 	      "callback got logs=1000");
+	CHECK(!strcmp(daemon_state.last_source, "admin"), "no source: admin (%s)",
+	      daemon_state.last_source);
 
 	reply = raw_text(
 		"{\"op\":\"limit_set\",\"db\":\"big\",\"limit\":\"18446744073709551615\"}\n");
@@ -230,8 +236,10 @@ static void test_protocol(void)
 	      "stats carries databases and global");
 	json_decref(reply);
 
-	reply = raw_text("{\"op\":\"limit_unset\",\"db\":\"big\"}\n");
+	reply = raw_text("{\"op\":\"limit_unset\",\"db\":\"big\",\"source\":\"sql\"}\n");
 	CHECK(json_is_true(json_object_get(reply, "ok")), "limit_unset ok");
+	CHECK(!strcmp(daemon_state.last_source, "sql"), "source sql passed on (%s)",
+	      daemon_state.last_source);
 	json_decref(reply);
 
 	expect_error("{\"op\":\"limit_set\",\"db\":\"logs\",\"limit\":\"1000/s\"}\n", "unit");
@@ -243,6 +251,8 @@ static void test_protocol(void)
 	expect_error("{\"op\":\"limit_set\",\"limit\":\"5\"}\n", "no \"db\"");
 	expect_error("{\"op\":\"limit_set\",\"db\":\"my logs\",\"limit\":\"5\"}\n", "whitespace");
 	expect_error("{\"op\":\"limit_set\",\"db\":5,\"limit\":\"5\"}\n", "must be a string");
+	expect_error("{\"op\":\"limit_set\",\"db\":\"logs\",\"limit\":\"5\",\"source\":\"meta\"}\n",
+		     "\"source\" must be");
 	expect_error("{\"op\":\"limit_set\",\"db\":\"readonly\",\"limit\":\"5\"}\n",
 		     "Read-only file system");
 	expect_error("{\"op\":\"stats\",\"db\":\"broken\"}\n", "db_stats map");
@@ -414,6 +424,8 @@ static void test_rowgatectl(void)
 	CHECK(rc == 0 && strstr(out, "metrics") && strstr(out, "5000"),
 	      "limit set: rc %d out [%s] err [%s]", rc, out, err);
 
+	CHECK(!strcmp(daemon_state.last_source, "admin"), "limit set: source admin (%s)",
+	      daemon_state.last_source);
 	rc = run_ctl("limit show", out, sizeof(out), err, sizeof(err));
 	CHECK(rc == 0 && strstr(out, "DATABASE") && strstr(out, "metrics") && strstr(out, "5000") &&
 		      strstr(out, "logs"),
@@ -444,6 +456,8 @@ static void test_rowgatectl(void)
 		     sizeof(out), err, sizeof(err));
 	CHECK(rc == 0 && daemon_state.limit_set_calls == calls + 1,
 	      "CREATE DATABASE sets the limit: %s", err);
+	CHECK(!strcmp(daemon_state.last_source, "sql"), "rowgatectl sql says so: %s",
+	      daemon_state.last_source);
 	rc = run_ctl("sql \"SHOW CREATE DATABASE sqldb\"", out, sizeof(out), err, sizeof(err));
 	CHECK(rc == 0 && !strcmp(out, "CREATE DATABASE IF NOT EXISTS sqldb\nWITH(\n"
 				      "  ingest_rows_rate_limit = '42'\n)\n"),

@@ -230,6 +230,26 @@ static int request_db(json_t *request, bool required, struct rg_db_key *db, bool
 	return rg_parse_db_name(json_string_value(value), db, err, errlen);
 }
 
+/* "source" of a limit change: "admin" unless the request says "sql". */
+static int request_source(json_t *request, const char **source, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(request, "source");
+	char quoted[48];
+
+	*source = "admin";
+	if (!v)
+		return 0;
+	if (json_is_string(v) &&
+	    (!strcmp(json_string_value(v), "admin") || !strcmp(json_string_value(v), "sql"))) {
+		*source = !strcmp(json_string_value(v), "sql") ? "sql" : "admin";
+		return 0;
+	}
+	snprintf(err, errlen, "\"source\" must be \"admin\" or \"sql\", not '%s'",
+		 json_is_string(v) ? rg_quote_input(json_string_value(v), quoted, sizeof(quoted)) :
+				     "(not a string)");
+	return -EINVAL;
+}
+
 static int request_limit(json_t *request, __u64 *limit, char *err, size_t errlen)
 {
 	json_t *value = json_object_get(request, "limit");
@@ -256,7 +276,7 @@ static json_t *dispatch(json_t *request, const struct rg_admin_ops *ops, void *c
 {
 	json_t *op = json_object_get(request, "op"), *reply = NULL, *list;
 	struct rg_db_key db;
-	const char *name;
+	const char *name, *source;
 	bool has_db;
 	__u64 limit;
 	int ret;
@@ -269,24 +289,26 @@ static json_t *dispatch(json_t *request, const struct rg_admin_ops *ops, void *c
 	memset(&db, 0, sizeof(db));
 	if (!strcmp(name, "limit_set")) {
 		if (request_db(request, true, &db, &has_db, err, errlen) ||
-		    request_limit(request, &limit, err, errlen))
+		    request_limit(request, &limit, err, errlen) ||
+		    request_source(request, &source, err, errlen))
 			return NULL;
 		if (!ops->limit_set) {
 			not_supported(name, err, errlen);
 			return NULL;
 		}
-		ret = ops->limit_set(ctx, &db, limit, err, errlen);
+		ret = ops->limit_set(ctx, &db, limit, source, err, errlen);
 		if (!ret)
 			reply = json_pack("{s:b, s:s, s:o}", "ok", 1, "db", db.name, "limit",
 					  rg_json_u64(limit));
 	} else if (!strcmp(name, "limit_unset")) {
-		if (request_db(request, true, &db, &has_db, err, errlen))
+		if (request_db(request, true, &db, &has_db, err, errlen) ||
+		    request_source(request, &source, err, errlen))
 			return NULL;
 		if (!ops->limit_unset) {
 			not_supported(name, err, errlen);
 			return NULL;
 		}
-		ret = ops->limit_unset(ctx, &db, err, errlen);
+		ret = ops->limit_unset(ctx, &db, source, err, errlen);
 		if (!ret)
 			reply = json_pack("{s:b, s:s}", "ok", 1, "db", db.name);
 	} else if (!strcmp(name, "limit_show")) {

@@ -6,6 +6,8 @@
  *
  *   {"op":"limit_set","db":"logs","limit":"1000"}  -> {"ok":true,"db":"logs","limit":1000}
  *   {"op":"limit_unset","db":"logs"}               -> {"ok":true,"db":"logs"}
+ *   limit_set and limit_unset may say where the change comes from, for the
+ *   daemon's log: "source":"admin" (the default) or "sql" (rowgatectl sql).
  *   {"op":"limit_show"[,"db":"logs"]}  -> {"ok":true,"limits":[{"db":"logs","limit":1000}]}
  *   {"op":"stats"[,"db":"logs"]}       -> {"ok":true,"databases":[...],"global":{...}}
  *   {"op":"detach"}                    -> {"ok":true}  (enforcement removed)
@@ -46,11 +48,13 @@
  *   stats:      set "databases" (array of objects, each with "db") and
  *               "global" (object) in reply_object, which already has "ok".
  *   detach:     stop enforcing (the daemon keeps running, not enforcing).
+ *   source:     "admin" or "sql" (the request's "source"), for the log.
  */
 struct rg_admin_ops {
-	int (*limit_set)(void *ctx, const struct rg_db_key *db, __u64 limit, char *err,
-			 size_t errlen);
-	int (*limit_unset)(void *ctx, const struct rg_db_key *db, char *err, size_t errlen);
+	int (*limit_set)(void *ctx, const struct rg_db_key *db, __u64 limit, const char *source,
+			 char *err, size_t errlen);
+	int (*limit_unset)(void *ctx, const struct rg_db_key *db, const char *source, char *err,
+			   size_t errlen);
 	int (*limit_show)(void *ctx, const struct rg_db_key *db_or_null, json_t *limits_array,
 			  char *err, size_t errlen);
 	int (*stats)(void *ctx, const struct rg_db_key *db_or_null, json_t *reply_object, char *err,

@@ -246,9 +246,11 @@ static enum rg_xdp_mode query_mode(int ifindex)
 static int attach(struct rg_xdp *x, enum rg_xdp_mode mode)
 {
 	int err = -EOPNOTSUPP;
+	bool adopted = false;
 
 	if (adopt_link(x) == 0) {
 		x->mode = query_mode(x->ifindex);
+		adopted = true;
 		goto pin;
 	}
 	if (mode != RG_XDP_MODE_GENERIC) {
@@ -280,6 +282,8 @@ pin:
 		return err;
 	}
 	pr_info("XDP attached to %s in %s mode", x->ifname, rg_xdp_mode_name(x->mode));
+	rg_event("xdp_attach", "ifname=%s mode=%s link=%s", x->ifname, rg_xdp_mode_name(x->mode),
+		 adopted ? "adopted" : "new");
 	return 0;
 }
 
@@ -365,6 +369,7 @@ void rg_xdp_stop(struct rg_xdp *x, bool keep)
 			pr_warn("cannot remove %s: %s", x->link_pin, strerror(errno));
 		rg_unpin(x->bpffs, RG_STR(RG_MAP_UDP_PORTS));
 		pr_info("XDP detached from %s", x->ifname);
+		rg_event("xdp_detach", "ifname=%s reason=stop", x->ifname);
 	}
 	if (x->link_fd >= 0)
 		close(x->link_fd);

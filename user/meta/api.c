@@ -160,6 +160,14 @@ static json_t *limits_json(struct meta *m, const struct rg_db_key *db)
 	return json_pack("{s:b, s:o}", "ok", 1, "limits", arr);
 }
 
+/* Where a change comes from, for the log: ?source=sql from rowgatectl sql. */
+static const char *change_source(struct MHD_Connection *conn)
+{
+	const char *s = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "source");
+
+	return s && !strcmp(s, "sql") ? "sql" : "admin";
+}
+
 static enum MHD_Result do_limit_set(struct meta *m, struct MHD_Connection *conn,
 				    const struct rg_db_key *db, json_t *body)
 {
@@ -194,7 +202,14 @@ static enum MHD_Result do_limit_set(struct meta *m, struct MHD_Connection *conn,
 	}
 	if (ret)
 		return send_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	pr_info("cluster limit %s = %llu rows/s", db->name, (unsigned long long)limit);
+	{
+		char prev[24] = "none";
+
+		if (existed)
+			snprintf(prev, sizeof(prev), "%llu", (unsigned long long)old_limit);
+		rg_event("limit_set", "db=%s rows_per_s=%llu previous=%s source=%s", db->name,
+			 (unsigned long long)limit, prev, change_source(conn));
+	}
 	return send_json(conn, MHD_HTTP_OK,
 			 json_pack("{s:b, s:s, s:o}", "ok", 1, "db", db->name, "limit",
 				   rg_json_u64(limit)),
@@ -227,7 +242,8 @@ static enum MHD_Result do_limit_unset(struct meta *m, struct MHD_Connection *con
 			return send_error(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "%s", err);
 		}
 	}
-	pr_info("cluster limit %s unset", db->name);
+	rg_event("limit_unset", "db=%s previous=%llu source=%s", db->name,
+		 (unsigned long long)old_limit, change_source(conn));
 	return send_json(conn, MHD_HTTP_OK, json_pack("{s:b, s:s}", "ok", 1, "db", db->name),
 			 NULL);
 }

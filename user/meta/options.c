@@ -44,7 +44,7 @@ static void usage(FILE *out)
 		"      --token-file PATH         require \"Authorization: Bearer TOKEN\" (the\n"
 		"                                file's first line) on every call but\n"
 		"                                /v1/health and /metrics\n"
-		"  -l, --log-level LEVEL         %s (default warn)\n"
+		"  -l, --log-level LEVEL         %s (default notice)\n"
 		"  -h, --help                    this help\n"
 		"  -V, --version                 version\n"
 		"\n"

@@ -51,14 +51,19 @@ static void become_leader(struct meta *m)
 	pr_warn("leading (%zu limits); learning the quotas frontends hold for %llu ms",
 		limits.count ? limits.count : m->cl.limits.count,
 		(unsigned long long)m->cfg.learning_ms);
+	rg_event("leader_elected", "advertise=%s limits=%zu learning_ms=%llu", m->cfg.advertise,
+		 limits.count ? limits.count : m->cl.limits.count,
+		 (unsigned long long)m->cfg.learning_ms);
 	rg_limit_list_free(&limits);
 }
 
 static void step_down(struct meta *m, const char *why)
 {
 	pthread_mutex_lock(&m->lock);
-	if (m->leader)
+	if (m->leader) {
 		pr_warn("no longer leading: %s", why);
+		rg_event("leader_lost", "advertise=%s reason=%s", m->cfg.advertise, why);
+	}
 	m->leader = false;
 	if (!strcmp(m->leader_url, m->cfg.advertise))
 		m->leader_url[0] = 0;

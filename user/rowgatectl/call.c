@@ -53,6 +53,7 @@ static json_t *call_meta(json_t *request)
 {
 	const char *op = json_string_value(json_object_get(request, "op"));
 	const char *db = json_string_value(json_object_get(request, "db"));
+	const char *source = json_string_value(json_object_get(request, "source"));
 	char token[RG_META_TOKEN_MAX] = "", err[ERR_MAX] = "", url[600], *urls, *save = NULL;
 	const char *method = "GET", *api = RG_META_API_LIMITS, *u;
 	json_t *body = NULL, *reply = NULL;
@@ -86,8 +87,10 @@ static json_t *call_meta(json_t *request)
 
 		while (n && u[n - 1] == '/')
 			n--;
-		snprintf(url, sizeof(url), "%.*s%s%s%s", (int)(n > 300 ? 300 : n), u, api,
-			 db ? "/" : "", db ? db : "");
+		/* rowgate-meta logs where a change came from (rowgatectl sql) */
+		snprintf(url, sizeof(url), "%.*s%s%s%s%s%s", (int)(n > 300 ? 300 : n), u, api,
+			 db ? "/" : "", db ? db : "", source ? "?source=" : "",
+			 source ? source : "");
 		pr_debug("%s %s", method, url);
 		if (rg_http_json(method, url, token, body, META_CONNECT_TIMEOUT_MS, META_TIMEOUT_MS,
 				 &res, err, sizeof(err)) == 0)

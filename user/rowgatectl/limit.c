@@ -19,14 +19,23 @@ static void format_limit(__u64 limit, char *buf, size_t len)
 		snprintf(buf, len, "%llu", (unsigned long long)limit);
 }
 
-int ctl_limit_set(const struct rg_db_key *db, const char *typed)
+/* A change made by `rowgatectl sql` says so: the daemons log the source. */
+static json_t *with_source(json_t *request, const char *source)
+{
+	if (request && source)
+		json_object_set_new(request, "source", json_string(source));
+	return request;
+}
+
+static int limit_set(const struct rg_db_key *db, const char *typed, const char *source)
 {
 	char shown[32];
 	json_t *reply;
 	__u64 limit;
 
-	reply = ctl_call_daemon(
-		json_pack("{s:s, s:s, s:s}", "op", "limit_set", "db", db->name, "limit", typed));
+	reply = ctl_call_daemon(with_source(
+		json_pack("{s:s, s:s, s:s}", "op", "limit_set", "db", db->name, "limit", typed),
+		source));
 	if (!reply)
 		return EXIT_FAILURE;
 	if (ctl_cfg.json) {
@@ -44,11 +53,17 @@ int ctl_limit_set(const struct rg_db_key *db, const char *typed)
 	return EXIT_SUCCESS;
 }
 
-int ctl_limit_unset(const struct rg_db_key *db)
+int ctl_limit_set(const struct rg_db_key *db, const char *typed)
+{
+	return limit_set(db, typed, NULL);
+}
+
+static int limit_unset(const struct rg_db_key *db, const char *source)
 {
 	json_t *reply;
 
-	reply = ctl_call_daemon(json_pack("{s:s, s:s}", "op", "limit_unset", "db", db->name));
+	reply = ctl_call_daemon(
+		with_source(json_pack("{s:s, s:s}", "op", "limit_unset", "db", db->name), source));
 	if (!reply)
 		return EXIT_FAILURE;
 	if (ctl_cfg.json)
@@ -57,6 +72,11 @@ int ctl_limit_unset(const struct rg_db_key *db)
 		printf("%s: limit removed, ingestion is unlimited\n", db->name);
 	json_decref(reply);
 	return EXIT_SUCCESS;
+}
+
+int ctl_limit_unset(const struct rg_db_key *db)
+{
+	return limit_unset(db, NULL);
 }
 
 /* The limits array of a limit_show reply, NULL after reporting. */
@@ -161,9 +181,9 @@ int ctl_sql(const char *statement)
 	switch (req.action) {
 	case RG_SQL_SET_LIMIT:
 		snprintf(typed, sizeof(typed), "%llu", (unsigned long long)req.limit);
-		return ctl_limit_set(&req.db, typed);
+		return limit_set(&req.db, typed, "sql");
 	case RG_SQL_UNSET_LIMIT:
-		return ctl_limit_unset(&req.db);
+		return limit_unset(&req.db, "sql");
 	case RG_SQL_SHOW_CREATE:
 		return cmd_show_create(&req.db);
 	case RG_SQL_NOTHING:

@@ -21,7 +21,7 @@ static const struct ctl_config ctl_defaults = {
 	.socket_path = RG_ADMIN_DEFAULT_PATH,
 	.bpffs = RG_BPFFS_DEFAULT_DIR,
 	.json = false,
-	.log_level = RG_LOG_DEFAULT,
+	.log_level = RG_LOG_CLI_DEFAULT,
 };
 
 enum {
@@ -59,7 +59,7 @@ static const struct ctl_option ctl_options[] = {
 	  NULL,
 	  "print JSON, errors included, instead of tables",
 	  "off" },
-	{ { "log-level", required_argument, NULL, OPT_LOG_LEVEL }, "LEVEL", RG_LOG_LEVELS, "warn" },
+	{ { "log-level", required_argument, NULL, OPT_LOG_LEVEL }, "LEVEL", RG_LOG_LEVELS, "warning" },
 	{ { "help", no_argument, NULL, 'h' }, NULL, "show this help and exit", NULL },
 	{ { "version", no_argument, NULL, 'V' }, NULL, "show the version and exit", NULL },
 };

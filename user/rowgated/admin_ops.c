@@ -98,9 +98,19 @@ int rgd_meta_apply(void *ctx, const struct rg_db_key *db, __u64 limit, __u64 quo
 	return rg_limit_write(&m, db, limit, quota);
 }
 
-static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, char *err,
-			size_t errlen)
+/* "previous=N", or "previous=none" when there was no limit. */
+static const char *previous(bool existed, __u64 old, char *buf, size_t len)
 {
+	if (!existed)
+		return "none";
+	snprintf(buf, len, "%llu", (unsigned long long)old);
+	return buf;
+}
+
+static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, const char *source,
+			char *err, size_t errlen)
+{
+	char prev[24];
 	struct daemon *d = ctx;
 	struct rg_limit_entry *old = rg_limit_list_find(&d->limits, db);
 	bool existed = old != NULL;
@@ -127,11 +137,13 @@ static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, char
 			rg_limit_list_unset(&d->limits, db);
 		return ret;
 	}
-	pr_info("limit %s = %llu rows/s", db->name, (unsigned long long)limit);
+	rg_event("limit_set", "db=%s rows_per_s=%llu previous=%s source=%s", db->name,
+		 (unsigned long long)limit, previous(existed, old_limit, prev, sizeof(prev)), source);
 	return 0;
 }
 
-static int op_limit_unset(void *ctx, const struct rg_db_key *db, char *err, size_t errlen)
+static int op_limit_unset(void *ctx, const struct rg_db_key *db, const char *source, char *err,
+			  size_t errlen)
 {
 	struct daemon *d = ctx;
 	struct rg_limit_entry *old = rg_limit_list_find(&d->limits, db);
@@ -157,7 +169,8 @@ static int op_limit_unset(void *ctx, const struct rg_db_key *db, char *err, size
 
 		rg_limit_remove(&m, db);
 	}
-	pr_info("limit %s unset", db->name);
+	rg_event("limit_unset", "db=%s previous=%llu source=%s", db->name,
+		 (unsigned long long)old_limit, source);
 	return 0;
 }
 
@@ -287,6 +300,10 @@ static int op_detach(void *ctx, char *err, size_t errlen)
 	rg_detach_all(d->cfg->bpffs);
 	d->detached = true;
 	pr_warn("detached on request: nothing is enforced until rowgated restarts");
+	rg_event("cgroup_detach", "cgroup=%s cgroup_id=%llu reason=request", d->cfg->cgroup,
+		 (unsigned long long)d->guard.cgroup_id);
+	if (d->cfg->xdp_iface) /* rg_detach_all took XDP off too */
+		rg_event("xdp_detach", "ifname=%s reason=request", d->cfg->xdp_iface);
 	return 0;
 }
 

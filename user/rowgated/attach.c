@@ -27,7 +27,7 @@
  * atomically.  A pinned link on another cgroup (--cgroup changed, or the
  * cgroup was removed and recreated) is replaced: the new link first. */
 static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, __u64 cgroup_id,
-			      const char *dir, const char *pin_name)
+			      const char *dir, const char *pin_name, int *adopted)
 {
 	struct bpf_link *link, *stale = NULL;
 	char path[PATH_MAX];
@@ -40,6 +40,7 @@ static int attach_cgroup_link(struct bpf_program *prog, int cgroup_fd, __u64 cgr
 		err = bpf_link__update_program(link, prog);
 		if (!err) {
 			pr_info("adopted %s", path);
+			(*adopted)++;
 			bpf_link__disconnect(link);
 			bpf_link__destroy(link);
 			return 0;
@@ -115,15 +116,21 @@ static void adopt_now(struct daemon *d)
 			"not be adopted",
 			r.adopted, (unsigned long long)((rg_monotonic_ns() - t0) / 1000000),
 			r.at_boundary, r.tracked, r.failed);
-	if (r.failed)
+	if (r.failed) {
 		pr_warn("%u established connection(s) could not be adopted (connection table "
 			"full?): %s",
 			r.failed, unadopted);
-	if (r.unreadable)
+		rg_event(d->cfg->conns_full_close ? "fail_closed" : "fail_open",
+			 "reason=adopt_failed count=%u", r.failed);
+	}
+	if (r.unreadable) {
 		pr_warn("%u socket(s) of the guarded servers could not be taken with "
 			"pidfd_getfd() (ptrace restrictions?): connections among them are not "
 			"adopted: %s",
 			r.unreadable, unadopted);
+		rg_event(d->cfg->conns_full_close ? "fail_closed" : "fail_open",
+			 "reason=adopt_unreadable count=%u", r.unreadable);
+	}
 }
 
 /* fail-closed: what the table does not hold gets no data to the server, so
@@ -134,26 +141,27 @@ static void sweep_untracked(struct daemon *d)
 				   bpf_map__value_size(d->skel->maps.RG_MAP_CONNS), d->cfg->ports,
 				   d->cfg->nports);
 
-	if (n > 0)
+	if (n > 0) {
 		pr_warn("%d established connection(s) on the guarded ports are not in the "
 			"connection table (not adopted, or refused by a full table): reset, "
 			"their clients reconnect (--conns-full=fail-closed)",
 			n);
-	else if (n < 0)
+		rg_event("fail_closed", "reason=untracked_reset count=%d", n);
+	} else if (n < 0)
 		pr_warn("cannot look for untracked connections (%s): any not adopted get no "
 			"data through until they reconnect (--conns-full=fail-closed)",
 			strerror(-n));
 }
 
 /* The cgroup hooks, and the record rowgatectl status and the re-attach
- * check compare the kernel's attachments with. */
-static int attach_cgroup(struct daemon *d)
+ * check compare the kernel's attachments with.  why: the event's reason. */
+static int attach_cgroup(struct daemon *d, const char *why)
 {
 	struct rowgate *skel = d->skel;
 	struct rg_guard guard = {};
 	struct stat st;
 	__u32 zero = 0;
-	int cgroup_fd, err;
+	int cgroup_fd, err, adopted = 0;
 
 	/* the record outlives restarts: carry its counters */
 	bpf_map_lookup_elem(bpf_map__fd(skel->maps.RG_MAP_GUARD), &zero, &guard);
@@ -174,27 +182,32 @@ static int attach_cgroup(struct daemon *d)
 	d->guard = guard;
 	write_guard(d);
 	err = attach_cgroup_link(skel->progs.rg_getpeername4, cgroup_fd, guard.cgroup_id,
-				 d->cfg->bpffs, RG_PIN_LINK_PEER4);
+				 d->cfg->bpffs, RG_PIN_LINK_PEER4, &adopted);
 	if (!err)
 		err = attach_cgroup_link(skel->progs.rg_getpeername6, cgroup_fd, guard.cgroup_id,
-					 d->cfg->bpffs, RG_PIN_LINK_PEER6);
+					 d->cfg->bpffs, RG_PIN_LINK_PEER6, &adopted);
 	/* before sockops: no connection it guards can be reset unseen */
 	if (!err)
 		err = attach_cgroup_link(skel->progs.rg_hold_reset, cgroup_fd, guard.cgroup_id,
-					 d->cfg->bpffs, RG_PIN_LINK_RESETS);
+					 d->cfg->bpffs, RG_PIN_LINK_RESETS, &adopted);
 	if (!err)
 		err = attach_cgroup_link(skel->progs.rg_sockops, cgroup_fd, guard.cgroup_id,
-					 d->cfg->bpffs, RG_PIN_LINK_SOCKOPS);
+					 d->cfg->bpffs, RG_PIN_LINK_SOCKOPS, &adopted);
 	if (!err)
 		adopt_now(d);
 	if (!err && d->cfg->conns_full_close) {
 		err = attach_cgroup_link(skel->progs.rg_refuse, cgroup_fd, guard.cgroup_id,
-					 d->cfg->bpffs, RG_PIN_LINK_REFUSE);
+					 d->cfg->bpffs, RG_PIN_LINK_REFUSE, &adopted);
 		if (!err)
 			sweep_untracked(d);
 	} else if (!err)
 		rg_detach_pinned_link(d->cfg->bpffs, RG_PIN_LINK_REFUSE); /* fail-open now */
 	close(cgroup_fd);
+	if (!err)
+		rg_event("cgroup_attach", "cgroup=%s cgroup_id=%llu links=%s conns_full=%s reason=%s",
+			 d->cfg->cgroup, (unsigned long long)guard.cgroup_id,
+			 adopted ? "adopted" : "new",
+			 d->cfg->conns_full_close ? "fail-closed" : "fail-open", why);
 	return err;
 }
 
@@ -290,7 +303,7 @@ int rgd_attach_all(struct daemon *d)
 		}
 		bpf_program__pin(skel->progs.rg_egress_entry, path);
 	}
-	return attach_cgroup(d);
+	return attach_cgroup(d, "start");
 }
 
 /*
@@ -304,6 +317,7 @@ int rgd_attach_all(struct daemon *d)
 void rgd_guard_check(struct daemon *d)
 {
 	__u32 ids[4], n = 4, slot = RG_VERDICT_SLOT, prog_id;
+	const char *why;
 	__u64 linked = 0;
 	struct stat st;
 
@@ -317,32 +331,44 @@ void rgd_guard_check(struct daemon *d)
 				    bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH), BPF_SK_SKB_VERDICT,
 				    0))
 			pr_err("cannot re-attach the verdict program: %s", strerror(errno));
+		else
+			rg_event("prog_restore", "prog=verdict_entry");
 	}
 	/* the slot emptied (by hand): every connection passes unparsed */
 	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_SLOT), &slot, &prog_id)) {
 		pr_warn("the verdict slot is empty: putting the verdict back");
-		fill_verdict_slot(d);
+		if (!fill_verdict_slot(d))
+			rg_event("prog_restore", "prog=verdict_slot");
 	}
 	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_H2_SLOT), &slot, &prog_id)) {
 		pr_warn("the HTTP/2 verdict slot is empty: putting the HTTP/2 verdict back");
-		fill_h2_slot(d);
+		if (!fill_h2_slot(d))
+			rg_event("prog_restore", "prog=h2_slot");
 	}
 	if (!d->cfg->egress_off &&
 	    bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_EGRESS_SLOT), &slot, &prog_id)) {
 		pr_warn("the egress slot is empty: putting the egress program back");
-		fill_egress_slot(d);
+		if (!fill_egress_slot(d))
+			rg_event("prog_restore", "prog=egress_slot");
 	}
 	rg_link_cgroup(d->cfg->bpffs, RG_PIN_LINK_SOCKOPS, &linked, NULL);
 	if (stat(d->cfg->cgroup, &st)) {
-		if (!d->cgroup_gone)
+		if (!d->cgroup_gone) {
 			pr_warn("cgroup %s is gone: a server started in it again is not guarded "
 				"until it reappears (open guarded connections stay guarded)",
 				d->cfg->cgroup);
+			rg_event("cgroup_detach", "cgroup=%s cgroup_id=%llu reason=cgroup_gone",
+				 d->cfg->cgroup, (unsigned long long)linked);
+		}
 		d->cgroup_gone = true;
 		return;
 	}
 	if (linked == st.st_ino)
 		return;
+	why = d->cgroup_gone ? "recreated" : linked ? "replaced" : "lost";
+	if (!d->cgroup_gone)
+		rg_event("cgroup_detach", "cgroup=%s cgroup_id=%llu reason=%s", d->cfg->cgroup,
+			 (unsigned long long)(linked ? linked : d->guard.cgroup_id), why);
 	pr_warn("cgroup %s %s (programs on cgroup id %llu, the directory is id %llu): "
 		"re-attaching",
 		d->cfg->cgroup,
@@ -351,7 +377,7 @@ void rgd_guard_check(struct daemon *d)
 				 "lost its programs (removed and recreated, or detached by hand)",
 		(unsigned long long)linked, (unsigned long long)st.st_ino);
 	d->cgroup_gone = false;
-	if (attach_cgroup(d) == 0)
+	if (attach_cgroup(d, why) == 0)
 		pr_warn("re-attached to cgroup %s (id %llu): enforcing again", d->cfg->cgroup,
 			(unsigned long long)st.st_ino);
 }

@@ -174,6 +174,7 @@ static int serve(struct daemon *d, int notify_fd)
 				;
 		rgd_guard_check(d);
 		conns_full_alarm(d);
+		rgd_fail_events(d);
 		if (!d->detached &&
 		    rg_monotonic_ns() - last_gc_ns >= RG_GC_INTERVAL_MS * 1000000ULL) {
 			struct rg_adopt_maps m = rgd_adopt_maps(d);

@@ -277,6 +277,27 @@ static int apply_one(struct rg_meta_agent *a, const struct rg_db_key *db, __u64 
 	return err;
 }
 
+/* The events of a grant written to the map: the limit as the cluster set
+ * it, the quota as the allocator moves it (rate-limited per database: it
+ * may move at every heartbeat).  cur: what the map held, NULL = nothing. */
+static void log_changes(const struct rg_db_key *db, const struct rg_limit *cur, __u64 limit,
+			__u64 quota)
+{
+	char prev[24] = "none";
+
+	if (!cur || cur->limit_rows_per_s != limit) {
+		if (cur)
+			snprintf(prev, sizeof(prev), "%llu", (unsigned long long)cur->limit_rows_per_s);
+		rg_event("limit_set", "db=%s rows_per_s=%llu previous=%s source=meta", db->name,
+			 (unsigned long long)limit, prev);
+	}
+	if (!cur || cur->quota_rows_per_s != quota)
+		rg_event_limited("quota_set", "db=%s quota_rows_per_s=%llu previous=%llu limit=%llu",
+				 db->name, (unsigned long long)quota,
+				 (unsigned long long)(cur ? cur->quota_rows_per_s : 0),
+				 (unsigned long long)limit);
+}
+
 /* Publish the cluster's limits for the main thread when they changed. */
 static void publish_limits(struct rg_meta_agent *a, const struct rg_meta_hb_reply *reply)
 {
@@ -334,10 +355,12 @@ static void apply_reply(struct rg_meta_agent *a, const struct rg_meta_hb_reply *
 		struct agent_db *d = find_db(a->dbs, a->nr_dbs, &g->db);
 		struct rg_limit cur;
 		__u64 q = g->quota_rows_per_s;
+		bool had = !bpf_map_lookup_elem(a->cfg.limits_fd, &g->db, &cur);
 
-		if (bpf_map_lookup_elem(a->cfg.limits_fd, &g->db, &cur) ||
-		    cur.limit_rows_per_s != g->limit_rows_per_s || cur.quota_rows_per_s != q)
-			apply_one(a, &g->db, g->limit_rows_per_s, q);
+		if ((!had || cur.limit_rows_per_s != g->limit_rows_per_s ||
+		     cur.quota_rows_per_s != q) &&
+		    apply_one(a, &g->db, g->limit_rows_per_s, q) == 0)
+			log_changes(&g->db, had ? &cur : NULL, g->limit_rows_per_s, q);
 		if (d) {
 			d->limit = g->limit_rows_per_s;
 			d->quota = q;
@@ -351,8 +374,14 @@ static void apply_reply(struct rg_meta_agent *a, const struct rg_meta_hb_reply *
 
 		for (i = 0; i < reply->count && !listed; i++)
 			listed = !strncmp(reply->dbs[i].db.name, key.name, RG_DB_NAME_MAX);
+		struct rg_limit cur = {};
+
+		if (!listed)
+			bpf_map_lookup_elem(a->cfg.limits_fd, &key, &cur);
 		if (!listed && rg_limit_remove(&maps, &key) == 0) {
 			pr_info("meta: %s has no cluster limit any more", key.name);
+			rg_event("limit_unset", "db=%s previous=%llu source=meta", key.name,
+				 (unsigned long long)cur.limit_rows_per_s);
 			first = true; /* restart: the key we held is gone */
 		}
 	}
@@ -381,6 +410,8 @@ static void fall_back(struct rg_meta_agent *a, __u64 now)
 	pr_warn("meta: no allocator answered for the whole lease (%llu ms late): %zu "
 		"database(s) fall back to their full limit",
 		(unsigned long long)((now - a->lease_expiry_ns) / RG_NSEC_PER_MSEC), n);
+	rg_event("quota_fallback", "databases=%zu late_ms=%llu", n,
+		 (unsigned long long)((now - a->lease_expiry_ns) / RG_NSEC_PER_MSEC));
 	a->lease_expiry_ns = 0;
 }
 
@@ -417,17 +448,21 @@ static void heartbeat_once(struct rg_meta_agent *a)
 	pthread_mutex_unlock(&a->lock);
 	if (ret) {
 		set_error(a, err);
-		if (!was_failing)
+		if (!was_failing) {
 			pr_warn("meta: heartbeat failed: %s; keeping the quotas until their lease "
 				"ends",
 				err);
+			rg_event("meta_unreachable", "error=%s", err);
+		}
 		else
 			pr_debug("meta: heartbeat failed: %s", err);
 		if (a->lease_expiry_ns && rg_monotonic_ns() >= a->lease_expiry_ns)
 			fall_back(a, rg_monotonic_ns());
 	} else {
-		if (was_failing)
+		if (was_failing) {
 			pr_warn("meta: heartbeats answered again");
+			rg_event("meta_reachable", "url=%s", a->urls[a->cur_url]);
+		}
 		apply_reply(a, &reply, sent);
 		pthread_mutex_lock(&a->lock);
 		a->st.lease_expiry_ns = a->lease_expiry_ns;

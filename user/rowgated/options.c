@@ -675,7 +675,7 @@ static const struct option_def options[] = {
 	{ "token-file", 0, 0, "PATH", opt_token_file,
 	  "bearer token for --meta (first line of the file)" },
 	{ "log-level", 'l', OPT_LIVE, "LEVEL", opt_log_level,
-	  RG_LOG_LEVELS " (default warn);\nSIGHUP applies a change" },
+	  RG_LOG_LEVELS "\n(default notice: events, not info);\nSIGHUP applies a change" },
 	{ "check-config", 0, OPT_SWITCH | OPT_CLI, NULL, NULL,
 	  "read the config file and the command line, say\n"
 	  "whether they are valid, exit (0: valid)" },
@@ -1195,7 +1195,7 @@ int rgd_reload(struct daemon *d, int argc, char **argv)
 		cur->log_level = next->log_level;
 		cur->log_level_set = next->log_level_set;
 		rg_log_set_level(next->log_level_set ? next->log_level : RG_LOG_DEFAULT);
-		pr_info("SIGHUP: log level changed");
+		pr_notice("SIGHUP: log level now %s", rg_log_level_name(rg_log_get_level()));
 	}
 	if (!same_routes(cur, next)) {
 		memcpy(cur->routes, next->routes, sizeof(cur->routes));

@@ -138,6 +138,11 @@ void rgd_guard_check(struct daemon *d);
 int rgd_watch_cgroup_parent(const char *cgroup);
 struct rg_adopt_maps rgd_adopt_maps(struct daemon *d);
 
+/* events.c: fail-open and fail-closed events from the counters, at most
+ * once a second (call it every loop); also writes the rate-limited
+ * events' suppressed counts (rg_log_tick). */
+void rgd_fail_events(struct daemon *d);
+
 /* admin_ops.c: the state file's limits into the maps, the meta agent's
  * writes, and what the admin socket serves. */
 int rgd_sync_limits_to_maps(struct daemon *d);
