@@ -1204,7 +1204,7 @@ int rgd_reload(struct daemon *d, int argc, char **argv)
 		if (err)
 			pr_err("SIGHUP: cannot write the routes: %s", strerror(-err));
 		else
-			pr_info("SIGHUP: %d route(s) applied", cur->nroutes);
+			pr_notice("SIGHUP: %d route(s) applied", cur->nroutes);
 	}
 	if (!same_str(cur->metrics_addr, next->metrics_addr)) {
 		const char *addr = next->metrics_addr ? own(cur, next->metrics_addr) : NULL;
@@ -1212,7 +1212,7 @@ int rgd_reload(struct daemon *d, int argc, char **argv)
 		err = rgd_metrics_move(d, addr);
 		if (!err) {
 			cur->metrics_addr = addr;
-			pr_info("SIGHUP: /metrics %s%s", addr ? "now on " : "off", addr ? addr : "");
+			pr_notice("SIGHUP: /metrics %s%s", addr ? "now on " : "off", addr ? addr : "");
 		}
 	}
 out:
