@@ -52,32 +52,36 @@ static const char *map_errno(int err)
 	}
 }
 
+static bool limit_kept(const void *key, void *limits)
+{
+	return rg_limit_list_find(limits, key) != NULL;
+}
+
 int rgd_sync_limits_to_maps(struct daemon *d)
 {
 	int fd = bpf_map__fd(d->skel->maps.RG_MAP_LIMITS);
-	struct rg_db_key key, next;
-	bool first = true;
 	size_t i;
 	int err;
 
-	/* drop limits the state file no longer has */
-	while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
-		key = next;
-		first = false;
-		if (!rg_limit_list_find(&d->limits, &key)) {
-			bpf_map_delete_elem(fd, &key);
-			first = true;
-		}
-	}
 	for (i = 0; i < d->limits.count; i++) {
 		err = apply_limit(d, &d->limits.entries[i].db, d->limits.entries[i].limit);
+		/* a map full of removed limits: drop them first after all */
+		if ((err == -E2BIG || err == -ENOSPC) &&
+		    !rg_map_prune(fd, sizeof(struct rg_db_key), limit_kept, &d->limits))
+			err = apply_limit(d, &d->limits.entries[i].db,
+					  d->limits.entries[i].limit);
 		if (err) {
 			pr_err("cannot load the limit of %s: %s", d->limits.entries[i].db.name,
 			       map_errno(err));
 			return err;
 		}
 	}
-	return 0;
+	/* then drop limits the state file no longer has: a database kept is
+	 * never unlimited meanwhile */
+	err = rg_map_prune(fd, sizeof(struct rg_db_key), limit_kept, &d->limits);
+	if (err)
+		pr_err("cannot drop removed limits: %s", map_errno(err));
+	return err;
 }
 
 /* Distributed mode: the cluster's limits live at rowgate-meta. */
