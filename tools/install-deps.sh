@@ -39,8 +39,9 @@ test_pkgs=(
 	# real servers and clients
 	victoria-metrics influxdb etcd-server prometheus
 	curl python3 iproute2 procps util-linux zstd tmux
-	# e2e/install: systemd-analyze verify on the units, man -l on the pages
-	systemd man-db
+	# e2e/install: systemd-analyze verify on the units, man -l on the pages;
+	# e2e/debian_package: dpkg-buildpackage
+	systemd man-db dpkg-dev debhelper
 	# vmtest: Debian's 6.1 and 6.12 kernels under qemu
 	qemu-system-x86 busybox-static cpio
 	# gRPC ingestion: C-core server, grpc-go client, grpc-js via npm
