@@ -159,14 +159,17 @@ typedef int (*opt_apply_fn)(struct config *cfg, const char *v, char *err, size_t
 
 #define EXPECT(...) (snprintf(err, len, __VA_ARGS__), -EINVAL)
 
-static int one_of(const char *v, const char *a, const char *b, bool *is_a, char *err, size_t len)
+/* v is a (*is_a true) or b; the message names them in the order help
+ * does: first, then second. */
+static int one_of(const char *v, const char *a, const char *b, bool *is_a, const char *first,
+		  const char *second, char *err, size_t len)
 {
 	if (!strcmp(v, a))
 		*is_a = true;
 	else if (!strcmp(v, b))
 		*is_a = false;
 	else
-		return EXPECT("expected %s or %s", a, b);
+		return EXPECT("expected %s or %s", first, second);
 	return 0;
 }
 
@@ -339,14 +342,15 @@ static int opt_max_conns(struct config *cfg, const char *v, char *err, size_t le
 
 static int opt_conns_full(struct config *cfg, const char *v, char *err, size_t len)
 {
-	return one_of(v, "fail-closed", "fail-open", &cfg->conns_full_close, err, len);
+	return one_of(v, "fail-closed", "fail-open", &cfg->conns_full_close, "fail-open",
+		      "fail-closed", err, len);
 }
 
 static int opt_egress(struct config *cfg, const char *v, char *err, size_t len)
 {
 	bool on;
 
-	if (one_of(v, "on", "off", &on, err, len))
+	if (one_of(v, "on", "off", &on, "on", "off", err, len))
 		return -EINVAL;
 	cfg->egress_off = !on;
 	return 0;
@@ -354,27 +358,30 @@ static int opt_egress(struct config *cfg, const char *v, char *err, size_t len)
 
 static int opt_grpc_reject(struct config *cfg, const char *v, char *err, size_t len)
 {
-	return one_of(v, "keep", "close", &cfg->grpc_keep, err, len);
+	return one_of(v, "keep", "close", &cfg->grpc_keep, "keep", "close", err, len);
 }
 
 static int opt_grpc_uncounted(struct config *cfg, const char *v, char *err, size_t len)
 {
-	return one_of(v, "pass", "refuse", &cfg->grpc_uncounted_pass, err, len);
+	return one_of(v, "pass", "refuse", &cfg->grpc_uncounted_pass, "refuse", "pass", err,
+		      len);
 }
 
 static int opt_grpc_otlp(struct config *cfg, const char *v, char *err, size_t len)
 {
-	return one_of(v, "count", "refuse", &cfg->grpc_otlp_count, err, len);
+	return one_of(v, "count", "refuse", &cfg->grpc_otlp_count, "refuse", "count", err, len);
 }
 
 static int opt_grpc_flight(struct config *cfg, const char *v, char *err, size_t len)
 {
-	return one_of(v, "count", "refuse", &cfg->grpc_flight_count, err, len);
+	return one_of(v, "count", "refuse", &cfg->grpc_flight_count, "refuse", "count", err,
+		      len);
 }
 
 static int opt_grpc_compressed(struct config *cfg, const char *v, char *err, size_t len)
 {
-	return one_of(v, "debt", "refuse", &cfg->grpc_compressed_debt, err, len);
+	return one_of(v, "debt", "refuse", &cfg->grpc_compressed_debt, "refuse", "debt", err,
+		      len);
 }
 
 /* N|off, N from 1 to max, into *out (0: off). */
