@@ -24,6 +24,8 @@ CASES=(
 	"pass-post|POST /api/v1/import/prometheus, 20 samples (no route)|path=/api/v1/import/prometheus lines=20 fmt=prom"
 	"unlimited|POST /write?db=free, 20 lines (route, db without limit)|path=/write?db=free lines=20"
 	"admit|POST /write?db=bench, 20 lines (admitted, rows counted)|path=/write?db=bench lines=20"
+	"admit-shadow|POST /write?db=sbench, 20 lines (admitted under a shadow limit)|path=/write?db=sbench lines=20"
+	"shadow-pass|POST /write?db=srej, 20 lines (a shadow limit would refuse: passed, counted)|path=/write?db=srej lines=20"
 	"reject|POST /write?db=rej, 20 lines (kernel 429, keep-alive)|path=/write?db=rej lines=20"
 	"reject-tiny|POST /write?db=rej, 1 line (kernel 429 + close)|path=/write?db=rej lines=1"
 )
@@ -42,6 +44,8 @@ bl_bpf_stats_on
 bl_rowgated_start
 bl_ctl limit set bench 1000000000000 >/dev/null
 bl_ctl limit set rej 1 >/dev/null
+bl_ctl limit set sbench 1000000000000 --shadow >/dev/null
+bl_ctl limit set srej 1 --shadow >/dev/null
 
 for ((r = 1; r <= RUNS; r++)); do
 	bl_log "round $r/$RUNS"

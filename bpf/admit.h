@@ -13,6 +13,10 @@ enum rg_admission {
 	RG_ADMIT_UNLIMITED = 0, /* no limit configured, or 0: pass, uncharged */
 	RG_ADMIT_YES = 1,
 	RG_ADMIT_NO = 2,
+	/* the limit would refuse it, but runs in shadow mode: pass it
+	 * uncharged, as a refusal would have left the bucket, and count it
+	 * where the write is decided (rg_shadow_count) */
+	RG_ADMIT_SHADOW = 3,
 };
 
 /* What a rejection tells the client. */
@@ -48,7 +52,24 @@ rg_admit(const struct rg_db_key *db, struct rg_reject_info *info)
 	bpf_spin_unlock(&bv->lock);
 	info->limit_rows_per_s = lim->limit_rows_per_s;
 	info->quota_rows_per_s = q;
-	return ok ? RG_ADMIT_YES : RG_ADMIT_NO;
+	if (ok)
+		return RG_ADMIT_YES;
+	/* only a refusal looks: the admitted path costs what it did */
+	if (bpf_map_lookup_elem(&RG_MAP_SHADOW, db))
+		return RG_ADMIT_SHADOW;
+	return RG_ADMIT_NO;
+}
+
+/* A write its database's shadow limit would have refused passed: count it
+ * once, where it is decided (rows: 0 where not known yet). */
+static __always_inline void rg_shadow_count(const struct rg_db_key *db, __u64 rows)
+{
+	struct rg_shadow_stats *s = bpf_map_lookup_elem(&RG_MAP_SHADOW, db);
+
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->would_reject_requests, 1);
+	__sync_fetch_and_add(&s->would_reject_rows, rows);
 }
 
 /* The daemon creates a database's counters with its limit. */

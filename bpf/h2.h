@@ -419,6 +419,12 @@ __noinline int rg_h2_compressed_admit(struct rg_h2_sock *st)
 		switch (rg_admit(&cdb->db[i], &st->info)) {
 		case RG_ADMIT_UNLIMITED:
 			continue;
+		case RG_ADMIT_SHADOW:
+			/* passes unless another database refuses or admits it */
+			if (verdict != RG_ADMIT_UNLIMITED)
+				continue;
+			verdict = RG_ADMIT_SHADOW;
+			break;
 		case RG_ADMIT_YES:
 			if (verdict == RG_ADMIT_YES)
 				continue;
@@ -493,6 +499,9 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	}
 	switch (n) {
 	case RG_ADMIT_UNLIMITED:
+		return 0;
+	case RG_ADMIT_SHADOW:
+		rg_shadow_count(&db, rg_grpc_db_hidden(m) ? 0 : m->rows);
 		return 0;
 	case RG_ADMIT_YES:
 		rg_charge(&db, m->rows, 1, true);

@@ -35,6 +35,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_DB_STATS SEC(".maps");
 
+/* shadow: database -> would-be refusals, while its limit is in shadow mode */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_DATABASES);
+	__type(key, struct rg_db_key);
+	__type(value, struct rg_shadow_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_SHADOW SEC(".maps");
+
 /* global_stats: [0] -> host-wide counters */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -275,6 +275,9 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 		adm = rg_admit(&c->db, &c->reject);
 		if (adm == RG_ADMIT_YES) {
 			c->verdict = RG_REQ_ADMIT;
+		} else if (adm == RG_ADMIT_SHADOW) {
+			/* passes as an unlimited database's write: uncharged */
+			rg_shadow_count(&c->db, 0);
 		} else if (adm == RG_ADMIT_NO) {
 			/* A 429 may only go out when no passed request awaits
 			 * its answer, and only as a whole skb of its own. */
@@ -305,13 +308,15 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 				c->copy_body = 1;
 				rg_emit_start(skb, c);
 			}
-		} else if (route->protocol == RG_PROTO_PROM_RW ||
-			   (route->protocol == RG_PROTO_LINE &&
-			    c->profile == RG_PROFILE_VICTORIAMETRICS)) {
+		} else if (adm != RG_ADMIT_SHADOW &&
+			   (route->protocol == RG_PROTO_PROM_RW ||
+			    (route->protocol == RG_PROTO_LINE &&
+			     c->profile == RG_PROFILE_VICTORIAMETRICS))) {
 			/* series (victoria-metrics: lines too, by a db tag) may
 			 * name databases of their own, limited even when the
 			 * request's database is not: rowgated charges them
-			 * after the fact */
+			 * after the fact.  Not a write a shadow limit would
+			 * have refused: it passes whole, uncharged */
 			c->copy_body = 1;
 			rg_emit_start(skb, c);
 		}

@@ -387,6 +387,12 @@ int rg_xdp(struct xdp_md *ctx)
 		rg_xdp_inc(us, empty_datagrams);
 		goto out;
 	}
+	if (adm == RG_ADMIT_SHADOW) {
+		/* passes uncharged, as an unlimited database's */
+		rg_shadow_count(&db, rows);
+		rg_xdp_inc(us, unlimited_datagrams);
+		goto out;
+	}
 	if (adm == RG_ADMIT_YES) {
 		rg_charge(&db, rows, 1, true);
 		rg_xdp_inc(xs, admitted);

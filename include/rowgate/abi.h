@@ -19,6 +19,7 @@
 #define RG_MAP_LIMITS   limits
 #define RG_MAP_BUCKETS  buckets
 #define RG_MAP_DB_STATS db_stats
+#define RG_MAP_SHADOW   shadow
 #define RG_MAP_ROUTES   routes
 #define RG_MAP_PORTS    ports
 #define RG_MAP_CONNS    conns
@@ -59,6 +60,15 @@ struct rg_bucket_value {
 	struct bpf_spin_lock lock;
 	__u32 pad;
 	struct rg_bucket b;
+};
+
+/* shadow: db -> what its limit would have refused, for a database whose
+ * limit runs in shadow mode (rowgatectl limit set DB N --shadow): such a
+ * write passes uncharged, as if the limit had refused it, and is counted
+ * here.  An entry exists only while the database is in shadow mode. */
+struct rg_shadow_stats {
+	__u64 would_reject_requests;
+	__u64 would_reject_rows; /* rows known when it passed (gRPC, UDP) */
 };
 
 /* db_stats: db -> counters since the map was created (counters.h). */

@@ -32,8 +32,8 @@ struct fake_daemon {
 	char last_source[16]; /* of the last limit_set or limit_unset */
 };
 
-static int fake_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, const char *source,
-			  char *err, size_t errlen)
+static int fake_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, bool shadow,
+			  const char *source, char *err, size_t errlen)
 {
 	struct fake_daemon *d = ctx;
 
@@ -43,7 +43,7 @@ static int fake_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, co
 		snprintf(err, errlen, "cannot save state file /x: Read-only file system");
 		return -EROFS;
 	}
-	return rg_limit_list_set(&d->limits, db, limit);
+	return rg_limit_list_set_mode(&d->limits, db, limit, shadow);
 }
 
 static int fake_limit_unset(void *ctx, const struct rg_db_key *db, const char *source, char *err,
@@ -71,7 +71,7 @@ static int fake_limit_show(void *ctx, const struct rg_db_key *db, json_t *limits
 
 		if (db && strcmp(db->name, e->db.name))
 			continue;
-		if (rg_admin_add_limit(limits, &e->db, e->limit))
+		if (rg_admin_add_limit(limits, &e->db, e->limit, e->shadow))
 			return -ENOMEM;
 	}
 	return 0;
@@ -430,6 +430,15 @@ static void test_rowgatectl(void)
 	CHECK(rc == 0 && strstr(out, "DATABASE") && strstr(out, "metrics") && strstr(out, "5000") &&
 		      strstr(out, "logs"),
 	      "limit show table: [%s] %s", out, err);
+
+	rc = run_ctl("limit set lazy 10 --shadow", out, sizeof(out), err, sizeof(err));
+	CHECK(rc == 0 && strstr(out, "shadow mode"), "limit set --shadow: rc %d [%s] %s", rc, out,
+	      err);
+	rc = run_ctl("limit show", out, sizeof(out), err, sizeof(err));
+	CHECK(rc == 0 && strstr(out, "lazy") && strstr(out, "shadow") && strstr(out, "enforce"),
+	      "limit show names the modes: [%s] %s", out, err);
+	rc = run_ctl("limit set lazy 10 --shadowy", out, sizeof(out), err, sizeof(err));
+	CHECK(rc != 0, "limit set with a stray argument refused: [%s]", out);
 
 	rc = run_ctl("--json limit show metrics", out, sizeof(out), err, sizeof(err));
 	j = json_loads(out, 0, NULL);

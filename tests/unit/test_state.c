@@ -193,6 +193,24 @@ static void test_round_trip(void)
 	      "u64 max stored as a string: %s", text);
 	CHECK(text && strstr(text, "\"logs\": 1000"), "small values stored as integers: %s", text);
 	CHECK(text && strstr(text, "\"version\": 1"), "version written");
+	CHECK(text && !strstr(text, "shadow"), "no shadow key without shadow limits: %s", text);
+
+	/* shadow mode survives; a limit set again without it enforces */
+	k = key("logs");
+	rg_limit_list_set_mode(&list, &k, 500, true);
+	rg_limit_list_free(&back);
+	rg_limit_list_init(&back);
+	CHECK(rg_state_save(path, &list, err, sizeof(err)) == 0, "save shadow: %s", err);
+	CHECK(rg_state_load(path, &back, err, sizeof(err)) == 0, "load shadow: %s", err);
+	CHECK(rg_limit_list_find(&back, &k) && rg_limit_list_find(&back, &k)->shadow &&
+		      rg_limit_list_find(&back, &k)->limit == 500,
+	      "logs stays 500 in shadow mode");
+	k = key("u64max");
+	CHECK(rg_limit_list_find(&back, &k) && !rg_limit_list_find(&back, &k)->shadow,
+	      "the others enforce");
+	k = key("logs");
+	rg_limit_list_set(&list, &k, 500);
+	CHECK(!rg_limit_list_find(&list, &k)->shadow, "set without shadow enforces");
 	rg_limit_list_free(&list);
 	rg_limit_list_free(&back);
 }
@@ -238,6 +256,9 @@ static void test_corrupt(void)
 		{ "{\"version\":1,\"limits\":{\"\":1}}", "empty" },
 		{ "{\"version\":1,\"limits\":{\"a\":1,\"a\":2}}", "duplicate" },
 		{ "{\"version\":1,\"limits\":{\"logs\":1,\"greptime-logs\":2}}", "twice" },
+		{ "{\"version\":1,\"limits\":{\"a\":1},\"shadow\":[\"b\"]}", "no limit" },
+		{ "{\"version\":1,\"limits\":{\"a\":1},\"shadow\":\"a\"}", "not an array" },
+		{ "{\"version\":1,\"limits\":{\"a\":1},\"shadow\":[1]}", "not a database" },
 	};
 	char path[256];
 	size_t i;

@@ -108,13 +108,14 @@ out:
 	return ret;
 }
 
-int rg_admin_add_limit(json_t *limits_array, const struct rg_db_key *db, __u64 limit)
+int rg_admin_add_limit(json_t *limits_array, const struct rg_db_key *db, __u64 limit, bool shadow)
 {
 	char name[RG_DB_NAME_MAX];
 	json_t *entry;
 
 	snprintf(name, sizeof(name), "%.*s", RG_DB_NAME_MAX - 1, db->name);
-	entry = json_pack("{s:s, s:o}", "db", name, "limit", rg_json_u64(limit));
+	entry = json_pack("{s:s, s:o, s:b}", "db", name, "limit", rg_json_u64(limit), "shadow",
+			  shadow);
 	if (!entry)
 		return -ENOMEM;
 	return json_array_append_new(limits_array, entry) ? -ENOMEM : 0;
@@ -250,6 +251,22 @@ static int request_source(json_t *request, const char **source, char *err, size_
 	return -EINVAL;
 }
 
+/* "shadow": true sets the limit in shadow mode (counted, never refused). */
+static int request_shadow(json_t *request, bool *shadow, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(request, "shadow");
+
+	*shadow = false;
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v)) {
+		snprintf(err, errlen, "\"shadow\" must be true or false");
+		return -EINVAL;
+	}
+	*shadow = json_is_true(v);
+	return 0;
+}
+
 static int request_limit(json_t *request, __u64 *limit, char *err, size_t errlen)
 {
 	json_t *value = json_object_get(request, "limit");
@@ -277,7 +294,7 @@ static json_t *dispatch(json_t *request, const struct rg_admin_ops *ops, void *c
 	json_t *op = json_object_get(request, "op"), *reply = NULL, *list;
 	struct rg_db_key db;
 	const char *name, *source;
-	bool has_db;
+	bool has_db, shadow;
 	__u64 limit;
 	int ret;
 
@@ -290,16 +307,17 @@ static json_t *dispatch(json_t *request, const struct rg_admin_ops *ops, void *c
 	if (!strcmp(name, "limit_set")) {
 		if (request_db(request, true, &db, &has_db, err, errlen) ||
 		    request_limit(request, &limit, err, errlen) ||
-		    request_source(request, &source, err, errlen))
+		    request_source(request, &source, err, errlen) ||
+		    request_shadow(request, &shadow, err, errlen))
 			return NULL;
 		if (!ops->limit_set) {
 			not_supported(name, err, errlen);
 			return NULL;
 		}
-		ret = ops->limit_set(ctx, &db, limit, source, err, errlen);
+		ret = ops->limit_set(ctx, &db, limit, shadow, source, err, errlen);
 		if (!ret)
-			reply = json_pack("{s:b, s:s, s:o}", "ok", 1, "db", db.name, "limit",
-					  rg_json_u64(limit));
+			reply = json_pack("{s:b, s:s, s:o, s:b}", "ok", 1, "db", db.name, "limit",
+					  rg_json_u64(limit), "shadow", shadow);
 	} else if (!strcmp(name, "limit_unset")) {
 		if (request_db(request, true, &db, &has_db, err, errlen) ||
 		    request_source(request, &source, err, errlen))

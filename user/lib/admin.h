@@ -4,7 +4,8 @@
  * One request per connection: the client sends one JSON object and '\n'; the
  * server answers one JSON object and '\n', then closes.
  *
- *   {"op":"limit_set","db":"logs","limit":"1000"}  -> {"ok":true,"db":"logs","limit":1000}
+ *   {"op":"limit_set","db":"logs","limit":"1000"}  -> {"ok":true,"db":"logs","limit":1000,"shadow":false}
+ *   ("shadow":true: the limit counts what it would refuse and refuses nothing)
  *   {"op":"limit_unset","db":"logs"}               -> {"ok":true,"db":"logs"}
  *   limit_set and limit_unset may say where the change comes from, for the
  *   daemon's log: "source":"admin" (the default) or "sql" (rowgatectl sql).
@@ -51,8 +52,8 @@
  *   source:     "admin" or "sql" (the request's "source"), for the log.
  */
 struct rg_admin_ops {
-	int (*limit_set)(void *ctx, const struct rg_db_key *db, __u64 limit, const char *source,
-			 char *err, size_t errlen);
+	int (*limit_set)(void *ctx, const struct rg_db_key *db, __u64 limit, bool shadow,
+			 const char *source, char *err, size_t errlen);
 	int (*limit_unset)(void *ctx, const struct rg_db_key *db, const char *source, char *err,
 			   size_t errlen);
 	int (*limit_show)(void *ctx, const struct rg_db_key *db_or_null, json_t *limits_array,
@@ -92,7 +93,7 @@ int rg_admin_serve_one(int listen_fd, gid_t group, const struct rg_admin_ops *op
 int rg_admin_peer_allowed(int fd, gid_t group, char *err, size_t errlen);
 
 /* For limit_show callbacks: append {"db":"name","limit":N}; 0 or -ENOMEM. */
-int rg_admin_add_limit(json_t *limits_array, const struct rg_db_key *db, __u64 limit);
+int rg_admin_add_limit(json_t *limits_array, const struct rg_db_key *db, __u64 limit, bool shadow);
 
 /*
  * Client side: send request to the daemon at path and wait for the reply.

@@ -61,6 +61,12 @@ struct rg_limit_entry *rg_limit_list_find(const struct rg_limit_list *list,
 
 int rg_limit_list_set(struct rg_limit_list *list, const struct rg_db_key *db, __u64 limit)
 {
+	return rg_limit_list_set_mode(list, db, limit, false);
+}
+
+int rg_limit_list_set_mode(struct rg_limit_list *list, const struct rg_db_key *db, __u64 limit,
+			   bool shadow)
+{
 	bool found;
 	size_t pos = list_position(list, db, &found);
 
@@ -81,6 +87,7 @@ int rg_limit_list_set(struct rg_limit_list *list, const struct rg_db_key *db, __
 		list->entries[pos].db = *db;
 	}
 	list->entries[pos].limit = limit;
+	list->entries[pos].shadow = shadow;
 	return 0;
 }
 
@@ -147,6 +154,38 @@ int rg_make_parent_dir(const char *path, mode_t mode)
 	return 0;
 }
 
+/* "shadow": the databases of "limits" whose limit runs in shadow mode. */
+static int parse_shadow(const char *path, json_t *root, struct rg_limit_list *list, char *err,
+			size_t errlen)
+{
+	json_t *shadow = json_object_get(root, "shadow"), *v;
+	struct rg_limit_entry *e;
+	struct rg_db_key db;
+	char why[160];
+	size_t i;
+
+	if (!shadow)
+		return 0;
+	if (!json_is_array(shadow)) {
+		snprintf(err, errlen, "%s: \"shadow\" is not an array of database names", path);
+		return -EINVAL;
+	}
+	json_array_foreach(shadow, i, v) {
+		if (!json_is_string(v) || rg_parse_db_name(json_string_value(v), &db, why, sizeof(why))) {
+			snprintf(err, errlen, "%s: \"shadow\"[%zu] is not a database name", path, i);
+			return -EINVAL;
+		}
+		e = rg_limit_list_find(list, &db);
+		if (!e) {
+			snprintf(err, errlen, "%s: \"shadow\" names '%s', which has no limit", path,
+				 db.name);
+			return -EINVAL;
+		}
+		e->shadow = true;
+	}
+	return 0;
+}
+
 static int parse_limits(const char *path, json_t *root, struct rg_limit_list *list, char *err,
 			size_t errlen)
 {
@@ -197,7 +236,7 @@ static int parse_limits(const char *path, json_t *root, struct rg_limit_list *li
 			return ret;
 		}
 	}
-	return 0;
+	return parse_shadow(path, root, list, err, errlen);
 }
 
 int rg_state_load(const char *path, struct rg_limit_list *list, char *err, size_t errlen)
@@ -251,12 +290,13 @@ out:
 
 static json_t *limits_to_json(const struct rg_limit_list *list)
 {
-	json_t *root, *limits;
+	json_t *root, *limits, *shadow;
 	size_t i;
 
 	root = json_object();
 	limits = json_object();
-	if (!root || !limits ||
+	shadow = json_array();
+	if (!root || !limits || !shadow ||
 	    json_object_set_new(root, "version", json_integer(RG_STATE_VERSION)) ||
 	    json_object_set(root, "limits", limits))
 		goto fail;
@@ -265,12 +305,18 @@ static json_t *limits_to_json(const struct rg_limit_list *list)
 		char name[RG_DB_NAME_TEXT_MAX];
 
 		rg_format_db_name(&e->db, name, sizeof(name));
-		if (json_object_set_new(limits, name, rg_json_u64(e->limit)))
+		if (json_object_set_new(limits, name, rg_json_u64(e->limit)) ||
+		    (e->shadow && json_array_append_new(shadow, json_string(name))))
 			goto fail;
 	}
+	/* only when used: a file without shadow limits reads as before */
+	if (json_array_size(shadow) && json_object_set(root, "shadow", shadow))
+		goto fail;
+	json_decref(shadow);
 	json_decref(limits);
 	return root;
 fail:
+	json_decref(shadow);
 	json_decref(limits);
 	json_decref(root);
 	return NULL;

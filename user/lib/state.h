@@ -13,6 +13,7 @@
 #ifndef ROWGATE_USER_LIB_STATE_H
 #define ROWGATE_USER_LIB_STATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -26,6 +27,7 @@
 struct rg_limit_entry {
 	struct rg_db_key db;
 	__u64 limit; /* rows per second; 0 = configured but disabled */
+	bool shadow; /* counted, never refused (rowgatectl limit set --shadow) */
 };
 
 /* Entries kept sorted by name, so files and listings are stable. */
@@ -39,8 +41,11 @@ void rg_limit_list_init(struct rg_limit_list *list);
 void rg_limit_list_free(struct rg_limit_list *list);
 struct rg_limit_entry *rg_limit_list_find(const struct rg_limit_list *list,
 					  const struct rg_db_key *db);
-/* Insert or replace; 0 or -ENOMEM. */
+/* Insert or replace, enforcing (not shadow); 0 or -ENOMEM. */
 int rg_limit_list_set(struct rg_limit_list *list, const struct rg_db_key *db, __u64 limit);
+/* Insert or replace in shadow mode or not; 0 or -ENOMEM. */
+int rg_limit_list_set_mode(struct rg_limit_list *list, const struct rg_db_key *db, __u64 limit,
+			   bool shadow);
 /* 0, or -ENOENT when db has no entry. */
 int rg_limit_list_unset(struct rg_limit_list *list, const struct rg_db_key *db);
 

@@ -27,15 +27,18 @@ static json_t *with_source(json_t *request, const char *source)
 	return request;
 }
 
-static int limit_set(const struct rg_db_key *db, const char *typed, const char *source)
+static int limit_set(const struct rg_db_key *db, const char *typed, bool shadow,
+		     const char *source)
 {
 	char shown[32];
-	json_t *reply;
+	json_t *reply, *request;
 	__u64 limit;
 
-	reply = ctl_call_daemon(with_source(
-		json_pack("{s:s, s:s, s:s}", "op", "limit_set", "db", db->name, "limit", typed),
-		source));
+	request = json_pack("{s:s, s:s, s:s}", "op", "limit_set", "db", db->name, "limit", typed);
+	/* sent only when asked: an older rowgated refuses nothing it knows */
+	if (request && shadow)
+		json_object_set_new(request, "shadow", json_true());
+	reply = ctl_call_daemon(with_source(request, source));
 	if (!reply)
 		return EXIT_FAILURE;
 	if (ctl_cfg.json) {
@@ -46,16 +49,17 @@ static int limit_set(const struct rg_db_key *db, const char *typed, const char *
 		    rg_parse_limit(typed, &limit, shown, sizeof(shown)))
 			limit = 0;
 		format_limit(limit, shown, sizeof(shown));
-		printf("%s: limit set to %s%s\n", db->name, shown,
-		       limit ? " rows/s" : ", ingestion is unlimited");
+		printf("%s: limit set to %s%s%s\n", db->name, shown,
+		       limit ? " rows/s" : ", ingestion is unlimited",
+		       shadow && limit ? " in shadow mode: counted, never refused" : "");
 	}
 	json_decref(reply);
 	return EXIT_SUCCESS;
 }
 
-int ctl_limit_set(const struct rg_db_key *db, const char *typed)
+int ctl_limit_set(const struct rg_db_key *db, const char *typed, bool shadow)
 {
-	return limit_set(db, typed, NULL);
+	return limit_set(db, typed, shadow, NULL);
 }
 
 static int limit_unset(const struct rg_db_key *db, const char *source)
@@ -123,7 +127,7 @@ int ctl_limit_show(const struct rg_db_key *db_or_null)
 			printf("no limits configured\n");
 		goto out;
 	}
-	printf("%-*s  %s\n", width, "DATABASE", "LIMIT (rows/s)");
+	printf("%-*s  %-16s  %s\n", width, "DATABASE", "LIMIT (rows/s)", "MODE");
 	json_array_foreach(json_object_get(reply, "limits"), i, entry) {
 		const char *name = json_string_value(json_object_get(entry, "db"));
 		char shown[32];
@@ -133,7 +137,8 @@ int ctl_limit_show(const struct rg_db_key *db_or_null)
 			snprintf(shown, sizeof(shown), "?");
 		else
 			format_limit(limit, shown, sizeof(shown));
-		printf("%-*s  %s\n", width, name ? name : "?", shown);
+		printf("%-*s  %-16s  %s\n", width, name ? name : "?", shown,
+		       json_is_true(json_object_get(entry, "shadow")) ? "shadow" : "enforce");
 	}
 out:
 	json_decref(reply);
@@ -181,7 +186,7 @@ int ctl_sql(const char *statement)
 	switch (req.action) {
 	case RG_SQL_SET_LIMIT:
 		snprintf(typed, sizeof(typed), "%llu", (unsigned long long)req.limit);
-		return limit_set(&req.db, typed, "sql");
+		return limit_set(&req.db, typed, false, "sql");
 	case RG_SQL_UNSET_LIMIT:
 		return limit_unset(&req.db, "sql");
 	case RG_SQL_SHOW_CREATE:

@@ -77,6 +77,11 @@ static void usage(FILE *out)
 		     "\n"
 		     "Commands:\n"
 		     "  limit set DB N      limit database DB to N rows per second (0 disables)\n"
+		     "  limit set DB N --shadow\n"
+		     "                      the same limit in shadow mode: what it would refuse\n"
+		     "                      passes, uncharged, and is counted (would_reject in\n"
+		     "                      stats and /metrics); set it again without --shadow\n"
+		     "                      to enforce\n"
 		     "  limit unset DB      remove the limit of DB: its ingestion is unlimited\n"
 		     "  limit show [DB]     list the configured limits (of DB only)\n"
 		     "  stats [DB]          admission counters per database, and host-wide ones;\n"
@@ -174,14 +179,19 @@ static int run_command(int argc, char **argv)
 		if (argc < 2)
 			return usage_error("limit needs set, unset or show");
 		if (!strcmp(argv[1], "set")) {
-			if (argc != 4)
-				return usage_error("usage: limit set DB N");
+			bool shadow = argc == 5 && !strcmp(argv[4], "--shadow");
+
+			if (argc != 4 && !shadow)
+				return usage_error("usage: limit set DB N [--shadow]");
 			if (parse_db_arg(argv[2], &db))
 				return EXIT_FAILURE;
 			/* validate here so bad input never reaches the daemon */
 			if (rg_parse_limit(argv[3], &limit, err, sizeof(err)))
 				return ctl_fail(err);
-			return ctl_limit_set(&db, argv[3]);
+			if (shadow && ctl_cfg.meta_url)
+				return ctl_fail("--shadow is per host: rowgate-meta's cluster limits "
+						"have no shadow mode yet");
+			return ctl_limit_set(&db, argv[3], shadow);
 		}
 		if (!strcmp(argv[1], "unset")) {
 			if (argc != 3)

@@ -42,7 +42,7 @@ void ctl_print_json(const json_t *value);
 json_t *ctl_call_daemon(json_t *request);
 
 /* limit.c */
-int ctl_limit_set(const struct rg_db_key *db, const char *typed);
+int ctl_limit_set(const struct rg_db_key *db, const char *typed, bool shadow);
 int ctl_limit_unset(const struct rg_db_key *db);
 int ctl_limit_show(const struct rg_db_key *db_or_null);
 int ctl_sql(const char *statement);

@@ -32,12 +32,34 @@ static struct rg_db_maps db_maps(const struct daemon *d)
 }
 
 /* A configured limit, no quota: the standalone write. */
-static int apply_limit(struct daemon *d, const struct rg_db_key *db, __u64 limit)
+/* Shadow mode on or off for db (the shadow map's entry, counters kept
+ * while it stays on). */
+static int apply_shadow(struct daemon *d, const struct rg_db_key *db, bool shadow)
+{
+	int fd = bpf_map__fd(d->skel->maps.RG_MAP_SHADOW);
+	struct rg_shadow_stats zero = {};
+
+	if (!shadow)
+		return bpf_map_delete_elem(fd, db) && errno != ENOENT ? -errno : 0;
+	if (bpf_map_update_elem(fd, db, &zero, BPF_NOEXIST) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* The limit, shadow entry first: a database going into shadow mode never
+ * refuses meanwhile; one leaving it starts refusing with its new limit. */
+static int apply_limit_mode(struct daemon *d, const struct rg_db_key *db, __u64 limit, bool shadow)
 {
 	struct rg_db_maps m = db_maps(d);
+	int err = shadow ? apply_shadow(d, db, true) : 0;
 
-	return rg_limit_write(&m, db, limit, 0);
+	if (!err)
+		err = rg_limit_write(&m, db, limit, 0);
+	if (!err && !shadow)
+		err = apply_shadow(d, db, false);
+	return err;
 }
+
 
 static const char *map_errno(int err)
 {
@@ -57,6 +79,13 @@ static bool limit_kept(const void *key, void *limits)
 	return rg_limit_list_find(limits, key) != NULL;
 }
 
+static bool shadow_kept(const void *key, void *limits)
+{
+	const struct rg_limit_entry *e = rg_limit_list_find(limits, key);
+
+	return e && e->shadow;
+}
+
 int rgd_sync_limits_to_maps(struct daemon *d)
 {
 	int fd = bpf_map__fd(d->skel->maps.RG_MAP_LIMITS);
@@ -64,12 +93,13 @@ int rgd_sync_limits_to_maps(struct daemon *d)
 	int err;
 
 	for (i = 0; i < d->limits.count; i++) {
-		err = apply_limit(d, &d->limits.entries[i].db, d->limits.entries[i].limit);
+		const struct rg_limit_entry *e = &d->limits.entries[i];
+
+		err = apply_limit_mode(d, &e->db, e->limit, e->shadow);
 		/* a map full of removed limits: drop them first after all */
 		if ((err == -E2BIG || err == -ENOSPC) &&
 		    !rg_map_prune(fd, sizeof(struct rg_db_key), limit_kept, &d->limits))
-			err = apply_limit(d, &d->limits.entries[i].db,
-					  d->limits.entries[i].limit);
+			err = apply_limit_mode(d, &e->db, e->limit, e->shadow);
 		if (err) {
 			pr_err("cannot load the limit of %s: %s", d->limits.entries[i].db.name,
 			       map_errno(err));
@@ -79,6 +109,9 @@ int rgd_sync_limits_to_maps(struct daemon *d)
 	/* then drop limits the state file no longer has: a database kept is
 	 * never unlimited meanwhile */
 	err = rg_map_prune(fd, sizeof(struct rg_db_key), limit_kept, &d->limits);
+	if (!err)
+		err = rg_map_prune(bpf_map__fd(d->skel->maps.RG_MAP_SHADOW),
+				   sizeof(struct rg_db_key), shadow_kept, &d->limits);
 	if (err)
 		pr_err("cannot drop removed limits: %s", map_errno(err));
 	return err;
@@ -111,19 +144,19 @@ static const char *previous(bool existed, __u64 old, char *buf, size_t len)
 	return buf;
 }
 
-static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, const char *source,
-			char *err, size_t errlen)
+static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, bool shadow,
+			const char *source, char *err, size_t errlen)
 {
 	char prev[24];
 	struct daemon *d = ctx;
 	struct rg_limit_entry *old = rg_limit_list_find(&d->limits, db);
-	bool existed = old != NULL;
+	bool existed = old != NULL, old_shadow = old && old->shadow;
 	__u64 old_limit = old ? old->limit : 0;
 	int ret;
 
 	if (d->agent)
 		return meta_refuse(d, err, errlen);
-	ret = rg_limit_list_set(&d->limits, db, limit);
+	ret = rg_limit_list_set_mode(&d->limits, db, limit, shadow);
 	if (ret) {
 		snprintf(err, errlen, "out of memory");
 		return ret;
@@ -131,18 +164,24 @@ static int op_limit_set(void *ctx, const struct rg_db_key *db, __u64 limit, cons
 	/* durable first: a limit the daemon acknowledged survives a crash */
 	ret = rg_state_save(d->cfg->state_file, &d->limits, err, errlen);
 	if (!ret)
-		ret = apply_limit(d, db, limit);
+		ret = apply_limit_mode(d, db, limit, shadow);
 	if (ret) {
 		if (!*err)
 			snprintf(err, errlen, "cannot apply the limit: %s", map_errno(ret));
 		if (existed)
-			rg_limit_list_set(&d->limits, db, old_limit);
+			rg_limit_list_set_mode(&d->limits, db, old_limit, old_shadow);
 		else
 			rg_limit_list_unset(&d->limits, db);
 		return ret;
 	}
-	rg_event("limit_set", "db=%s rows_per_s=%llu previous=%s source=%s", db->name,
-		 (unsigned long long)limit, previous(existed, old_limit, prev, sizeof(prev)), source);
+	if (shadow)
+		rg_event("limit_set", "db=%s rows_per_s=%llu previous=%s source=%s mode=shadow",
+			 db->name, (unsigned long long)limit,
+			 previous(existed, old_limit, prev, sizeof(prev)), source);
+	else
+		rg_event("limit_set", "db=%s rows_per_s=%llu previous=%s source=%s", db->name,
+			 (unsigned long long)limit, previous(existed, old_limit, prev, sizeof(prev)),
+			 source);
 	return 0;
 }
 
@@ -172,6 +211,7 @@ static int op_limit_unset(void *ctx, const struct rg_db_key *db, const char *sou
 		struct rg_db_maps m = db_maps(d);
 
 		rg_limit_remove(&m, db);
+		apply_shadow(d, db, false);
 	}
 	rg_event("limit_unset", "db=%s previous=%llu source=%s", db->name,
 		 (unsigned long long)old_limit, source);
@@ -189,7 +229,7 @@ static int op_limit_show(void *ctx, const struct rg_db_key *db, json_t *arr, cha
 
 		if (db && strcmp(db->name, e->db.name))
 			continue;
-		if (rg_admin_add_limit(arr, &e->db, e->limit)) {
+		if (rg_admin_add_limit(arr, &e->db, e->limit, e->shadow)) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
@@ -230,9 +270,21 @@ static json_t *db_stats_json(struct daemon *d, const struct rg_db_key *db)
 
 	if (!o)
 		return NULL;
+	struct rg_shadow_stats sh = {};
+	bool shadow;
+
 	rg_db_snapshot_read(&m, db, rg_monotonic_ns(), &snap);
+	shadow = !bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_SHADOW), db, &sh);
 	json_object_set_new(o, "db", json_string(db->name));
 	rg_counters_json(o, &rg_db_stats_table, &snap.stats);
+	/* what a limit in shadow mode would have refused: while it is on
+	 * (the rowgate_would_reject_* series exist as long) */
+	json_object_set_new(o, "shadow", json_boolean(shadow));
+	if (shadow) {
+		json_object_set_new(o, "would_reject_requests",
+				    rg_json_u64(sh.would_reject_requests));
+		json_object_set_new(o, "would_reject_rows", rg_json_u64(sh.would_reject_rows));
+	}
 	json_object_set_new(o, "protocols", proto_stats_json(d, db));
 	return o;
 }

@@ -106,6 +106,46 @@ static void put_guard(struct rg_prom *t, const char *bpffs)
 	rg_prom_table(t, &rg_verdict_stats_table, &vs);
 }
 
+/* Databases whose limit runs in shadow mode, and what it would have
+ * refused (the pinned shadow map). */
+static void put_shadow(struct rg_prom *t, const char *bpffs)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} series[] = {
+		{ "rowgate_shadow", "gauge",
+		  "1 while the database's limit runs in shadow mode: counted, never refused." },
+		{ "rowgate_would_reject_requests_total", "counter",
+		  "Writes a limit in shadow mode would have refused: passed, uncharged." },
+		{ "rowgate_would_reject_rows_total", "counter",
+		  "Rows of those writes where known when they passed (gRPC, UDP; 0 for HTTP)." },
+	};
+	struct rg_db_key key, next;
+	struct rg_shadow_stats st;
+	int fd = bpffs ? rg_pin_open(bpffs, RG_STR(RG_MAP_SHADOW)) : -ENOENT;
+
+	if (fd < 0)
+		return;
+	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++) {
+		bool first = true;
+
+		rg_prom_header(t, series[i].name, series[i].type, series[i].help);
+		while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+			key = next;
+			first = false;
+			if (bpf_map_lookup_elem(fd, &key, &st))
+				continue;
+			rg_prom_printf(t, "%s{", series[i].name);
+			rg_prom_label(t, "db", key.name);
+			rg_prom_printf(t, "} %llu\n",
+				       i == 0 ? 1ULL :
+				       i == 1 ? (unsigned long long)st.would_reject_requests :
+						(unsigned long long)st.would_reject_rows);
+		}
+	}
+	close(fd);
+}
+
 /* The per-database, per-protocol and global series of the HTTP path. */
 static void put_http(struct rg_prom *t, const struct rg_metrics_maps *maps)
 {
@@ -156,6 +196,7 @@ static void put_http(struct rg_prom *t, const struct rg_metrics_maps *maps)
 	bpf_map_lookup_elem(maps->global_fd, &zero, &g);
 	rg_prom_table(t, &rg_global_stats_table, &g);
 	put_guard(t, maps->bpffs);
+	put_shadow(t, maps->bpffs);
 	if (maps->reconciler) {
 		struct rg_reconcile_stats rs;
 
