@@ -77,6 +77,15 @@ rg_check "/metrics: rowgate_would_reject_requests_total{db=\"sh\"} $rejected" \
 rg_check "/metrics: rowgate_shadow{db=\"gsh\"} 1, none for genf" \
 	sh -c "grep -q '^rowgate_shadow{db=\"gsh\"} 1' && ! grep -q 'rowgate_shadow{db=\"genf\"}'" <<<"$page"
 
+# --- rowgatectl top: a burst during its interval shows as would-be refusals
+"$RG_ROWGATECTL" --socket "$RG_SOCK" --bpffs "$RG_BPFFS" --json top --once --interval 2 >"$RG_TMP/top.json" &
+top_pid=$!
+burst sh >/dev/null
+wait $top_pid || rg_fail "rowgatectl top --once failed"
+rg_check "top: sh in shadow mode with would-be refusals per second ($(cat "$RG_TMP/top.json"))" \
+	"$RG_PY" -c "import json,sys; d=[r for r in json.load(open(sys.argv[1]))['databases'] if r['db']=='sh'][0]
+assert d['shadow'] and d['would_reject_requests_per_s'] > 0 and d['rejected_rows_per_s'] == 0" "$RG_TMP/top.json"
+
 # --- a restart keeps the mode; set again without --shadow, it enforces
 rg_stop_rowgated
 rg_start_rowgated "${RG_ARGS[@]}"

@@ -18,7 +18,9 @@ struct top_row {
 	char db[TOP_NAME_MAX];
 	double limit, quota, debt;
 	double admitted, rejected; /* counters at the sample */
-	double admitted_rate, rejected_rate;
+	double would;		   /* requests a shadow limit would have refused */
+	double admitted_rate, rejected_rate, would_rate;
+	bool shadow;
 };
 
 struct top_sample {
@@ -69,6 +71,8 @@ static int top_take(struct top_sample *s)
 		r->debt = num(d, "debt_rows");
 		r->admitted = num(d, "admitted_rows");
 		r->rejected = num(d, "rejected_rows");
+		r->shadow = json_is_true(json_object_get(d, "shadow"));
+		r->would = num(d, "would_reject_requests");
 	}
 	json_decref(reply);
 	return 0;
@@ -83,7 +87,7 @@ static void top_rates(struct top_sample *cur, const struct top_sample *prev)
 	for (i = 0; i < cur->n; i++) {
 		struct top_row *r = &cur->rows[i];
 
-		r->admitted_rate = r->rejected_rate = 0;
+		r->admitted_rate = r->rejected_rate = r->would_rate = 0;
 		for (j = 0; j < prev->n && dt > 0; j++) {
 			if (strcmp(prev->rows[j].db, r->db))
 				continue;
@@ -94,18 +98,24 @@ static void top_rates(struct top_sample *cur, const struct top_sample *prev)
 			r->rejected_rate = r->rejected > prev->rows[j].rejected ?
 						   (r->rejected - prev->rows[j].rejected) / dt :
 						   0;
+			r->would_rate = r->would > prev->rows[j].would ?
+						(r->would - prev->rows[j].would) / dt :
+						0;
 			break;
 		}
 	}
 }
 
-/* Most rejected first, then most admitted, then by name. */
+/* Most rejected first, then most would-be refusals (shadow), then most
+ * admitted, then by name. */
 static int top_cmp(const void *a, const void *b)
 {
 	const struct top_row *x = a, *y = b;
 
 	if (x->rejected_rate != y->rejected_rate)
 		return x->rejected_rate < y->rejected_rate ? 1 : -1;
+	if (x->would_rate != y->would_rate)
+		return x->would_rate < y->would_rate ? 1 : -1;
 	if (x->admitted_rate != y->admitted_rate)
 		return x->admitted_rate < y->admitted_rate ? 1 : -1;
 	return strcmp(x->db, y->db);
@@ -130,10 +140,12 @@ static void top_print_json(const struct top_sample *s, double interval)
 		const struct top_row *r = &s->rows[i];
 		double rec = top_recover(r);
 
-		json_array_append_new(arr, json_pack("{s:s, s:f, s:f, s:f, s:f, s:f, s:o}", "db",
-						     r->db, "limit", r->limit, "quota", r->quota,
+		json_array_append_new(arr, json_pack("{s:s, s:f, s:f, s:b, s:f, s:f, s:f, s:f, s:o}",
+						     "db", r->db, "limit", r->limit, "quota", r->quota,
+						     "shadow", r->shadow,
 						     "admitted_rows_per_s", r->admitted_rate,
 						     "rejected_rows_per_s", r->rejected_rate,
+						     "would_reject_requests_per_s", r->would_rate,
 						     "debt_rows", r->debt, "recover_s",
 						     rec < 0	? json_real(0) :
 						     isinf(rec) ? json_null() :
@@ -154,12 +166,12 @@ static void top_print_table(const struct top_sample *s, double interval, bool sc
 		fputs("\033[H\033[2J", stdout); /* home, clear: a live view */
 	printf("rowgate top  %s  every %gs  %zu database(s)%s\n\n", clock, interval, s->n,
 	       screen ? "  (Ctrl-C quits)" : "");
-	printf("%-24s %12s %12s %13s %13s %12s %10s\n", "DB", "LIMIT/s", "QUOTA/s", "ADMITTED/s",
-	       "REJECTED/s", "DEBT", "RECOVER s");
+	printf("%-24s %12s %12s %13s %13s %10s %12s %10s\n", "DB", "LIMIT/s", "QUOTA/s",
+	       "ADMITTED/s", "REJECTED/s", "WOULD-REJ", "DEBT", "RECOVER s");
 	for (i = 0; i < s->n; i++) {
 		const struct top_row *r = &s->rows[i];
 		double rec = top_recover(r);
-		char recover[24];
+		char recover[24], would[24];
 
 		if (rec < 0)
 			snprintf(recover, sizeof(recover), "-");
@@ -167,8 +179,13 @@ static void top_print_table(const struct top_sample *s, double interval, bool sc
 			snprintf(recover, sizeof(recover), "never");
 		else
 			snprintf(recover, sizeof(recover), "%.1f", rec);
-		printf("%-24s %12.0f %12.0f %13.0f %13.0f %12.0f %10s\n", r->db, r->limit, r->quota,
-		       r->admitted_rate, r->rejected_rate, r->debt, recover);
+		/* requests/s a shadow limit would refuse; '-': enforcing */
+		if (r->shadow)
+			snprintf(would, sizeof(would), "%.1f/s", r->would_rate);
+		else
+			snprintf(would, sizeof(would), "-");
+		printf("%-24s %12.0f %12.0f %13.0f %13.0f %10s %12.0f %10s\n", r->db, r->limit,
+		       r->quota, r->admitted_rate, r->rejected_rate, would, r->debt, recover);
 	}
 	if (!s->n)
 		printf("(no database limited or counted yet)\n");
