@@ -340,8 +340,11 @@ bl_ratio() { "$BL_PY" -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]);
 # The limiters operators put in front of an ingest server today, each
 # rejecting a db above RATE requests/s with 429 and proxying the rest to
 # BL_PORT over keep-alive.  Set NGINX_PORT/NGINX_PIDS, HAPROXY_PORT/_PID.
+# bl_start_nginx RATE [BURST]: with BURST, `limit_req burst=BURST nodelay`
+# (without a burst nginx rejects a second request within the same
+# millisecond whatever the rate).
 bl_start_nginx() {
-	local rate=$1 d=$BL_TMP/nginx
+	local rate=$1 burst=${2:-} d=$BL_TMP/nginx
 	NGINX_PORT=$(bl_free_port) || bl_die "no free port"
 	mkdir -p "$d/logs" "$d/tmp"
 	cat >"$d/nginx.conf" <<NGX
@@ -361,7 +364,7 @@ http {
     server {
         listen 127.0.0.1:$NGINX_PORT;
         location / {
-            limit_req zone=perdb;
+            limit_req zone=perdb${burst:+ burst=$burst nodelay};
             proxy_pass http://vm;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
@@ -406,4 +409,52 @@ HAP
 	bl_on_exit "kill -9 $HAPROXY_PID; wait $HAPROXY_PID"
 	bl_wait_for 10 curl -s -o /dev/null "http://127.0.0.1:$HAPROXY_PORT/health" ||
 		bl_die "haproxy did not come up"
+}
+
+# nginx and haproxy as above with limits that admit everything (the
+# limiter's per-request work without its rejections): nginx 1,000,000 r/s
+# with a burst of 1,000,000, haproxy 1e9 requests/s.  A write through each
+# must come back 204.
+BL_NGINX_ALL="1000000 1000000"
+BL_HAPROXY_ALL=1000000000
+bl_start_proxies_admitting() {
+	local p
+	# shellcheck disable=SC2086
+	bl_start_nginx $BL_NGINX_ALL
+	bl_start_haproxy "$BL_HAPROXY_ALL"
+	for p in "$NGINX_PORT" "$HAPROXY_PORT"; do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' --data-binary 'proxycheck v=1' \
+			"http://127.0.0.1:$p/write?db=proxycheck")" = 204 ] ||
+			bl_die "a write through the proxy on port $p was not admitted"
+	done
+}
+
+# bl_rw_body FILE SAMPLES [SERIES]: a Prometheus remote-write request body
+# (snappy-compressed protobuf, from build/rg-count) of SAMPLES samples
+# over SERIES series (default: one sample each, as one scrape batch).
+# Sets BL_RW_HEADERS, the wrk header= arguments it goes with (bench/body.lua).
+bl_rw_body() {
+	local f=$1 n=$2 series=${3:-$2}
+	[ -x "$BL_BUILD/rg-count" ] || bl_die "build first (make): $BL_BUILD/rg-count is missing"
+	"$BL_BUILD/rg-count" -p prom-rw --encode "$n" --series "$series" --metric bench_rw >"$f" ||
+		bl_die "rg-count --encode failed"
+	BL_RW_HEADERS=(header=Content-Encoding:snappy header=Content-Type:application/x-protobuf
+		header=X-Prometheus-Remote-Write-Version:0.1.0)
+}
+
+# bl_added_line WHAT BARE ROWGATE NGINX HAPROXY: given the CPU µs of one
+# unit (a request, a connection) bare and through each limiter, the
+# markdown line of what each adds (its CPU minus bare's) and rowgate's
+# added CPU ÷ each proxy's: (rowgate - bare) ÷ (proxy - bare).
+bl_added_line() {
+	"$BL_PY" - "$@" <<'PY'
+import sys
+what = sys.argv[1]
+b, rg, ng, hp = (float(x) for x in sys.argv[2:6])
+d = lambda x: x - b
+r = lambda p: "%.2f" % (d(rg) / d(p)) if d(p) > 0 else "n/a"
+print("Added CPU %s (median CPU µs minus bare's): rowgate %.1f µs, nginx "
+      "%.1f µs, haproxy %.1f µs.  **rowgate's added CPU %s ÷ nginx's: %s; "
+      "÷ haproxy's: %s.**" % (what, d(rg), d(ng), d(hp), what, r(ng), r(hp)))
+PY
 }
