@@ -4,7 +4,7 @@
 # Runs every figure (bench/fig*.sh) and writes bench/RESULTS.md: the
 # machine, kernel, commit and command, then each figure as ratios.
 #
-#   bench/run.sh                 all figures (~8 min)
+#   bench/run.sh                 all figures (~10 min)
 #   bench/run.sh 1 3             figures 1 and 3 only: their sections of an
 #                                existing RESULTS.md are replaced, each
 #                                with a line saying when and at which
@@ -13,7 +13,9 @@
 #   BENCH_OUT=/tmp/r.md bench/run.sh
 #
 # Knobs (environment): BENCH_SECONDS (3, per measured run), BENCH_RUNS (5,
-# figure 1 rounds), FIG2_RUNS .. FIG6_RUNS (3), FIG7_RUNS (5), FIG7_ROWGATE (1; 0: figure 7 baseline only), FIG8_RUNS (3), BENCH_CONNS (16),
+# figure 1 rounds), FIG1_LINES (20), FIG1_RW_SAMPLES (500, figure 1's
+# remote-write batches), FIG2_RUNS .. FIG6_RUNS (3), FIG7_RUNS (5), FIG7_ROWGATE (1; 0: figure 7 baseline only), FIG8_RUNS (3),
+# FIG9_RUNS (3), FIG9_LINES (20), BENCH_CONNS (16),
 # FIG4_CASES (figure 4's cases by key, e.g. "pass-get admit"; all),
 # BENCH_THREADS (1), FIG3_MIB (64), BENCH_RAW=DIR keeps every run's raw line.
 set -u
@@ -21,7 +23,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${BENCH_OUT:-$ROOT/bench/RESULTS.md}
 [ "$(id -u)" -eq 0 ] || { echo "bench/run.sh: needs root (BPF, cgroups)" >&2; exit 1; }
 figs=("$@")
-[ ${#figs[@]} -gt 0 ] || figs=(1 2 3 4 5 6 7 8)
+[ ${#figs[@]} -gt 0 ] || figs=(1 2 3 4 5 6 7 8 9)
 
 tmp=$(mktemp -d /tmp/rowgate-bench-run.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -80,7 +82,7 @@ comes from this one run, each comparison interleaved within its figure.
 | commit | $commit |
 | command | \`make bench\` (= \`bench/run.sh ${figs[*]}\`) |
 | tools | $(dpkg-query -W -f '${Package} ${Version}, ' wrk nginx-light haproxy victoria-metrics influxdb linux-perf clang-14 bpftool 2>/dev/null | sed 's/, $//') |
-| knobs | BENCH_SECONDS=${BENCH_SECONDS:-3} BENCH_RUNS=${BENCH_RUNS:-5} FIG2_RUNS=${FIG2_RUNS:-3} FIG3_RUNS=${FIG3_RUNS:-3} FIG4_RUNS=${FIG4_RUNS:-3} FIG5_RUNS=${FIG5_RUNS:-3} FIG6_RUNS=${FIG6_RUNS:-3} BENCH_CONNS=${BENCH_CONNS:-16} BENCH_THREADS=${BENCH_THREADS:-1} |
+| knobs | BENCH_SECONDS=${BENCH_SECONDS:-3} BENCH_RUNS=${BENCH_RUNS:-5} FIG2_RUNS=${FIG2_RUNS:-3} FIG3_RUNS=${FIG3_RUNS:-3} FIG4_RUNS=${FIG4_RUNS:-3} FIG5_RUNS=${FIG5_RUNS:-3} FIG6_RUNS=${FIG6_RUNS:-3} FIG9_RUNS=${FIG9_RUNS:-3} BENCH_CONNS=${BENCH_CONNS:-16} BENCH_THREADS=${BENCH_THREADS:-1} |
 
 Everything runs on loopback: wrk, the limiter, victoria-metrics and the
 kernel path share the same cores, so a figure is a cost on this machine,
