@@ -34,7 +34,9 @@ struct meta_config {
 	const char *etcd_url;
 	const char *etcd_prefix;
 	const char *state_file;
-	const char *token_file;
+	const char *token_file;       /* legacy: one token for agents and admins */
+	const char *agent_token_file; /* heartbeats and reads */
+	const char *admin_token_file; /* limit changes; also accepted as an agent's */
 	__u64 heartbeat_interval_ms;
 	__u64 lease_ms;
 	__u64 learning_ms; /* RG_U64_MAX = same as the lease */
@@ -51,8 +53,12 @@ struct meta {
 	bool leader;
 	char leader_url[256]; /* "" when unknown */
 	__u64 leader_since_ns;
-	char token[RG_META_TOKEN_MAX];
+	/* "" = not required.  An admin token also passes where an agent's
+	 * does; options.c refuses an agent token without an admin token. */
+	char agent_token[RG_META_TOKEN_MAX];
+	char admin_token[RG_META_TOKEN_MAX];
 	__u64 unauthorized;
+	__u64 forbidden; /* an agent's token on an admin endpoint */
 	__u64 redirects;
 	__u64 elections_won;
 	__u64 etcd_errors; /* atomic: the election runs outside the lock */

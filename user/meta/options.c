@@ -41,9 +41,17 @@ static void usage(FILE *out)
 		"                                (default %d; etcd rounds up to its minimum)\n"
 		"      --strategy NAME           waterfill|greptime-doc|even|doorman-prop|\n"
 		"                                doorman-fair (default waterfill)\n"
-		"      --token-file PATH         require \"Authorization: Bearer TOKEN\" (the\n"
-		"                                file's first line) on every call but\n"
-		"                                /v1/health and /metrics\n"
+		"      --agent-token-file PATH   the token of frontends (rowgated --token-file;\n"
+		"                                the file's first line), required as\n"
+		"                                \"Authorization: Bearer TOKEN\" on heartbeats\n"
+		"                                and reads (limits, status); it cannot change\n"
+		"                                a limit (403)\n"
+		"      --admin-token-file PATH   the token of administrators (rowgatectl\n"
+		"                                --token-file), required to change limits and\n"
+		"                                accepted wherever the agent token is\n"
+		"      --token-file PATH         legacy form: one token for agents and\n"
+		"                                administrators alike (any holder may change\n"
+		"                                limits); /v1/health and /metrics never need one\n"
 		"  -l, --log-level LEVEL         %s (default notice)\n"
 		"  -h, --help                    this help\n"
 		"  -V, --version                 version\n"
@@ -51,8 +59,10 @@ static void usage(FILE *out)
 		"Examples:\n"
 		"  rowgate-meta --listen 127.0.0.1:4100 --state-file /var/lib/rowgate/meta.json\n"
 		"  rowgate-meta --listen 10.0.0.5:4100 --etcd http://127.0.0.1:2379 \\\n"
-		"               --token-file /etc/rowgate/token\n"
-		"  rowgatectl --meta http://127.0.0.1:4100 limit set logs 10000\n"
+		"               --agent-token-file /etc/rowgate/agent.token \\\n"
+		"               --admin-token-file /etc/rowgate/admin.token\n"
+		"  rowgatectl --meta http://127.0.0.1:4100 --token-file /etc/rowgate/admin.token \\\n"
+		"             limit set logs 10000\n"
 		"  curl -s http://127.0.0.1:4100/v1/health\n"
 		"  curl -s http://127.0.0.1:4100/metrics\n",
 		RG_META_LISTEN_DEFAULT, RG_META_ETCD_PREFIX, RG_META_STATE_DEFAULT,
@@ -86,6 +96,8 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		OPT_TTL,
 		OPT_STRATEGY,
 		OPT_TOKEN,
+		OPT_AGENT_TOKEN,
+		OPT_ADMIN_TOKEN,
 	};
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -99,6 +111,8 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		{ "election-ttl", required_argument, NULL, OPT_TTL },
 		{ "strategy", required_argument, NULL, OPT_STRATEGY },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
+		{ "agent-token-file", required_argument, NULL, OPT_AGENT_TOKEN },
+		{ "admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -162,6 +176,12 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		case OPT_TOKEN:
 			cfg->token_file = optarg;
 			break;
+		case OPT_AGENT_TOKEN:
+			cfg->agent_token_file = optarg;
+			break;
+		case OPT_ADMIN_TOKEN:
+			cfg->admin_token_file = optarg;
+			break;
 		case 'l':
 			if (rg_log_parse_level(optarg, &level)) {
 				pr_err("--log-level '%s': expected %s", optarg, RG_LOG_LEVELS);
@@ -183,6 +203,20 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 	}
 	if (optind < argc) {
 		pr_err("unexpected argument '%s'; try 'rowgate-meta --help'", argv[optind]);
+		return -EINVAL;
+	}
+	if (cfg->token_file && (cfg->agent_token_file || cfg->admin_token_file)) {
+		pr_err("--token-file is the legacy form of --agent-token-file and "
+		       "--admin-token-file together: give either it or them");
+		return -EINVAL;
+	}
+	if (cfg->token_file)
+		cfg->agent_token_file = cfg->admin_token_file = cfg->token_file;
+	/* heartbeats behind a token but limit changes open to anyone would be
+	 * the opposite of the point */
+	if (cfg->agent_token_file && !cfg->admin_token_file) {
+		pr_err("--agent-token-file needs --admin-token-file: without it anyone "
+		       "could change the cluster's limits");
 		return -EINVAL;
 	}
 	if (cfg->learning_ms == RG_U64_MAX)

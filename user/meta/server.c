@@ -149,11 +149,24 @@ int main(int argc, char **argv)
 		       m.cfg.listen);
 		return 2;
 	}
-	if (m.cfg.token_file &&
-	    rg_meta_read_token(m.cfg.token_file, m.token, sizeof(m.token), err, sizeof(err))) {
-		pr_err("%s", err);
+	if (m.cfg.agent_token_file &&
+	    rg_meta_read_token(m.cfg.agent_token_file, m.agent_token, sizeof(m.agent_token), err,
+			       sizeof(err))) {
+		pr_err("--agent-token-file: %s", err);
 		return 1;
 	}
+	if (m.cfg.admin_token_file &&
+	    rg_meta_read_token(m.cfg.admin_token_file, m.admin_token, sizeof(m.admin_token), err,
+			       sizeof(err))) {
+		pr_err("--admin-token-file: %s", err);
+		return 1;
+	}
+	if (m.admin_token[0] && !m.agent_token[0])
+		pr_warn("--admin-token-file without --agent-token-file: heartbeats and reads "
+			"need no token");
+	else if (m.admin_token[0] && !m.cfg.token_file && !strcmp(m.admin_token, m.agent_token))
+		pr_warn("the agent and admin tokens are the same: every frontend can change "
+			"the cluster's limits");
 	pthread_mutex_init(&m.lock, NULL);
 	if (rg_http_global_init()) {
 		pr_err("cannot initialise libcurl");
@@ -211,8 +224,11 @@ int main(int argc, char **argv)
 	}
 	if (!m.use_etcd)
 		become_leader(&m);
-	pr_warn("serving on %s (%s store%s)", m.cfg.listen, m.use_etcd ? "etcd" : "file",
-		m.token[0] ? ", token required" : "");
+	pr_warn("serving on %s (%s store, %s)", m.cfg.listen, m.use_etcd ? "etcd" : "file",
+		!m.admin_token[0]                       ? "no token required" :
+		!strcmp(m.admin_token, m.agent_token)   ? "one token for agents and admins" :
+		m.agent_token[0]                        ? "agent and admin tokens" :
+							  "admin token only");
 	rg_sd_notify("READY=1");
 	pfd = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	for (;;) {

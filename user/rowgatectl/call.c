@@ -116,6 +116,9 @@ static json_t *call_meta(json_t *request)
 			snprintf(line, sizeof(line), "rowgate-meta refused the request (401): %s",
 				 ctl_cfg.token_file ? "wrong token in --token-file" :
 						  "it needs a token: pass --token-file");
+		else if (res.status == 403)
+			snprintf(line, sizeof(line), "rowgate-meta refused the request (403): %.450s",
+				 msg ? msg : "forbidden");
 		else if (msg)
 			snprintf(line, sizeof(line), "%.500s", msg);
 		else

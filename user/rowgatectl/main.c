@@ -53,7 +53,8 @@ static const struct ctl_option ctl_options[] = {
 	  "off" },
 	{ { "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	  "PATH",
-	  "bearer token for --meta (first line of the file)",
+	  "the admin token for --meta (rowgate-meta\n"
+	  "                          --admin-token-file; the file's first line)",
 	  "none" },
 	{ { "json", no_argument, NULL, 'j' },
 	  NULL,
@@ -137,7 +138,7 @@ static void usage(FILE *out)
 		"  rowgatectl sql \"ALTER DATABASE logs UNSET 'ingest_rows_rate_limit'\"\n"
 		"  rowgatectl sql \"SHOW CREATE DATABASE logs\"\n"
 		"  rowgatectl --socket /tmp/rg/admin.sock limit show logs\n"
-		"  rowgatectl --meta http://10.0.0.5:4100 --token-file /etc/rowgate/token \\\n"
+		"  rowgatectl --meta http://10.0.0.5:4100 --token-file /etc/rowgate/admin.token \\\n"
 		"             limit set logs 10000\n"
 		"  rowgatectl --meta http://10.0.0.5:4100 stats logs\n",
 		RG_DB_NAME_MAX - 1, (unsigned long long)RG_U64_MAX);

@@ -680,7 +680,8 @@ static const struct option_def options[] = {
 	{ "node-id", 0, 0, "ID", opt_node_id,
 	  "this frontend's id for --meta (default hostname)" },
 	{ "token-file", 0, 0, "PATH", opt_token_file,
-	  "bearer token for --meta (first line of the file)" },
+	  "the agent token for --meta (rowgate-meta\n"
+	  "--agent-token-file; the file's first line)" },
 	{ "log-level", 'l', OPT_LIVE, "LEVEL", opt_log_level,
 	  RG_LOG_LEVELS "\n(default notice: events, not info);\nSIGHUP applies a change" },
 	{ "check-config", 0, OPT_SWITCH | OPT_CLI, NULL, NULL,

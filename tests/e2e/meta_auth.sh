@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# rowgate-meta's split credentials, with etcd and one frontend: the agent
+# token (what an ingest host holds) heartbeats and reads but cannot change a
+# limit (403 with a clear message; the limit stays as it was in etcd and in
+# rowgated's maps); the admin token can, and also passes where the agent's
+# does; no token is 401.  Redirects never carry a token to an origin that is
+# not one of the client's --meta URLs: a fake replica answers 307 to a
+# listener elsewhere, which must never see the Authorization header.
+source "$(dirname "$0")/meta_lib.sh"
+meta_require
+DB=authdb
+PREFIX=/rowgate-auth-$$/
+HB_MS=200
+
+META_AUTH_ARGS=(--agent-token-file "$META_AGENT_TOKEN_FILE" --admin-token-file "$META_ADMIN_TOKEN_FILE")
+META_FE_AUTH_ARGS=(--token-file "$META_AGENT_TOKEN_FILE")
+META_CTL_AUTH_ARGS=(--token-file "$META_ADMIN_TOKEN_FILE")
+agent="Authorization: Bearer $(cat "$META_AGENT_TOKEN_FILE")"
+admin="Authorization: Bearer $(cat "$META_ADMIN_TOKEN_FILE")"
+
+# the command line refuses half a split and a mix with the legacy form
+out=$("$RG_META" --agent-token-file "$META_AGENT_TOKEN_FILE" 2>&1); rc=$?
+rg_check "an agent token without an admin token is refused (rc $rc: $out)" \
+	eval '[ "$rc" = 2 ] && grep -q "needs --admin-token-file" <<<"$out"'
+out=$("$RG_META" --token-file "$META_TOKEN_FILE" --admin-token-file "$META_ADMIN_TOKEN_FILE" 2>&1); rc=$?
+rg_check "--token-file with the split options is refused (rc $rc: $out)" \
+	eval '[ "$rc" = 2 ] && grep -q "legacy form" <<<"$out"'
+
+meta_start_etcd
+meta_start_allocator a --etcd "$ETCD" --etcd-prefix "$PREFIX" --heartbeat-interval "$HB_MS" \
+	--learning 0 --election-ttl 2
+META_URL=$META_URL_a
+rg_wait_for 10 eval '[ "$(meta_health "$META_URL" role)" = leader ]' || rg_fail "no leader"
+
+meta_ctl limit set "$DB" 500 >/dev/null || rg_fail "the admin token cannot set a limit"
+fe_start 1 "$META_URL"
+fe_limit() { fe_ctl 1 --json stats "$DB" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['databases'][0]['limit'])"; }
+fe_heartbeats() { fe_ctl 1 --json stats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['meta']['heartbeats_ok'])"; }
+rg_wait_for 10 eval '[ "$(fe_limit)" = 500 ]' || rg_fail "the frontend did not get the limit"
+rg_log "the frontend heartbeats with the agent token and enforces $DB = 500"
+
+# code METHOD PATH [curl args]: the HTTP status
+code() {
+	local method=$1 path=$2; shift 2
+	curl -s -o "$RG_TMP/reply" -w '%{http_code}' -X "$method" "$@" "$META_URL$path"
+}
+
+# the ingest host's token cannot change a limit, through rowgatectl or not
+out=$("$RG_ROWGATECTL" --meta "$META_URL" --token-file "$META_AGENT_TOKEN_FILE" \
+	limit set "$DB" 7 2>&1); rc=$?
+rg_check "rowgatectl with the agent token fails (rc $rc: $out)" \
+	eval '[ "$rc" = 1 ] && grep -q "403" <<<"$out" && grep -q "admin token" <<<"$out"'
+c=$(code PUT "/v1/limits/$DB" -H "$agent" --data-binary '{"limit":"7"}')
+rg_check "PUT with the agent token: 403 ($c $(cat "$RG_TMP/reply"))" \
+	eval '[ "$c" = 403 ] && grep -q "needs the admin token" "$RG_TMP/reply"'
+c=$(code DELETE "/v1/limits/$DB" -H "$agent")
+rg_check "DELETE with the agent token: 403 ($c)" [ "$c" = 403 ]
+c=$(code PUT "/v1/limits/other" -H "$agent" --data-binary '{"limit":"7"}')
+rg_check "a new limit with the agent token: 403 ($c)" [ "$c" = 403 ]
+c=$(code PUT "/v1/limits/$DB" --data-binary '{"limit":"7"}')
+rg_check "PUT without a token: 401 ($c)" [ "$c" = 401 ]
+c=$(code PUT "/v1/limits/$DB" -H "Authorization: Bearer nope" --data-binary '{"limit":"7"}')
+rg_check "PUT with a wrong token: 401 ($c)" [ "$c" = 401 ]
+c=$(code POST /v1/heartbeat --data-binary '{"node_id":"x"}')
+rg_check "a heartbeat without a token: 401 ($c)" [ "$c" = 401 ]
+
+# nothing changed: not in etcd, not in the frontend's maps (two heartbeats
+# after the attempts)
+hb=$(fe_heartbeats)
+rg_wait_for 10 eval '[ "$(fe_heartbeats)" -ge $((hb + 2)) ]' || rg_fail "the frontend stopped heartbeating"
+stored=$(meta_etcd_get "${PREFIX}limits/$DB")
+rg_check "the limit in etcd is still 500 ($stored)" [ "$stored" = 500 ]
+rg_check "no limit for 'other' in etcd" [ -z "$(meta_etcd_get "${PREFIX}limits/other")" ]
+rg_check "the frontend's map still says 500 ($(fe_limit))" [ "$(fe_limit)" = 500 ]
+
+# what the agent token may do: read
+c=$(code GET "/v1/limits/$DB" -H "$agent")
+rg_check "GET limits with the agent token: 200 ($c)" [ "$c" = 200 ]
+out=$("$RG_ROWGATECTL" --meta "$META_URL" --token-file "$META_AGENT_TOKEN_FILE" limit show 2>&1)
+rg_check "rowgatectl limit show with the agent token ($out)" grep -q "$DB" <<<"$out"
+
+# the admin token: changes limits, and passes where the agent's does
+meta_ctl limit set "$DB" 800 >/dev/null || rg_fail "the admin token cannot change the limit"
+rg_wait_for 10 eval '[ "$(fe_limit)" = 800 ]' || rg_fail "the frontend did not get 800"
+stored=$(meta_etcd_get "${PREFIX}limits/$DB")
+rg_check "the admin token changed the limit (etcd $stored, frontend $(fe_limit))" [ "$stored" = 800 ]
+c=$(code POST /v1/heartbeat -H "$admin" --data-binary '{"node_id":"admin-probe"}')
+rg_check "a heartbeat with the admin token: 200 ($c $(cat "$RG_TMP/reply"))" [ "$c" = 200 ]
+
+forbidden=$(curl -sf "$META_URL/metrics" | awk '$1 == "rowgate_meta_forbidden_total" { print $2 }')
+rg_check "rowgate_meta_forbidden_total counts the 4 refusals ($forbidden)" [ "$forbidden" = 4 ]
+grep -q 'event=admin_refused' "$RG_TMP/meta-a.log" ||
+	rg_fail "no admin_refused event in rowgate-meta's log"
+
+rg_pass "the agent token cannot change limits; the admin token can"
