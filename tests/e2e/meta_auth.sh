@@ -93,4 +93,75 @@ rg_check "rowgate_meta_forbidden_total counts the 4 refusals ($forbidden)" [ "$f
 grep -q 'event=admin_refused' "$RG_TMP/meta-a.log" ||
 	rg_fail "no admin_refused event in rowgate-meta's log"
 
-rg_pass "the agent token cannot change limits; the admin token can"
+# --- redirects: a "replica" on R answers every call with 307 to O, where a
+# listener records what arrives
+R=$(rg_free_port) || rg_fail "no free port"
+O=$(rg_free_port) || rg_fail "no free port"
+cat >"$RG_TMP/redirect.py" <<'PY'
+"""Port R: 307 to http://127.0.0.1:O/<same path>.  Port O: records
+"METHOD PATH AUTHORIZATION" per request in LOG, answers an empty limit list."""
+import http.server, json, sys, threading
+r_port, o_port, log = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+class Base(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n: self.rfile.read(n)
+    def reply(self, code, data, extra=()):
+        self.send_response(code)
+        for k, v in extra: self.send_header(k, v)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers(); self.wfile.write(data)
+class Redirect(Base):
+    def handle_any(self):
+        self.body()
+        self.reply(307, b'{"ok":false,"error":"not the leader"}\n',
+                   [("Location", "http://127.0.0.1:%d%s" % (o_port, self.path))])
+    do_GET = do_POST = do_PUT = do_DELETE = handle_any
+class Record(Base):
+    def handle_any(self):
+        self.body()
+        with open(log, "a") as f:
+            f.write("%s %s %s\n" % (self.command, self.path, self.headers.get("Authorization", "-")))
+        self.reply(200, b'{"ok":true,"limits":[]}\n')
+    do_GET = do_POST = do_PUT = do_DELETE = handle_any
+for port, h in ((o_port, Record), (r_port, Redirect)):
+    s = http.server.ThreadingHTTPServer(("127.0.0.1", port), h)
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+print("ready", flush=True)
+threading.Event().wait()
+PY
+: >"$RG_TMP/other.log"
+"$RG_PY" "$RG_TMP/redirect.py" "$R" "$O" "$RG_TMP/other.log" >"$RG_TMP/redirect.out" 2>&1 &
+RPID=$!
+rg_on_exit "kill $RPID"
+rg_wait_for 10 grep -q ready "$RG_TMP/redirect.out" || rg_fail "the redirector did not start"
+loc=$(curl -s -o /dev/null -w '%{http_code} %{redirect_url}' "http://127.0.0.1:$R/v1/limits")
+rg_check "the fake replica redirects elsewhere ($loc)" [ "$loc" = "307 http://127.0.0.1:$O/v1/limits" ]
+: >"$RG_TMP/other.log"
+
+# rowgatectl with only R in --meta: refuses to follow, says why
+out=$("$RG_ROWGATECTL" --meta "http://127.0.0.1:$R" --token-file "$META_ADMIN_TOKEN_FILE" \
+	limit set "$DB" 1 2>&1); rc=$?
+rg_check "rowgatectl refuses the redirect (rc $rc: $out)" \
+	eval '[ "$rc" = 1 ] && grep -q "not one of the configured URLs" <<<"$out"'
+# rowgated's agent with only R in --meta: its heartbeats fail, say why
+fe_start 2 "http://127.0.0.1:$R"
+fe2_meta() { fe_ctl 2 --json stats | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['meta']['$1'])"; }
+rg_wait_for 10 eval '[ "$(fe2_meta heartbeats_failed)" -ge 2 ]' || rg_fail "frontend 2 sent no heartbeat"
+err=$(fe2_meta last_error)
+rg_check "the agent refuses the redirect ($err)" grep -q "not one of the configured URLs" <<<"$err"
+rg_check "the agent has no successful heartbeat ($(fe2_meta heartbeats_ok))" [ "$(fe2_meta heartbeats_ok)" = 0 ]
+rg_check "nothing reached the other origin ($(wc -l <"$RG_TMP/other.log") requests)" \
+	[ ! -s "$RG_TMP/other.log" ]
+
+# the control: with O in rowgatectl's list the redirect is followed and the
+# listener sees the token, so the check above could have failed
+"$RG_ROWGATECTL" --meta "http://127.0.0.1:$R,http://127.0.0.1:$O" \
+	--token-file "$META_ADMIN_TOKEN_FILE" limit show >/dev/null ||
+	rg_fail "rowgatectl did not follow a redirect to a listed origin"
+rg_check "a listed origin gets the call and the token ($(cat "$RG_TMP/other.log"))" \
+	grep -qx "GET /v1/limits Bearer $(cat "$META_ADMIN_TOKEN_FILE")" "$RG_TMP/other.log"
+
+rg_pass "the agent token cannot change limits; the admin token can; tokens follow no redirect off the list"

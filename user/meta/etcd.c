@@ -79,6 +79,7 @@ long rg_base64_decode(const char *in, size_t len, void *out)
 
 int rg_etcd_init(struct rg_etcd *e, const char *url, const char *prefix)
 {
+	char why[160];
 	size_t n;
 
 	memset(e, 0, sizeof(*e));
@@ -92,6 +93,8 @@ int rg_etcd_init(struct rg_etcd *e, const char *url, const char *prefix)
 	while (n && e->endpoint[n - 1] == '/')
 		e->endpoint[--n] = 0;
 	snprintf(e->prefix, sizeof(e->prefix), "%s", prefix);
+	if (rg_http_origins_add(&e->origins, e->endpoint, why, sizeof(why)))
+		return -EINVAL;
 	return 0;
 }
 
@@ -99,6 +102,11 @@ int rg_etcd_init(struct rg_etcd *e, const char *url, const char *prefix)
 static json_t *call(const struct rg_etcd *e, const char *api, json_t *body, char *err,
 		    size_t errlen)
 {
+	const struct rg_http_opts opts = {
+		.connect_timeout_ms = RG_ETCD_CONNECT_TIMEOUT_MS,
+		.timeout_ms = RG_ETCD_TIMEOUT_MS,
+		.origins = &e->origins,
+	};
 	struct rg_http_result res;
 	char url[320];
 	json_t *reply = NULL;
@@ -108,8 +116,7 @@ static json_t *call(const struct rg_etcd *e, const char *api, json_t *body, char
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (rg_http_json("POST", url, NULL, body, RG_ETCD_CONNECT_TIMEOUT_MS, RG_ETCD_TIMEOUT_MS,
-			 &res, err, errlen) == 0) {
+	if (rg_http_json("POST", url, body, &opts, &res, err, errlen) == 0) {
 		if (res.status == 200 && json_is_object(res.reply)) {
 			reply = json_incref(res.reply);
 		} else {

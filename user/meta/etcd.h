@@ -11,6 +11,7 @@
 
 #include <rowgate/types.h>
 
+#include "../lib/http_client.h"
 #include "../lib/state.h"
 
 /* One etcd call never holds rowgate-meta longer than this. */
@@ -20,6 +21,7 @@
 struct rg_etcd {
 	char endpoint[256]; /* http://host:port, no trailing slash */
 	char prefix[128];   /* e.g. "/rowgate/" */
+	struct rg_http_origins origins;
 };
 
 /* 0, or -EINVAL when the URL is not http(s)://... or the prefix is empty. */

@@ -676,7 +676,9 @@ static const struct option_def options[] = {
 	{ "meta", 0, 0, "URL[,URL]", opt_meta,
 	  "distributed mode: heartbeat to rowgate-meta, which\n"
 	  "sets the limits and this host's quotas (local\n"
-	  "limit set/unset are refused; default standalone)" },
+	  "limit set/unset are refused; default standalone);\n"
+	  "list every replica as it advertises itself: a\n"
+	  "redirect is followed only to one of them" },
 	{ "node-id", 0, 0, "ID", opt_node_id,
 	  "this frontend's id for --meta (default hostname)" },
 	{ "token-file", 0, 0, "PATH", opt_token_file,
