@@ -7,7 +7,7 @@
 
 RG_META_SRCS := $(wildcard user/meta/*.c)
 RG_META_HDRS := $(wildcard user/meta/*.h)
-RG_META_LIBS := -lmicrohttpd $(RG_LIB_LIBS) -lpthread
+RG_META_LIBS := -lmicrohttpd -lgnutls $(RG_LIB_LIBS) -lpthread
 
 USER_BINS += $(BUILD)/rowgate-meta
 

@@ -26,6 +26,8 @@ cd "$(dirname "$0")/.."
 build_pkgs=(
 	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
 	libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev
+	# rowgate-meta checks client certificates on libmicrohttpd's TLS session
+	libgnutls28-dev
 	# rowgated's config file
 	libinih-dev
 	# payload decoding: compression and protobuf

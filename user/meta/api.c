@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gnutls/gnutls.h>
 #include <jansson.h>
 
 #include "../lib/clock.h"
@@ -30,7 +31,43 @@ struct request {
 	bool too_big;
 	enum meta_role role;
 	bool refused; /* its body is not kept: the reply is 401 or 403 */
+	bool no_cert; /* --tls-client-ca and no valid client certificate */
+	char cert_why[160];
 };
+
+bool meta_client_cert_ok(struct MHD_Connection *conn, char *why, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	gnutls_session_t s = ci ? (gnutls_session_t)ci->tls_session : NULL;
+	gnutls_datum_t text = {};
+	unsigned int status = 0, n = 0;
+	int rc;
+
+	if (!s || !gnutls_certificate_get_peers(s, &n) || !n) {
+		snprintf(why, len, "no client certificate was presented");
+		return false;
+	}
+	/* the chain against --tls-client-ca, dates included */
+	rc = gnutls_certificate_verify_peers2(s, &status);
+	if (rc < 0) {
+		snprintf(why, len, "the client certificate cannot be verified: %s",
+			 gnutls_strerror(rc));
+		return false;
+	}
+	if (status) {
+		if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text,
+								 0) == 0) {
+			snprintf(why, len, "%s", (const char *)text.data);
+			gnutls_free(text.data);
+		} else {
+			snprintf(why, len, "the client certificate is not valid (status 0x%x)",
+				 status);
+		}
+		return false;
+	}
+	return true;
+}
 
 static enum meta_role request_role(const struct meta *m, struct MHD_Connection *conn)
 {
@@ -321,6 +358,14 @@ static enum MHD_Result dispatch(struct meta *m, struct MHD_Connection *conn, con
 	enum MHD_Result ret;
 	__u64 now = rg_monotonic_ns();
 
+	/* who may connect at all comes before any endpoint, /metrics included */
+	if (rq->no_cert) {
+		m->no_client_cert++;
+		return send_error(conn, MHD_HTTP_FORBIDDEN,
+				  "a client certificate signed by this replica's "
+				  "--tls-client-ca is required: %s",
+				  rq->cert_why);
+	}
 	/* Unauthenticated, like /v1/health: Prometheus scrapes it the way it
 	 * scrapes etcd's client port, and giving it the bearer token would give
 	 * it the power to change every cluster limit.  It shows limits, quotas
@@ -455,7 +500,10 @@ enum MHD_Result meta_on_request(void *cls, struct MHD_Connection *conn, const ch
 		/* the headers are in: memory goes only to bodies that may be
 		 * used, so clients without the right token cost none */
 		rq->role = request_role(m, conn);
-		if (rq->role == ROLE_AGENT) {
+		if (m->cfg.tls_client_ca &&
+		    !meta_client_cert_ok(conn, rq->cert_why, sizeof(rq->cert_why))) {
+			rq->no_cert = rq->refused = true;
+		} else if (rq->role == ROLE_AGENT) {
 			struct rg_meta_route r;
 			char err[256];
 

@@ -126,6 +126,10 @@ char *meta_metrics_render(struct meta *m, __u64 now)
 		       "Requests refused because an agent's token may not make them "
 		       "(a limit change).");
 	rg_prom_sample(&t, "rowgate_meta_forbidden_total", m->forbidden);
+	rg_prom_header(&t, "rowgate_meta_client_cert_refused_total", "counter",
+		       "Requests refused for want of a valid client certificate "
+		       "(--tls-client-ca).");
+	rg_prom_sample(&t, "rowgate_meta_client_cert_refused_total", m->no_client_cert);
 	rg_prom_header(&t, "rowgate_meta_redirects_total", "counter",
 		       "Requests redirected to the leader.");
 	rg_prom_sample(&t, "rowgate_meta_redirects_total", m->redirects);

@@ -27,7 +27,9 @@ static void usage(FILE *out)
 		"      --listen ADDR:PORT        where to serve HTTP (default %s;\n"
 		"                                [::1]:PORT for IPv6)\n"
 		"      --advertise URL           this replica's URL, for redirects from the\n"
-		"                                other replicas (default http://LISTEN)\n"
+		"                                other replicas (default http://LISTEN, or\n"
+		"                                https:// with --tls-cert); clients follow a\n"
+		"                                redirect only to a URL they list\n"
 		"      --etcd URL                keep limits in etcd and elect a leader among\n"
 		"                                replicas (etcd v3 JSON gateway, e.g.\n"
 		"                                http://127.0.0.1:2379); default: no etcd\n"
@@ -41,14 +43,20 @@ static void usage(FILE *out)
 		"                                (default %d; etcd rounds up to its minimum)\n"
 		"      --strategy NAME           waterfill|greptime-doc|even|doorman-prop|\n"
 		"                                doorman-fair (default waterfill)\n"
-		"      --agent-token-file PATH   the token of frontends (rowgated --token-file;\n"
-		"                                the file's first line), required as\n"
+		"      --agent-token-file PATH   the frontends' token (the file's first line;\n"
+		"                                rowgated's --token-file), required as\n"
 		"                                \"Authorization: Bearer TOKEN\" on heartbeats\n"
 		"                                and reads (limits, status); it cannot change\n"
 		"                                a limit (403)\n"
-		"      --admin-token-file PATH   the token of administrators (rowgatectl\n"
-		"                                --token-file), required to change limits and\n"
-		"                                accepted wherever the agent token is\n"
+		"      --admin-token-file PATH   the administrators' token (what rowgatectl\n"
+		"                                reads with --token-file), required to change\n"
+		"                                limits, accepted wherever the agent token is\n"
+		"      --tls-cert PATH           serve HTTPS: this replica's certificate (PEM,\n"
+		"                                intermediates after it); needs --tls-key\n"
+		"      --tls-key PATH            the certificate's key (PEM, unencrypted)\n"
+		"      --tls-client-ca PATH      require a client certificate signed by one of\n"
+		"                                these CAs (PEM) on every request, /metrics\n"
+		"                                and /v1/health included (403 otherwise)\n"
 		"      --token-file PATH         legacy form: one token for agents and\n"
 		"                                administrators alike (any holder may change\n"
 		"                                limits); /v1/health and /metrics never need one\n"
@@ -98,6 +106,9 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		OPT_TOKEN,
 		OPT_AGENT_TOKEN,
 		OPT_ADMIN_TOKEN,
+		OPT_TLS_CERT,
+		OPT_TLS_KEY,
+		OPT_TLS_CLIENT_CA,
 	};
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -113,6 +124,9 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
 		{ "agent-token-file", required_argument, NULL, OPT_AGENT_TOKEN },
 		{ "admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN },
+		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+		{ "tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -182,6 +196,15 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		case OPT_ADMIN_TOKEN:
 			cfg->admin_token_file = optarg;
 			break;
+		case OPT_TLS_CERT:
+			cfg->tls_cert = optarg;
+			break;
+		case OPT_TLS_KEY:
+			cfg->tls_key = optarg;
+			break;
+		case OPT_TLS_CLIENT_CA:
+			cfg->tls_client_ca = optarg;
+			break;
 		case 'l':
 			if (rg_log_parse_level(optarg, &level)) {
 				pr_err("--log-level '%s': expected %s", optarg, RG_LOG_LEVELS);
@@ -219,6 +242,15 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		       "could change the cluster's limits");
 		return -EINVAL;
 	}
+	if (!cfg->tls_cert != !cfg->tls_key) {
+		pr_err("--tls-cert and --tls-key go together");
+		return -EINVAL;
+	}
+	if (cfg->tls_client_ca && !cfg->tls_cert) {
+		pr_err("--tls-client-ca needs --tls-cert and --tls-key: client certificates "
+		       "are a TLS matter");
+		return -EINVAL;
+	}
 	if (cfg->learning_ms == RG_U64_MAX)
 		cfg->learning_ms = cfg->lease_ms;
 	if (cfg->heartbeat_interval_ms >= cfg->lease_ms)
@@ -227,7 +259,8 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 			(unsigned long long)cfg->heartbeat_interval_ms,
 			(unsigned long long)cfg->lease_ms);
 	if (!cfg->advertise) {
-		snprintf(cfg->advertise_buf, sizeof(cfg->advertise_buf), "http://%s", cfg->listen);
+		snprintf(cfg->advertise_buf, sizeof(cfg->advertise_buf), "%s://%s",
+			 cfg->tls_cert ? "https" : "http", cfg->listen);
 		cfg->advertise = cfg->advertise_buf;
 	}
 	return 0;

@@ -58,13 +58,13 @@ static const struct ctl_option ctl_options[] = {
 	  "off" },
 	{ { "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	  "PATH",
-	  "the admin token for --meta (rowgate-meta\n"
-	  "                          --admin-token-file; the file's first line)",
+	  "the admin token for --meta (the file's first\n"
+	  "                          line; rowgate-meta's --admin-token-file)",
 	  "none" },
 	{ { "meta-ca", required_argument, NULL, OPT_META_CA },
 	  "PATH",
 	  "CA certificates (PEM) that verify an https://\n"
-	  "                          --meta",
+	  "                          rowgate-meta",
 	  "the system's" },
 	{ { "meta-cert", required_argument, NULL, OPT_META_CERT },
 	  "PATH",

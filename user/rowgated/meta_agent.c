@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
@@ -581,6 +582,19 @@ int rg_meta_agent_start(const struct rg_meta_agent_config *cfg, struct rg_meta_a
 		}
 		if (a->token[0])
 			snprintf(a->auth, sizeof(a->auth), "Bearer %s", a->token);
+	}
+	/* a typo in a path is a startup error, not a failing heartbeat */
+	{
+		const char *files[] = { cfg->ca_file, cfg->cert_file, cfg->key_file };
+		const char *names[] = { "--meta-ca", "--meta-cert", "--meta-key" };
+
+		for (int i = 0; i < 3; i++) {
+			if (files[i] && access(files[i], R_OK)) {
+				ret = -errno;
+				pr_err("%s %s: %s", names[i], files[i], strerror(errno));
+				goto fail;
+			}
+		}
 	}
 	ret = rg_http_global_init();
 	if (ret) {
