@@ -72,7 +72,7 @@ meta_start_allocator() {
 }
 
 # meta_start_etcd [etcd options]: a one-member etcd on loopback ports, its
-# data in $RG_TMP; sets ETCD (client URL, http:// unless the options make it
+# data in $RG_TMP (one per call); sets ETCD (client URL, http:// unless the options make it
 # https) and ETCD_PID.  ETCD_SCHEME=https and ETCD_CURL_ARGS for TLS.
 ETCD_SCHEME=http
 ETCD_CURL_ARGS=()
@@ -82,11 +82,11 @@ meta_start_etcd() {
 	client=$(rg_free_port) || rg_fail "no free port"
 	peer=$(rg_free_port) || rg_fail "no free port"
 	ETCD=$ETCD_SCHEME://127.0.0.1:$client
-	etcd --name rgtest --data-dir "$RG_TMP/etcd" \
+	etcd --name rgtest --data-dir "$RG_TMP/etcd-$client" \
 		--listen-client-urls "$ETCD" --advertise-client-urls "$ETCD" \
 		--listen-peer-urls "http://127.0.0.1:$peer" \
 		--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
-		--initial-cluster "rgtest=http://127.0.0.1:$peer" "$@" >"$RG_TMP/etcd.log" 2>&1 &
+		--initial-cluster "rgtest=http://127.0.0.1:$peer" "$@" >"$RG_TMP/etcd-$client.log" 2>&1 &
 	ETCD_PID=$!
 	rg_on_exit "kill -9 $ETCD_PID; wait $ETCD_PID"
 	rg_wait_for 20 curl -sf "${ETCD_CURL_ARGS[@]}" "$ETCD/health" ||

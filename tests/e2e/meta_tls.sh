@@ -33,6 +33,9 @@ new_ca good
 new_ca other
 new_cert replica good $'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth'
 new_cert fe1 good 'extendedKeyUsage=clientAuth'
+# etcd's gateway dials its own gRPC port with the server certificate: with
+# --client-cert-auth that certificate must also be good for clients
+new_cert etcd good $'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth'
 new_cert stranger other 'extendedKeyUsage=clientAuth'
 
 META_AUTH_ARGS=(--agent-token-file "$META_AGENT_TOKEN_FILE" --admin-token-file "$META_ADMIN_TOKEN_FILE")
@@ -118,4 +121,35 @@ refused=$(curl -sf --cacert "$P/good.pem" --cert "$P/fe1.pem" --key "$P/fe1.key"
 	awk '$1 == "rowgate_meta_client_cert_refused_total" { print $2 }')
 rg_check "rowgate_meta_client_cert_refused_total counts the refusals ($refused)" [ "${refused:-0}" -ge 5 ]
 
-rg_pass "HTTPS between the agent, rowgatectl and rowgate-meta; wrong CAs and missing certificates refused"
+# --- etcd over HTTPS with client certificates (--client-cert-auth); the
+# replicas themselves on plain HTTP here
+META_SCHEME=http
+META_CURL_ARGS=()
+ETCD_SCHEME=https
+ETCD_CURL_ARGS=(--cacert "$P/good.pem" --cert "$P/fe1.pem" --key "$P/fe1.key")
+meta_start_etcd --cert-file "$P/etcd.pem" --key-file "$P/etcd.key" \
+	--client-cert-auth --trusted-ca-file "$P/good.pem"
+EP=/rowgate-tls-$$/
+eopts=(--etcd "$ETCD" --etcd-prefix "$EP" --election-ttl 2)
+etcd_errors() { curl -sf "${META_CURL_ARGS[@]}" "$1/metrics" | awk '$1 == "rowgate_meta_etcd_errors_total" { print $2 }'; }
+meta_start_allocator nocert "${eopts[@]}" --etcd-ca "$P/good.pem"
+meta_start_allocator wrongca "${eopts[@]}" --etcd-ca "$P/other.pem" --etcd-cert "$P/fe1.pem" \
+	--etcd-key "$P/fe1.key"
+for n in nocert wrongca; do
+	u=META_URL_$n
+	rg_wait_for 10 eval '[ "$(etcd_errors "${!u}")" -ge 5 ]' ||
+		rg_fail "rowgate-meta $n reported no etcd errors"
+	rg_check "rowgate-meta $n cannot use etcd, so does not lead" \
+		[ "$(meta_health "${!u}" role)" = follower ]
+done
+meta_start_allocator etls "${eopts[@]}" --etcd-ca "$P/good.pem" --etcd-cert "$P/fe1.pem" \
+	--etcd-key "$P/fe1.key"
+META_URL=$META_URL_etls
+rg_wait_for 10 eval '[ "$(meta_health "$META_URL" role)" = leader ]' ||
+	rg_fail "rowgate-meta did not lead over etcd's TLS: $(tail -3 "$RG_TMP/meta-etls.log")"
+ctl --meta "$META_URL" --meta-ca "$P/good.pem" limit set "$DB" 777 >/dev/null ||
+	rg_fail "limit set with etcd over TLS"
+stored=$(meta_etcd_get "${EP}limits/$DB")
+rg_check "the limit is in etcd, written over TLS ($stored)" [ "$stored" = 777 ]
+
+rg_pass "HTTPS between the agent, rowgatectl and rowgate-meta; wrong CAs and missing certificates refused; etcd over TLS"

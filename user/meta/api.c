@@ -182,7 +182,7 @@ static json_t *health_json(struct meta *m, __u64 now)
 		if (m->cl.nodes[i].id[0] && now - m->cl.nodes[i].last_hb_ns < m->cl.params.lease_ns)
 			live++;
 	if (m->use_etcd)
-		snprintf(store, sizeof(store), "etcd:%s", m->etcd.endpoint);
+		snprintf(store, sizeof(store), "etcd:%s", rg_etcd_endpoint(&m->etcd));
 	else
 		snprintf(store, sizeof(store), "file:%s", m->cfg.state_file);
 	return json_pack("{s:b, s:s, s:s, s:s, s:b, s:o, s:o, s:I, s:I, s:s, s:s}", "ok", 1,

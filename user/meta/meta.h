@@ -31,7 +31,12 @@ struct meta_config {
 	const char *listen;
 	const char *advertise;
 	char advertise_buf[128];
-	const char *etcd_url;
+	const char *etcd_url; /* URL[,URL...] */
+	const char *etcd_ca;
+	const char *etcd_cert;
+	const char *etcd_key;
+	const char *etcd_user;
+	const char *etcd_password_file;
 	const char *etcd_prefix;
 	const char *state_file;
 	const char *token_file;       /* legacy: one token for agents and admins */

@@ -30,9 +30,18 @@ static void usage(FILE *out)
 		"                                other replicas (default http://LISTEN, or\n"
 		"                                https:// with --tls-cert); clients follow a\n"
 		"                                redirect only to a URL they list\n"
-		"      --etcd URL                keep limits in etcd and elect a leader among\n"
+		"      --etcd URL[,URL...]       keep limits in etcd and elect a leader among\n"
 		"                                replicas (etcd v3 JSON gateway, e.g.\n"
-		"                                http://127.0.0.1:2379); default: no etcd\n"
+		"                                http://127.0.0.1:2379); several members are\n"
+		"                                tried in turn; default: no etcd\n"
+		"      --etcd-ca PATH            CA (PEM) that verifies https:// etcd members\n"
+		"                                (default: the system's)\n"
+		"      --etcd-cert PATH          client certificate (PEM) for etcd\n"
+		"                                (its --client-cert-auth)\n"
+		"      --etcd-key PATH           the key of --etcd-cert (PEM)\n"
+		"      --etcd-user NAME          authenticate to etcd as NAME (etcd's auth\n"
+		"                                enabled; a role with readwrite on the prefix)\n"
+		"      --etcd-password-file PATH NAME's password (the file's first line)\n"
 		"      --etcd-prefix PREFIX      key prefix in etcd (default %s)\n"
 		"      --state-file PATH         limits file without etcd (default %s)\n"
 		"      --heartbeat-interval MS   interval told to frontends (default %llu)\n"
@@ -66,7 +75,10 @@ static void usage(FILE *out)
 		"\n"
 		"Examples:\n"
 		"  rowgate-meta --listen 127.0.0.1:4100 --state-file /var/lib/rowgate/meta.json\n"
-		"  rowgate-meta --listen 10.0.0.5:4100 --etcd http://127.0.0.1:2379 \\\n"
+		"  rowgate-meta --listen 10.0.0.5:4100 \\\n"
+		"               --etcd https://10.0.0.7:2379,https://10.0.0.8:2379 \\\n"
+		"               --etcd-ca /etc/rowgate/etcd-ca.pem --etcd-user rowgate \\\n"
+		"               --etcd-password-file /etc/rowgate/etcd.password \\\n"
 		"               --agent-token-file /etc/rowgate/agent.token \\\n"
 		"               --admin-token-file /etc/rowgate/admin.token\n"
 		"  rowgatectl --meta http://127.0.0.1:4100 --token-file /etc/rowgate/admin.token \\\n"
@@ -109,6 +121,11 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		OPT_TLS_CERT,
 		OPT_TLS_KEY,
 		OPT_TLS_CLIENT_CA,
+		OPT_ETCD_CA,
+		OPT_ETCD_CERT,
+		OPT_ETCD_KEY,
+		OPT_ETCD_USER,
+		OPT_ETCD_PASSWORD,
 	};
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -127,6 +144,11 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
 		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
 		{ "tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA },
+		{ "etcd-ca", required_argument, NULL, OPT_ETCD_CA },
+		{ "etcd-cert", required_argument, NULL, OPT_ETCD_CERT },
+		{ "etcd-key", required_argument, NULL, OPT_ETCD_KEY },
+		{ "etcd-user", required_argument, NULL, OPT_ETCD_USER },
+		{ "etcd-password-file", required_argument, NULL, OPT_ETCD_PASSWORD },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -205,6 +227,21 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		case OPT_TLS_CLIENT_CA:
 			cfg->tls_client_ca = optarg;
 			break;
+		case OPT_ETCD_CA:
+			cfg->etcd_ca = optarg;
+			break;
+		case OPT_ETCD_CERT:
+			cfg->etcd_cert = optarg;
+			break;
+		case OPT_ETCD_KEY:
+			cfg->etcd_key = optarg;
+			break;
+		case OPT_ETCD_USER:
+			cfg->etcd_user = optarg;
+			break;
+		case OPT_ETCD_PASSWORD:
+			cfg->etcd_password_file = optarg;
+			break;
 		case 'l':
 			if (rg_log_parse_level(optarg, &level)) {
 				pr_err("--log-level '%s': expected %s", optarg, RG_LOG_LEVELS);
@@ -249,6 +286,20 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 	if (cfg->tls_client_ca && !cfg->tls_cert) {
 		pr_err("--tls-client-ca needs --tls-cert and --tls-key: client certificates "
 		       "are a TLS matter");
+		return -EINVAL;
+	}
+	if (!cfg->etcd_url && (cfg->etcd_ca || cfg->etcd_cert || cfg->etcd_key || cfg->etcd_user ||
+			       cfg->etcd_password_file)) {
+		pr_err("--etcd-ca, --etcd-cert, --etcd-key, --etcd-user and "
+		       "--etcd-password-file need --etcd");
+		return -EINVAL;
+	}
+	if (!cfg->etcd_user != !cfg->etcd_password_file) {
+		pr_err("--etcd-user and --etcd-password-file go together");
+		return -EINVAL;
+	}
+	if (cfg->etcd_key && !cfg->etcd_cert) {
+		pr_err("--etcd-key needs --etcd-cert");
 		return -EINVAL;
 	}
 	if (cfg->learning_ms == RG_U64_MAX)

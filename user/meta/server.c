@@ -216,9 +216,27 @@ int main(int argc, char **argv)
 	}
 	if (m.cfg.etcd_url) {
 		if (rg_etcd_init(&m.etcd, m.cfg.etcd_url, m.cfg.etcd_prefix)) {
-			pr_err("--etcd '%s': expected http://HOST:PORT (and a non-empty prefix)",
-			       m.cfg.etcd_url);
+			pr_err("--etcd '%s': expected http(s)://HOST:PORT[,http(s)://HOST:PORT...] "
+			       "(at most %d, and a non-empty prefix)",
+			       m.cfg.etcd_url, RG_ETCD_ENDPOINTS_MAX);
 			return 2;
+		}
+		m.etcd.ca_file = m.cfg.etcd_ca;
+		m.etcd.cert_file = m.cfg.etcd_cert;
+		m.etcd.key_file = m.cfg.etcd_key;
+		if (m.cfg.etcd_user) {
+			ret = rg_etcd_set_auth(&m.etcd, m.cfg.etcd_user, m.cfg.etcd_password_file,
+					       err, sizeof(err));
+			/* a wrong user or password will not get better */
+			if (ret == -EACCES || ret == -EINVAL) {
+				pr_err("%s", err);
+				return 1;
+			}
+			if (ret)
+				pr_warn("etcd: cannot authenticate yet (%s): retrying with every "
+					"call",
+					err);
+			ret = 1;
 		}
 		m.use_etcd = true;
 	} else {
