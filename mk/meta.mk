@@ -7,7 +7,7 @@
 
 RG_META_SRCS := $(wildcard user/meta/*.c)
 RG_META_HDRS := $(wildcard user/meta/*.h)
-RG_META_LIBS := -lmicrohttpd $(RG_LIB_LIBS) -lpthread
+RG_META_LIBS := -lmicrohttpd -lgnutls $(RG_LIB_LIBS) -lpthread
 
 USER_BINS += $(BUILD)/rowgate-meta
 
@@ -21,8 +21,9 @@ RG_META_TEST_LIB := user/lib/log.c user/lib/limits.c user/lib/state.c
 UNIT_EXTRA_test_meta_cluster := user/meta/cluster.c user/lib/meta_proto.c user/meta/alloc.c \
                                 $(RG_META_TEST_LIB)
 UNIT_LIBS_test_meta_cluster  := -ljansson -lbpf
-UNIT_EXTRA_test_meta_etcd    := user/meta/etcd.c user/lib/http_client.c $(RG_META_TEST_LIB)
-UNIT_LIBS_test_meta_etcd     := -ljansson -lcurl -lbpf
+UNIT_EXTRA_test_meta_etcd    := user/meta/etcd.c user/lib/http_client.c user/lib/meta_proto.c \
+                                $(RG_META_TEST_LIB)
+UNIT_LIBS_test_meta_etcd     := -ljansson -lcurl -lbpf -lpthread
 UNIT_EXTRA_test_alloc        := user/meta/alloc.c
 $(BUILD)/tests/unit/test_meta_cluster $(BUILD)/tests/unit/test_meta_etcd \
 $(BUILD)/tests/unit/test_alloc: $(RG_META_HDRS) $(RG_LIB_HDRS)

@@ -26,6 +26,8 @@ cd "$(dirname "$0")/.."
 build_pkgs=(
 	make gcc clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev pkg-config
 	libjansson-dev libmicrohttpd-dev libcurl4-openssl-dev
+	# rowgate-meta checks client certificates on libmicrohttpd's TLS session
+	libgnutls28-dev
 	# rowgated's config file
 	libinih-dev
 	# payload decoding: compression and protobuf
@@ -38,6 +40,8 @@ test_pkgs=(
 	libclang-rt-14-dev
 	# real servers and clients
 	victoria-metrics influxdb etcd-server prometheus
+	# e2e/meta_auth: etcdctl turns etcd's authentication on
+	etcd-client
 	curl python3 iproute2 procps util-linux zstd tmux
 	# e2e/install: systemd-analyze verify on the units, man -l on the pages;
 	# e2e/debian_package: dpkg-buildpackage

@@ -12,11 +12,22 @@
 #   meta_start_allocator NAME [rowgate-meta options]    # sets META_URL_<NAME>
 #   fe_start 1 "$META_URL"                              # sets FE_PORT[1], FE_SOCK[1]
 #   meta_ctl limit set db 300
+#
+# Credentials: by default one token for both (--token-file $META_TOKEN_FILE,
+# the legacy form); a test that splits them sets META_AUTH_ARGS (the
+# allocator's token options), META_FE_AUTH_ARGS (rowgated's) and
+# META_CTL_AUTH_ARGS (rowgatectl's) before starting anything; the TLS
+# options of frontends and rowgatectl go there too.
 
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 RG_META=$RG_BUILD/rowgate-meta
 META_TOKEN_FILE=$RG_TMP/token
+META_AGENT_TOKEN_FILE=$RG_TMP/agent.token
+META_ADMIN_TOKEN_FILE=$RG_TMP/admin.token
+META_AUTH_ARGS=(--token-file "$META_TOKEN_FILE")
+META_FE_AUTH_ARGS=(--token-file "$META_TOKEN_FILE")
+META_CTL_AUTH_ARGS=(--token-file "$META_TOKEN_FILE")
 META_E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 declare -a FE_PORT FE_SOCK FE_PID FE_VM_PID
 META_URL=""
@@ -27,30 +38,72 @@ meta_require() {
 	rg_require_cmd victoria-metrics curl ss "$RG_PY"
 	[ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
 	[ -x "$RG_META" ] || rg_fail "build first: $RG_META is missing"
-	head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$META_TOKEN_FILE"
+	meta_new_tokens
 }
 
-meta_ctl() { "$RG_ROWGATECTL" --meta "$META_URL" --token-file "$META_TOKEN_FILE" "$@"; }
+# Random tokens into the three token files.
+meta_new_tokens() {
+	local f
+	for f in "$META_TOKEN_FILE" "$META_AGENT_TOKEN_FILE" "$META_ADMIN_TOKEN_FILE"; do
+		head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$f"
+	done
+}
+
+meta_ctl() { "$RG_ROWGATECTL" --meta "$META_URL" "${META_CTL_AUTH_ARGS[@]}" "$@"; }
 fe_ctl() { local i=$1; shift; "$RG_ROWGATECTL" --socket "${FE_SOCK[$i]}" "$@"; }
 
-# meta_start_allocator NAME [options]: one rowgate-meta on a free port.
-# Prints nothing; sets META_PID_<NAME> and META_URL_<NAME>.
+# meta_start_allocator NAME [options]: one rowgate-meta on a free port, with
+# META_AUTH_ARGS.  Prints nothing; sets META_PID_<NAME> and META_URL_<NAME>
+# (https:// when META_SCHEME=https; then META_CURL_ARGS verify it).
+META_SCHEME=http
+META_CURL_ARGS=()
 meta_start_allocator() {
-	local name=$1 port pid; shift
+	local name=$1 port pid url; shift
 	port=$(rg_free_port) || rg_fail "no free port"
-	"$RG_META" --listen "127.0.0.1:$port" --token-file "$META_TOKEN_FILE" \
+	url=$META_SCHEME://127.0.0.1:$port
+	"$RG_META" --listen "127.0.0.1:$port" --advertise "$url" "${META_AUTH_ARGS[@]}" \
 		--log-level info "$@" >>"$RG_TMP/meta-$name.log" 2>&1 &
 	pid=$!
 	rg_on_exit "kill -9 $pid; wait $pid"
 	printf -v "META_PID_$name" '%s' "$pid"
-	printf -v "META_URL_$name" '%s' "http://127.0.0.1:$port"
-	rg_wait_for 10 curl -sf "http://127.0.0.1:$port/v1/health" ||
+	printf -v "META_URL_$name" '%s' "$url"
+	rg_wait_for 10 curl -sf "${META_CURL_ARGS[@]}" "$url/v1/health" ||
 		rg_fail "rowgate-meta $name did not come up"
+}
+
+# meta_start_etcd [etcd options]: a one-member etcd on loopback ports, its
+# data in $RG_TMP (one per call); sets ETCD (client URL, http:// unless the options make it
+# https) and ETCD_PID.  ETCD_SCHEME=https and ETCD_CURL_ARGS for TLS.
+ETCD_SCHEME=http
+ETCD_CURL_ARGS=()
+meta_start_etcd() {
+	local client peer
+	rg_require_cmd etcd
+	client=$(rg_free_port) || rg_fail "no free port"
+	peer=$(rg_free_port) || rg_fail "no free port"
+	ETCD=$ETCD_SCHEME://127.0.0.1:$client
+	etcd --name rgtest --data-dir "$RG_TMP/etcd-$client" \
+		--listen-client-urls "$ETCD" --advertise-client-urls "$ETCD" \
+		--listen-peer-urls "http://127.0.0.1:$peer" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+		--initial-cluster "rgtest=http://127.0.0.1:$peer" "$@" >"$RG_TMP/etcd-$client.log" 2>&1 &
+	ETCD_PID=$!
+	rg_on_exit "kill -9 $ETCD_PID; wait $ETCD_PID"
+	rg_wait_for 20 curl -sf "${ETCD_CURL_ARGS[@]}" "$ETCD/health" ||
+		rg_fail "etcd did not come up"
+}
+
+# meta_etcd_get KEY [curl args]: the value stored at KEY, "" when absent.
+meta_etcd_get() {
+	local key=$1; shift
+	curl -sf "${ETCD_CURL_ARGS[@]}" "$@" "$ETCD/v3/kv/range" \
+		-d "{\"key\":\"$(printf '%s' "$key" | base64 -w0)\"}" |
+		"$RG_PY" -c 'import json,sys,base64; k=json.load(sys.stdin).get("kvs"); print(base64.b64decode(k[0]["value"]).decode() if k else "")'
 }
 
 # meta_health URL FIELD
 meta_health() {
-	curl -sf "$1/v1/health" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['$2'])"
+	curl -sf "${META_CURL_ARGS[@]}" "$1/v1/health" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['$2'])"
 }
 
 # fe_start I META_URLS [rowgated options]: frontend I (victoria-metrics +
@@ -83,7 +136,7 @@ fe_start() {
 	FE_SOCK[$i]=$dir/admin.sock
 	"$RG_ROWGATED" --foreground --port "$port" --cgroup "$cg" --bpffs "$mnt/rowgate" \
 		--admin-socket "${FE_SOCK[$i]}" --state-file "$dir/limits.json" \
-		--meta "$urls" --node-id "fe$i" --token-file "$META_TOKEN_FILE" \
+		--meta "$urls" --node-id "fe$i" "${META_FE_AUTH_ARGS[@]}" \
 		--log-level info "$@" >>"$RG_TMP/rowgated$i.log" 2>&1 &
 	FE_PID[$i]=$!
 	rg_on_exit "kill -9 ${FE_PID[$i]}; wait ${FE_PID[$i]}"

@@ -34,7 +34,19 @@ static void test_init(void)
 	struct rg_etcd e;
 
 	CHECK(rg_etcd_init(&e, "http://127.0.0.1:2379/", "/rowgate/") == 0, "ok");
-	CHECK(!strcmp(e.endpoint, "http://127.0.0.1:2379"), "trailing slash: %s", e.endpoint);
+	CHECK(!strcmp(e.endpoints[0], "http://127.0.0.1:2379"), "trailing slash: %s",
+	      e.endpoints[0]);
+	CHECK(e.nr_endpoints == 1, "one endpoint: %d", e.nr_endpoints);
+	CHECK(rg_etcd_init(&e, "http://a:2379,https://b:2379/", "/rowgate/") == 0, "two");
+	CHECK(e.nr_endpoints == 2 && !strcmp(e.endpoints[1], "https://b:2379"), "second: %s",
+	      e.endpoints[1]);
+	CHECK(e.origins.n == 2, "both are origins: %zu", e.origins.n);
+	CHECK(rg_etcd_init(&e, "http://a:2379,b:2379", "/rowgate/") < 0, "a second without scheme");
+	CHECK(rg_etcd_init(&e, ",", "/rowgate/") < 0, "no URL");
+	CHECK(rg_etcd_init(&e, "http://1,http://2,http://3,http://4,http://5,http://6,http://7,"
+			       "http://8,http://9",
+			   "/rowgate/") < 0,
+	      "more than RG_ETCD_ENDPOINTS_MAX");
 	CHECK(rg_etcd_init(&e, "127.0.0.1:2379", "/rowgate/") < 0, "no scheme");
 	CHECK(rg_etcd_init(&e, "http://x", "") < 0, "empty prefix");
 }

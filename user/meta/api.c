@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gnutls/gnutls.h>
 #include <jansson.h>
 
 #include "../lib/clock.h"
@@ -16,12 +17,88 @@
 #include "rowgate_version.h"
 #include "meta.h"
 
+/* Who a bearer token makes the caller: an agent may heartbeat and read, an
+ * admin may also change what the cluster enforces. */
+enum meta_role {
+	ROLE_NONE,
+	ROLE_AGENT,
+	ROLE_ADMIN,
+};
+
 struct request {
 	char *body;
 	size_t len;
 	bool too_big;
-	bool unauthorized; /* its body is not kept: the reply is 401 */
+	enum meta_role role;
+	bool refused; /* its body is not kept: the reply is 401 or 403 */
+	bool no_cert; /* --tls-client-ca and no valid client certificate */
+	char cert_why[160];
 };
+
+bool meta_client_cert_ok(struct MHD_Connection *conn, char *why, size_t len)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	gnutls_session_t s = ci ? (gnutls_session_t)ci->tls_session : NULL;
+	gnutls_datum_t text = {};
+	unsigned int status = 0, n = 0;
+	int rc;
+
+	if (!s || !gnutls_certificate_get_peers(s, &n) || !n) {
+		snprintf(why, len, "no client certificate was presented");
+		return false;
+	}
+	/* the chain against --tls-client-ca, dates included */
+	rc = gnutls_certificate_verify_peers2(s, &status);
+	if (rc < 0) {
+		snprintf(why, len, "the client certificate cannot be verified: %s",
+			 gnutls_strerror(rc));
+		return false;
+	}
+	if (status) {
+		if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text,
+								 0) == 0) {
+			snprintf(why, len, "%s", (const char *)text.data);
+			gnutls_free(text.data);
+		} else {
+			snprintf(why, len, "the client certificate is not valid (status 0x%x)",
+				 status);
+		}
+		return false;
+	}
+	return true;
+}
+
+static enum meta_role request_role(const struct meta *m, struct MHD_Connection *conn)
+{
+	const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_AUTHORIZATION);
+
+	/* an empty token is not required: without an admin token everyone is
+	 * one (options.c allows no agent token then either) */
+	if (rg_meta_bearer_ok(h, m->admin_token))
+		return ROLE_ADMIN;
+	if (rg_meta_bearer_ok(h, m->agent_token))
+		return ROLE_AGENT;
+	return ROLE_NONE;
+}
+
+/* What an agent's token may do: heartbeat and read.  Anything else, and any
+ * endpoint added later, is an admin's. */
+static bool agent_may(const struct rg_meta_route *r, const char *method)
+{
+	switch (r->ep) {
+	case RG_META_EP_HEALTH:
+		return true;
+	case RG_META_EP_HEARTBEAT:
+		return !strcmp(method, "POST");
+	case RG_META_EP_LIMITS:
+	case RG_META_EP_STATUS:
+		return !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	default:
+		return false;
+	}
+}
 
 static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned int status, json_t *obj,
 				 const char *location)
@@ -105,7 +182,7 @@ static json_t *health_json(struct meta *m, __u64 now)
 		if (m->cl.nodes[i].id[0] && now - m->cl.nodes[i].last_hb_ns < m->cl.params.lease_ns)
 			live++;
 	if (m->use_etcd)
-		snprintf(store, sizeof(store), "etcd:%s", m->etcd.endpoint);
+		snprintf(store, sizeof(store), "etcd:%s", rg_etcd_endpoint(&m->etcd));
 	else
 		snprintf(store, sizeof(store), "file:%s", m->cfg.state_file);
 	return json_pack("{s:b, s:s, s:s, s:s, s:b, s:o, s:o, s:I, s:I, s:s, s:s}", "ok", 1,
@@ -262,12 +339,13 @@ static json_t *status_json(struct meta *m, const struct rg_db_key *db, __u64 now
 						rg_json_u64(n->heartbeats), "last_heartbeat_ms_ago",
 						rg_json_u64((now - n->last_hb_ns) / RG_NSEC_PER_MSEC)));
 	}
-	return json_pack("{s:b, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:o}", "ok", 1, "strategy",
+	return json_pack("{s:b, s:s, s:b, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "ok", 1, "strategy",
 			 rg_alloc_strategy_name(m->cl.params.strategy), "learning",
 			 rg_cluster_learning(&m->cl, now), "heartbeats",
 			 rg_json_u64(m->cl.heartbeats), "heartbeats_learning",
 			 rg_json_u64(m->cl.heartbeats_learning), "unauthorized",
-			 rg_json_u64(m->unauthorized), "redirects", rg_json_u64(m->redirects),
+			 rg_json_u64(m->unauthorized), "forbidden", rg_json_u64(m->forbidden),
+			 "redirects", rg_json_u64(m->redirects),
 			 "databases", rg_cluster_status_json(&m->cl, db, now), "frontends", nodes);
 }
 
@@ -280,6 +358,14 @@ static enum MHD_Result dispatch(struct meta *m, struct MHD_Connection *conn, con
 	enum MHD_Result ret;
 	__u64 now = rg_monotonic_ns();
 
+	/* who may connect at all comes before any endpoint, /metrics included */
+	if (rq->no_cert) {
+		m->no_client_cert++;
+		return send_error(conn, MHD_HTTP_FORBIDDEN,
+				  "a client certificate signed by this replica's "
+				  "--tls-client-ca is required: %s",
+				  rq->cert_why);
+	}
 	/* Unauthenticated, like /v1/health: Prometheus scrapes it the way it
 	 * scrapes etcd's client port, and giving it the bearer token would give
 	 * it the power to change every cluster limit.  It shows limits, quotas
@@ -300,12 +386,20 @@ static enum MHD_Result dispatch(struct meta *m, struct MHD_Connection *conn, con
 				  method, url);
 	if (r.ep == RG_META_EP_HEALTH)
 		return send_json(conn, MHD_HTTP_OK, health_json(m, now), NULL);
-	if (!rg_meta_bearer_ok(MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-							   MHD_HTTP_HEADER_AUTHORIZATION),
-			       m->token)) {
+	if (rq->role == ROLE_NONE) {
 		m->unauthorized++;
 		return send_error(conn, MHD_HTTP_UNAUTHORIZED,
 				  "missing or wrong bearer token (Authorization: Bearer TOKEN)");
+	}
+	if (rq->role == ROLE_AGENT && !agent_may(&r, method)) {
+		m->forbidden++;
+		rg_event_limited("admin_refused", "method=%s path=%s reason=agent_token", method,
+				 url);
+		return send_error(conn, MHD_HTTP_FORBIDDEN,
+				  "%s %s needs the admin token (rowgate-meta --admin-token-file): "
+				  "this is an agent's token, which may heartbeat and read but "
+				  "not change the cluster's limits",
+				  method, url);
 	}
 	if (!m->leader) {
 		if (m->leader_url[0] && strcmp(m->leader_url, m->cfg.advertise)) {
@@ -404,11 +498,20 @@ enum MHD_Result meta_on_request(void *cls, struct MHD_Connection *conn, const ch
 			return MHD_NO;
 		*con_cls = rq;
 		/* the headers are in: memory goes only to bodies that may be
-		 * used, so clients without the token cost none */
-		rq->unauthorized = !rg_meta_bearer_ok(
-			MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-						    MHD_HTTP_HEADER_AUTHORIZATION),
-			m->token);
+		 * used, so clients without the right token cost none */
+		rq->role = request_role(m, conn);
+		if (m->cfg.tls_client_ca &&
+		    !meta_client_cert_ok(conn, rq->cert_why, sizeof(rq->cert_why))) {
+			rq->no_cert = rq->refused = true;
+		} else if (rq->role == ROLE_AGENT) {
+			struct rg_meta_route r;
+			char err[256];
+
+			rq->refused = !rg_meta_route_path(url, &r, err, sizeof(err)) &&
+				      !agent_may(&r, method);
+		} else {
+			rq->refused = rq->role == ROLE_NONE;
+		}
 		rq->too_big = cl && strtoull(cl, NULL, 10) > RG_META_BODY_MAX;
 		return MHD_YES;
 	}
@@ -416,7 +519,7 @@ enum MHD_Result meta_on_request(void *cls, struct MHD_Connection *conn, const ch
 		size_t n = *upload_data_size;
 
 		*upload_data_size = 0;
-		if (rq->unauthorized)
+		if (rq->refused)
 			return MHD_YES;
 		if (rq->too_big || rq->len + n > RG_META_BODY_MAX) {
 			rq->too_big = true;

@@ -11,6 +11,7 @@
 #include "../lib/http_client.h"
 #include "../lib/limits.h"
 #include "../lib/log.h"
+#include "../lib/meta_proto.h"
 
 #define KEY_MAX 512
 
@@ -77,53 +78,181 @@ long rg_base64_decode(const char *in, size_t len, void *out)
 	return (long)n;
 }
 
-int rg_etcd_init(struct rg_etcd *e, const char *url, const char *prefix)
+int rg_etcd_init(struct rg_etcd *e, const char *urls, const char *prefix)
 {
-	size_t n;
+	char why[160], *copy, *save = NULL, *tok;
+	int ret = 0;
 
 	memset(e, 0, sizeof(*e));
-	if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
+	pthread_mutex_init(&e->auth_lock, NULL);
+	if (!prefix || !*prefix || strlen(prefix) >= sizeof(e->prefix))
 		return -EINVAL;
-	if (!prefix || !*prefix || strlen(prefix) >= sizeof(e->prefix) ||
-	    strlen(url) >= sizeof(e->endpoint))
-		return -EINVAL;
-	snprintf(e->endpoint, sizeof(e->endpoint), "%s", url);
-	n = strlen(e->endpoint);
-	while (n && e->endpoint[n - 1] == '/')
-		e->endpoint[--n] = 0;
 	snprintf(e->prefix, sizeof(e->prefix), "%s", prefix);
-	return 0;
+	copy = strdup(urls);
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		char *ep = e->endpoints[e->nr_endpoints];
+		size_t n;
+
+		if ((strncmp(tok, "http://", 7) && strncmp(tok, "https://", 8)) ||
+		    strlen(tok) >= sizeof(e->endpoints[0]) ||
+		    e->nr_endpoints == RG_ETCD_ENDPOINTS_MAX ||
+		    rg_http_origins_add(&e->origins, tok, why, sizeof(why))) {
+			ret = -EINVAL;
+			break;
+		}
+		snprintf(ep, sizeof(e->endpoints[0]), "%s", tok);
+		n = strlen(ep);
+		while (n && ep[n - 1] == '/')
+			ep[--n] = 0;
+		e->nr_endpoints++;
+	}
+	free(copy);
+	return ret ? ret : e->nr_endpoints ? 0 : -EINVAL;
 }
 
-/* POST body to /v3/<call>; returns the JSON reply (caller frees) or NULL. */
-static json_t *call(const struct rg_etcd *e, const char *api, json_t *body, char *err,
+const char *rg_etcd_endpoint(struct rg_etcd *e)
+{
+	return e->endpoints[__atomic_load_n(&e->cur, __ATOMIC_RELAXED)];
+}
+
+/* One POST to endpoint i; 0 with *res, or negative errno (nothing came). */
+static int post(struct rg_etcd *e, int i, const char *api, json_t *body, bool with_token,
+		struct rg_http_result *res, char *err, size_t errlen)
+{
+	char url[320], token[RG_ETCD_TOKEN_MAX] = "";
+	struct rg_http_opts opts = {
+		.connect_timeout_ms = RG_ETCD_CONNECT_TIMEOUT_MS,
+		.timeout_ms = RG_ETCD_TIMEOUT_MS,
+		.origins = &e->origins,
+		.ca_file = e->ca_file,
+		.cert_file = e->cert_file,
+		.key_file = e->key_file,
+	};
+
+	if (with_token) {
+		pthread_mutex_lock(&e->auth_lock);
+		memcpy(token, e->token, sizeof(token));
+		pthread_mutex_unlock(&e->auth_lock);
+		/* etcd's gateway takes the bare token, no scheme */
+		opts.authorization = token;
+	}
+	snprintf(url, sizeof(url), "%s/v3/%s", e->endpoints[i], api);
+	return rg_http_json("POST", url, body, &opts, res, err, errlen);
+}
+
+static const char *error_text(const json_t *reply)
+{
+	const char *msg = json_string_value(json_object_get(reply, "error"));
+
+	return msg ? msg : json_string_value(json_object_get(reply, "message"));
+}
+
+/* /v3/auth/authenticate at endpoint i: the token into e->token. */
+static int authenticate_at(struct rg_etcd *e, int i, char *err, size_t errlen)
+{
+	json_t *body = json_pack("{s:s, s:s}", "name", e->user, "password", e->password);
+	struct rg_http_result res;
+	const char *token;
+	int ret;
+
+	if (!body) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ret = post(e, i, "auth/authenticate", body, false, &res, err, errlen);
+	json_decref(body);
+	if (ret)
+		return ret;
+	token = json_string_value(json_object_get(res.reply, "token"));
+	if (res.status != 200 || !token || strlen(token) >= RG_ETCD_TOKEN_MAX) {
+		const char *msg = error_text(res.reply);
+
+		snprintf(err, errlen, "etcd refused user '%s' (%ld%s%s)", e->user, res.status,
+			 msg ? ": " : "", msg ? msg : "");
+		/* only a refusal of these credentials is final */
+		ret = msg && strstr(msg, "authentication failed") ? -EACCES : -EIO;
+	} else {
+		pthread_mutex_lock(&e->auth_lock);
+		snprintf(e->token, sizeof(e->token), "%s", token);
+		pthread_mutex_unlock(&e->auth_lock);
+	}
+	rg_http_result_free(&res);
+	return ret;
+}
+
+/* etcd no longer takes our token (expired, or etcd restarted) or got none */
+static bool auth_expired(const struct rg_http_result *res)
+{
+	const char *msg = error_text(res->reply);
+
+	return res->status == 401 ||
+	       (msg && (strstr(msg, "auth token") || strstr(msg, "user name is empty")));
+}
+
+/* POST body to /v3/<api>, endpoints in turn from the last that answered;
+ * returns the JSON reply (caller frees) or NULL with err set.  body is
+ * consumed. */
+static json_t *call(struct rg_etcd *e, const char *api, json_t *body, char *err,
 		    size_t errlen)
 {
-	struct rg_http_result res;
-	char url[320];
 	json_t *reply = NULL;
+	bool reauthed = false;
 
-	snprintf(url, sizeof(url), "%s/v3/%s", e->endpoint, api);
 	if (!body) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	if (rg_http_json("POST", url, NULL, body, RG_ETCD_CONNECT_TIMEOUT_MS, RG_ETCD_TIMEOUT_MS,
-			 &res, err, errlen) == 0) {
+again:
+	for (int k = 0, start = __atomic_load_n(&e->cur, __ATOMIC_RELAXED);
+	     k < e->nr_endpoints; k++) {
+		int i = (start + k) % e->nr_endpoints;
+		struct rg_http_result res;
+
+		/* nothing came back: the next member */
+		if (post(e, i, api, body, e->user != NULL, &res, err, errlen))
+			continue;
+		__atomic_store_n(&e->cur, i, __ATOMIC_RELAXED);
 		if (res.status == 200 && json_is_object(res.reply)) {
 			reply = json_incref(res.reply);
+		} else if (e->user && !reauthed && auth_expired(&res)) {
+			rg_http_result_free(&res);
+			reauthed = true;
+			if (authenticate_at(e, i, err, errlen) == 0)
+				goto again;
+			break;
 		} else {
-			const char *msg = json_string_value(json_object_get(res.reply, "error"));
+			const char *msg = error_text(res.reply);
 
-			if (!msg)
-				msg = json_string_value(json_object_get(res.reply, "message"));
 			snprintf(err, errlen, "etcd %s answered %ld%s%s", api, res.status,
 				 msg ? ": " : "", msg ? msg : "");
 		}
 		rg_http_result_free(&res);
+		break; /* an answer, good or bad: not a failover matter */
 	}
 	json_decref(body);
 	return reply;
+}
+
+int rg_etcd_set_auth(struct rg_etcd *e, const char *user, const char *password_file, char *err,
+		     size_t errlen)
+{
+	char why[300];
+	int ret = -EIO;
+
+	if (rg_meta_read_token(password_file, e->password, sizeof(e->password), why,
+			       sizeof(why))) {
+		snprintf(err, errlen, "--etcd-password-file: %s", why);
+		return -EINVAL;
+	}
+	e->user = user;
+	for (int i = 0; i < e->nr_endpoints; i++) {
+		ret = authenticate_at(e, i, err, errlen);
+		if (ret != -ECONNREFUSED && ret != -ETIMEDOUT && ret != -EIO)
+			break;
+	}
+	return ret;
 }
 
 static json_t *b64_string(const char *s, size_t n)
@@ -154,7 +283,7 @@ static __s64 get_s64(const json_t *obj, const char *key)
 	return 0;
 }
 
-int rg_etcd_put_limit(const struct rg_etcd *e, const struct rg_db_key *db, __u64 limit,
+int rg_etcd_put_limit(struct rg_etcd *e, const struct rg_db_key *db, __u64 limit,
 		      char *err, size_t errlen)
 {
 	char key[KEY_MAX], val[24];
@@ -172,7 +301,7 @@ int rg_etcd_put_limit(const struct rg_etcd *e, const struct rg_db_key *db, __u64
 	return 0;
 }
 
-int rg_etcd_delete_limit(const struct rg_etcd *e, const struct rg_db_key *db, char *err,
+int rg_etcd_delete_limit(struct rg_etcd *e, const struct rg_db_key *db, char *err,
 			 size_t errlen)
 {
 	char key[KEY_MAX];
@@ -203,7 +332,7 @@ static void prefix_end(const char *prefix, char *end, size_t len)
 		end[n - 1] = (char)(end[n - 1] + 1);
 }
 
-int rg_etcd_load_limits(const struct rg_etcd *e, struct rg_limit_list *list, char *err,
+int rg_etcd_load_limits(struct rg_etcd *e, struct rg_limit_list *list, char *err,
 			size_t errlen)
 {
 	char start[KEY_MAX], end[KEY_MAX], key[KEY_MAX + 4], val[64], why[160];
@@ -246,7 +375,7 @@ int rg_etcd_load_limits(const struct rg_etcd *e, struct rg_limit_list *list, cha
 	return 0;
 }
 
-int rg_etcd_lease_grant(const struct rg_etcd *e, __u64 ttl_s, __s64 *id, char *err,
+int rg_etcd_lease_grant(struct rg_etcd *e, __u64 ttl_s, __s64 *id, char *err,
 			size_t errlen)
 {
 	char ttl[24];
@@ -265,7 +394,7 @@ int rg_etcd_lease_grant(const struct rg_etcd *e, __u64 ttl_s, __s64 *id, char *e
 	return 0;
 }
 
-int rg_etcd_lease_keepalive(const struct rg_etcd *e, __s64 id, char *err, size_t errlen)
+int rg_etcd_lease_keepalive(struct rg_etcd *e, __s64 id, char *err, size_t errlen)
 {
 	char ids[24];
 	json_t *reply;
@@ -285,7 +414,7 @@ int rg_etcd_lease_keepalive(const struct rg_etcd *e, __s64 id, char *err, size_t
 	return 0;
 }
 
-int rg_etcd_lease_revoke(const struct rg_etcd *e, __s64 id, char *err, size_t errlen)
+int rg_etcd_lease_revoke(struct rg_etcd *e, __s64 id, char *err, size_t errlen)
 {
 	char ids[24];
 	json_t *reply;
@@ -298,7 +427,7 @@ int rg_etcd_lease_revoke(const struct rg_etcd *e, __s64 id, char *err, size_t er
 	return 0;
 }
 
-int rg_etcd_campaign(const struct rg_etcd *e, __s64 lease, const char *me, bool *leader,
+int rg_etcd_campaign(struct rg_etcd *e, __s64 lease, const char *me, bool *leader,
 		     char *leader_url, size_t urllen, char *err, size_t errlen)
 {
 	char key[KEY_MAX], ids[24], val[4 * 256 / 3 + 4];

@@ -31,10 +31,20 @@ struct meta_config {
 	const char *listen;
 	const char *advertise;
 	char advertise_buf[128];
-	const char *etcd_url;
+	const char *etcd_url; /* URL[,URL...] */
+	const char *etcd_ca;
+	const char *etcd_cert;
+	const char *etcd_key;
+	const char *etcd_user;
+	const char *etcd_password_file;
 	const char *etcd_prefix;
 	const char *state_file;
-	const char *token_file;
+	const char *token_file;       /* legacy: one token for agents and admins */
+	const char *agent_token_file; /* heartbeats and reads */
+	const char *admin_token_file; /* limit changes; also accepted as an agent's */
+	const char *tls_cert;      /* HTTPS: certificate chain and key (PEM) */
+	const char *tls_key;
+	const char *tls_client_ca; /* require client certificates it signed */
 	__u64 heartbeat_interval_ms;
 	__u64 lease_ms;
 	__u64 learning_ms; /* RG_U64_MAX = same as the lease */
@@ -51,8 +61,13 @@ struct meta {
 	bool leader;
 	char leader_url[256]; /* "" when unknown */
 	__u64 leader_since_ns;
-	char token[RG_META_TOKEN_MAX];
+	/* "" = not required.  An admin token also passes where an agent's
+	 * does; options.c refuses an agent token without an admin token. */
+	char agent_token[RG_META_TOKEN_MAX];
+	char admin_token[RG_META_TOKEN_MAX];
 	__u64 unauthorized;
+	__u64 forbidden; /* an agent's token on an admin endpoint */
+	__u64 no_client_cert; /* refused: no valid client certificate */
 	__u64 redirects;
 	__u64 elections_won;
 	__u64 etcd_errors; /* atomic: the election runs outside the lock */
@@ -70,6 +85,9 @@ enum MHD_Result meta_on_request(void *cls, struct MHD_Connection *conn, const ch
 				size_t *upload_size, void **con_cls);
 void meta_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		       enum MHD_RequestTerminationCode toe);
+/* api.c: with --tls-client-ca, whether conn presented a certificate that
+ * chains to it (why says what is wrong otherwise). */
+bool meta_client_cert_ok(struct MHD_Connection *conn, char *why, size_t len);
 /* metrics.c: the /metrics page (malloc'd; NULL on ENOMEM), m->lock held. */
 char *meta_metrics_render(struct meta *m, __u64 now);
 /* A failed etcd call, for rowgate_meta_etcd_errors_total. */

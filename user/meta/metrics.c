@@ -122,6 +122,14 @@ char *meta_metrics_render(struct meta *m, __u64 now)
 	rg_prom_header(&t, "rowgate_meta_unauthorized_total", "counter",
 		       "Requests refused for a missing or wrong bearer token.");
 	rg_prom_sample(&t, "rowgate_meta_unauthorized_total", m->unauthorized);
+	rg_prom_header(&t, "rowgate_meta_forbidden_total", "counter",
+		       "Requests refused because an agent's token may not make them "
+		       "(a limit change).");
+	rg_prom_sample(&t, "rowgate_meta_forbidden_total", m->forbidden);
+	rg_prom_header(&t, "rowgate_meta_client_cert_refused_total", "counter",
+		       "Requests refused for want of a valid client certificate "
+		       "(--tls-client-ca).");
+	rg_prom_sample(&t, "rowgate_meta_client_cert_refused_total", m->no_client_cert);
 	rg_prom_header(&t, "rowgate_meta_redirects_total", "counter",
 		       "Requests redirected to the leader.");
 	rg_prom_sample(&t, "rowgate_meta_redirects_total", m->redirects);

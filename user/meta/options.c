@@ -27,10 +27,21 @@ static void usage(FILE *out)
 		"      --listen ADDR:PORT        where to serve HTTP (default %s;\n"
 		"                                [::1]:PORT for IPv6)\n"
 		"      --advertise URL           this replica's URL, for redirects from the\n"
-		"                                other replicas (default http://LISTEN)\n"
-		"      --etcd URL                keep limits in etcd and elect a leader among\n"
+		"                                other replicas (default http://LISTEN, or\n"
+		"                                https:// with --tls-cert); clients follow a\n"
+		"                                redirect only to a URL they list\n"
+		"      --etcd URL[,URL...]       keep limits in etcd and elect a leader among\n"
 		"                                replicas (etcd v3 JSON gateway, e.g.\n"
-		"                                http://127.0.0.1:2379); default: no etcd\n"
+		"                                http://127.0.0.1:2379); several members are\n"
+		"                                tried in turn; default: no etcd\n"
+		"      --etcd-ca PATH            CA (PEM) that verifies https:// etcd members\n"
+		"                                (default: the system's)\n"
+		"      --etcd-cert PATH          client certificate (PEM) for etcd\n"
+		"                                (its --client-cert-auth)\n"
+		"      --etcd-key PATH           the key of --etcd-cert (PEM)\n"
+		"      --etcd-user NAME          authenticate to etcd as NAME (etcd's auth\n"
+		"                                enabled; a role with readwrite on the prefix)\n"
+		"      --etcd-password-file PATH NAME's password (the file's first line)\n"
 		"      --etcd-prefix PREFIX      key prefix in etcd (default %s)\n"
 		"      --state-file PATH         limits file without etcd (default %s)\n"
 		"      --heartbeat-interval MS   interval told to frontends (default %llu)\n"
@@ -41,18 +52,37 @@ static void usage(FILE *out)
 		"                                (default %d; etcd rounds up to its minimum)\n"
 		"      --strategy NAME           waterfill|greptime-doc|even|doorman-prop|\n"
 		"                                doorman-fair (default waterfill)\n"
-		"      --token-file PATH         require \"Authorization: Bearer TOKEN\" (the\n"
-		"                                file's first line) on every call but\n"
-		"                                /v1/health and /metrics\n"
+		"      --agent-token-file PATH   the frontends' token (the file's first line;\n"
+		"                                rowgated's --token-file), required as\n"
+		"                                \"Authorization: Bearer TOKEN\" on heartbeats\n"
+		"                                and reads (limits, status); it cannot change\n"
+		"                                a limit (403)\n"
+		"      --admin-token-file PATH   the administrators' token (what rowgatectl\n"
+		"                                reads with --token-file), required to change\n"
+		"                                limits, accepted wherever the agent token is\n"
+		"      --tls-cert PATH           serve HTTPS: this replica's certificate (PEM,\n"
+		"                                intermediates after it); needs --tls-key\n"
+		"      --tls-key PATH            the certificate's key (PEM, unencrypted)\n"
+		"      --tls-client-ca PATH      require a client certificate signed by one of\n"
+		"                                these CAs (PEM) on every request, /metrics\n"
+		"                                and /v1/health included (403 otherwise)\n"
+		"      --token-file PATH         legacy form: one token for agents and\n"
+		"                                administrators alike (any holder may change\n"
+		"                                limits); /v1/health and /metrics never need one\n"
 		"  -l, --log-level LEVEL         %s (default notice)\n"
 		"  -h, --help                    this help\n"
 		"  -V, --version                 version\n"
 		"\n"
 		"Examples:\n"
 		"  rowgate-meta --listen 127.0.0.1:4100 --state-file /var/lib/rowgate/meta.json\n"
-		"  rowgate-meta --listen 10.0.0.5:4100 --etcd http://127.0.0.1:2379 \\\n"
-		"               --token-file /etc/rowgate/token\n"
-		"  rowgatectl --meta http://127.0.0.1:4100 limit set logs 10000\n"
+		"  rowgate-meta --listen 10.0.0.5:4100 \\\n"
+		"               --etcd https://10.0.0.7:2379,https://10.0.0.8:2379 \\\n"
+		"               --etcd-ca /etc/rowgate/etcd-ca.pem --etcd-user rowgate \\\n"
+		"               --etcd-password-file /etc/rowgate/etcd.password \\\n"
+		"               --agent-token-file /etc/rowgate/agent.token \\\n"
+		"               --admin-token-file /etc/rowgate/admin.token\n"
+		"  rowgatectl --meta http://127.0.0.1:4100 --token-file /etc/rowgate/admin.token \\\n"
+		"             limit set logs 10000\n"
 		"  curl -s http://127.0.0.1:4100/v1/health\n"
 		"  curl -s http://127.0.0.1:4100/metrics\n",
 		RG_META_LISTEN_DEFAULT, RG_META_ETCD_PREFIX, RG_META_STATE_DEFAULT,
@@ -86,6 +116,16 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		OPT_TTL,
 		OPT_STRATEGY,
 		OPT_TOKEN,
+		OPT_AGENT_TOKEN,
+		OPT_ADMIN_TOKEN,
+		OPT_TLS_CERT,
+		OPT_TLS_KEY,
+		OPT_TLS_CLIENT_CA,
+		OPT_ETCD_CA,
+		OPT_ETCD_CERT,
+		OPT_ETCD_KEY,
+		OPT_ETCD_USER,
+		OPT_ETCD_PASSWORD,
 	};
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, OPT_LISTEN },
@@ -99,6 +139,16 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		{ "election-ttl", required_argument, NULL, OPT_TTL },
 		{ "strategy", required_argument, NULL, OPT_STRATEGY },
 		{ "token-file", required_argument, NULL, OPT_TOKEN },
+		{ "agent-token-file", required_argument, NULL, OPT_AGENT_TOKEN },
+		{ "admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN },
+		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+		{ "tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA },
+		{ "etcd-ca", required_argument, NULL, OPT_ETCD_CA },
+		{ "etcd-cert", required_argument, NULL, OPT_ETCD_CERT },
+		{ "etcd-key", required_argument, NULL, OPT_ETCD_KEY },
+		{ "etcd-user", required_argument, NULL, OPT_ETCD_USER },
+		{ "etcd-password-file", required_argument, NULL, OPT_ETCD_PASSWORD },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -162,6 +212,36 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		case OPT_TOKEN:
 			cfg->token_file = optarg;
 			break;
+		case OPT_AGENT_TOKEN:
+			cfg->agent_token_file = optarg;
+			break;
+		case OPT_ADMIN_TOKEN:
+			cfg->admin_token_file = optarg;
+			break;
+		case OPT_TLS_CERT:
+			cfg->tls_cert = optarg;
+			break;
+		case OPT_TLS_KEY:
+			cfg->tls_key = optarg;
+			break;
+		case OPT_TLS_CLIENT_CA:
+			cfg->tls_client_ca = optarg;
+			break;
+		case OPT_ETCD_CA:
+			cfg->etcd_ca = optarg;
+			break;
+		case OPT_ETCD_CERT:
+			cfg->etcd_cert = optarg;
+			break;
+		case OPT_ETCD_KEY:
+			cfg->etcd_key = optarg;
+			break;
+		case OPT_ETCD_USER:
+			cfg->etcd_user = optarg;
+			break;
+		case OPT_ETCD_PASSWORD:
+			cfg->etcd_password_file = optarg;
+			break;
 		case 'l':
 			if (rg_log_parse_level(optarg, &level)) {
 				pr_err("--log-level '%s': expected %s", optarg, RG_LOG_LEVELS);
@@ -185,6 +265,43 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		pr_err("unexpected argument '%s'; try 'rowgate-meta --help'", argv[optind]);
 		return -EINVAL;
 	}
+	if (cfg->token_file && (cfg->agent_token_file || cfg->admin_token_file)) {
+		pr_err("--token-file is the legacy form of --agent-token-file and "
+		       "--admin-token-file together: give either it or them");
+		return -EINVAL;
+	}
+	if (cfg->token_file)
+		cfg->agent_token_file = cfg->admin_token_file = cfg->token_file;
+	/* heartbeats behind a token but limit changes open to anyone would be
+	 * the opposite of the point */
+	if (cfg->agent_token_file && !cfg->admin_token_file) {
+		pr_err("--agent-token-file needs --admin-token-file: without it anyone "
+		       "could change the cluster's limits");
+		return -EINVAL;
+	}
+	if (!cfg->tls_cert != !cfg->tls_key) {
+		pr_err("--tls-cert and --tls-key go together");
+		return -EINVAL;
+	}
+	if (cfg->tls_client_ca && !cfg->tls_cert) {
+		pr_err("--tls-client-ca needs --tls-cert and --tls-key: client certificates "
+		       "are a TLS matter");
+		return -EINVAL;
+	}
+	if (!cfg->etcd_url && (cfg->etcd_ca || cfg->etcd_cert || cfg->etcd_key || cfg->etcd_user ||
+			       cfg->etcd_password_file)) {
+		pr_err("--etcd-ca, --etcd-cert, --etcd-key, --etcd-user and "
+		       "--etcd-password-file need --etcd");
+		return -EINVAL;
+	}
+	if (!cfg->etcd_user != !cfg->etcd_password_file) {
+		pr_err("--etcd-user and --etcd-password-file go together");
+		return -EINVAL;
+	}
+	if (cfg->etcd_key && !cfg->etcd_cert) {
+		pr_err("--etcd-key needs --etcd-cert");
+		return -EINVAL;
+	}
 	if (cfg->learning_ms == RG_U64_MAX)
 		cfg->learning_ms = cfg->lease_ms;
 	if (cfg->heartbeat_interval_ms >= cfg->lease_ms)
@@ -193,7 +310,8 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 			(unsigned long long)cfg->heartbeat_interval_ms,
 			(unsigned long long)cfg->lease_ms);
 	if (!cfg->advertise) {
-		snprintf(cfg->advertise_buf, sizeof(cfg->advertise_buf), "http://%s", cfg->listen);
+		snprintf(cfg->advertise_buf, sizeof(cfg->advertise_buf), "%s://%s",
+			 cfg->tls_cert ? "https" : "http", cfg->listen);
 		cfg->advertise = cfg->advertise_buf;
 	}
 	return 0;

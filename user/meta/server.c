@@ -130,8 +130,45 @@ unreachable:
 	}
 }
 
+/* A PEM file for MHD, NUL-terminated (malloc'd); NULL after logging. */
+static char *read_pem(const char *opt, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+
+	if (!f) {
+		pr_err("%s %s: %s", opt, path, strerror(errno));
+		return NULL;
+	}
+	do {
+		if (len + 4096 + 1 > cap) {
+			char *p = realloc(buf, cap = cap ? cap * 2 : 8192);
+
+			if (!p || cap > (1 << 22)) {
+				pr_err("%s %s: %s", opt, path, p ? "larger than 4 MiB" : "out of memory");
+				free(p ? p : buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = p;
+		}
+		n = fread(buf + len, 1, 4096, f);
+		len += n;
+	} while (n);
+	fclose(f);
+	buf[len] = 0;
+	if (!strstr(buf, "-----BEGIN ")) {
+		pr_err("%s %s: not a PEM file", opt, path);
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
 int main(int argc, char **argv)
 {
+	char *tls_cert = NULL, *tls_key = NULL, *tls_ca = NULL;
 	static struct meta m;
 	struct sockaddr_storage ss = {};
 	struct election el = {};
@@ -149,11 +186,24 @@ int main(int argc, char **argv)
 		       m.cfg.listen);
 		return 2;
 	}
-	if (m.cfg.token_file &&
-	    rg_meta_read_token(m.cfg.token_file, m.token, sizeof(m.token), err, sizeof(err))) {
-		pr_err("%s", err);
+	if (m.cfg.agent_token_file &&
+	    rg_meta_read_token(m.cfg.agent_token_file, m.agent_token, sizeof(m.agent_token), err,
+			       sizeof(err))) {
+		pr_err("--agent-token-file: %s", err);
 		return 1;
 	}
+	if (m.cfg.admin_token_file &&
+	    rg_meta_read_token(m.cfg.admin_token_file, m.admin_token, sizeof(m.admin_token), err,
+			       sizeof(err))) {
+		pr_err("--admin-token-file: %s", err);
+		return 1;
+	}
+	if (m.admin_token[0] && !m.agent_token[0])
+		pr_warn("--admin-token-file without --agent-token-file: heartbeats and reads "
+			"need no token");
+	else if (m.admin_token[0] && !m.cfg.token_file && !strcmp(m.admin_token, m.agent_token))
+		pr_warn("the agent and admin tokens are the same: every frontend can change "
+			"the cluster's limits");
 	pthread_mutex_init(&m.lock, NULL);
 	if (rg_http_global_init()) {
 		pr_err("cannot initialise libcurl");
@@ -166,9 +216,27 @@ int main(int argc, char **argv)
 	}
 	if (m.cfg.etcd_url) {
 		if (rg_etcd_init(&m.etcd, m.cfg.etcd_url, m.cfg.etcd_prefix)) {
-			pr_err("--etcd '%s': expected http://HOST:PORT (and a non-empty prefix)",
-			       m.cfg.etcd_url);
+			pr_err("--etcd '%s': expected http(s)://HOST:PORT[,http(s)://HOST:PORT...] "
+			       "(at most %d, and a non-empty prefix)",
+			       m.cfg.etcd_url, RG_ETCD_ENDPOINTS_MAX);
 			return 2;
+		}
+		m.etcd.ca_file = m.cfg.etcd_ca;
+		m.etcd.cert_file = m.cfg.etcd_cert;
+		m.etcd.key_file = m.cfg.etcd_key;
+		if (m.cfg.etcd_user) {
+			ret = rg_etcd_set_auth(&m.etcd, m.cfg.etcd_user, m.cfg.etcd_password_file,
+					       err, sizeof(err));
+			/* a wrong user or password will not get better */
+			if (ret == -EACCES || ret == -EINVAL) {
+				pr_err("%s", err);
+				return 1;
+			}
+			if (ret)
+				pr_warn("etcd: cannot authenticate yet (%s): retrying with every "
+					"call",
+					err);
+			ret = 1;
 		}
 		m.use_etcd = true;
 	} else {
@@ -197,22 +265,59 @@ int main(int argc, char **argv)
 		pr_err("signalfd: %s", strerror(errno));
 		return 1;
 	}
-	httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-					 (v6 ? MHD_USE_IPv6 : 0),
-				 0, NULL, NULL, meta_on_request, &m, MHD_OPTION_SOCK_ADDR, &ss,
-				 MHD_OPTION_NOTIFY_COMPLETED, meta_on_completed, &m,
-				 MHD_OPTION_UNESCAPE_CALLBACK, meta_unescape_keep_nul, NULL,
-				 MHD_OPTION_CONNECTION_LIMIT, (unsigned int)RG_META_CONNECTION_LIMIT,
-				 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_END);
+	if (m.cfg.tls_cert) {
+		if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+			pr_err("--tls-cert: this libmicrohttpd (%s) is built without TLS",
+			       MHD_get_version());
+			return 1;
+		}
+		tls_cert = read_pem("--tls-cert", m.cfg.tls_cert);
+		tls_key = tls_cert ? read_pem("--tls-key", m.cfg.tls_key) : NULL;
+		if (!tls_key)
+			return 1;
+		if (m.cfg.tls_client_ca) {
+			tls_ca = read_pem("--tls-client-ca", m.cfg.tls_client_ca);
+			if (!tls_ca)
+				return 1;
+		}
+	}
+	{
+		/* TLS options only when serving HTTPS; MHD_OPTION_END ends the
+		 * list early otherwise */
+		struct MHD_OptionItem tls[] = {
+			{ MHD_OPTION_HTTPS_MEM_CERT, 0, tls_cert },
+			{ MHD_OPTION_HTTPS_MEM_KEY, 0, tls_key },
+			/* makes MHD ask for a client certificate; that one was
+			 * sent and is valid is checked per request (api.c) */
+			{ tls_ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, tls_ca },
+			{ MHD_OPTION_END, 0, NULL },
+		};
+
+		httpd = MHD_start_daemon(
+			MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | (v6 ? MHD_USE_IPv6 : 0) |
+				(tls_cert ? MHD_USE_TLS : 0),
+			0, NULL, NULL, meta_on_request, &m, MHD_OPTION_SOCK_ADDR, &ss,
+			MHD_OPTION_NOTIFY_COMPLETED, meta_on_completed, &m,
+			MHD_OPTION_UNESCAPE_CALLBACK, meta_unescape_keep_nul, NULL,
+			MHD_OPTION_CONNECTION_LIMIT, (unsigned int)RG_META_CONNECTION_LIMIT,
+			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_ARRAY,
+			tls_cert ? tls : &tls[3], MHD_OPTION_END);
+	}
 	if (!httpd) {
-		pr_err("cannot listen on %s (address in use, or not a local address?)",
-		       m.cfg.listen);
+		pr_err("cannot listen on %s (address in use, not a local address%s?)",
+		       m.cfg.listen,
+		       tls_cert ? ", or a certificate and key that do not match or parse" : "");
 		return 1;
 	}
 	if (!m.use_etcd)
 		become_leader(&m);
-	pr_warn("serving on %s (%s store%s)", m.cfg.listen, m.use_etcd ? "etcd" : "file",
-		m.token[0] ? ", token required" : "");
+	pr_warn("serving %s on %s (%s store, %s)",
+		!tls_cert ? "HTTP" : tls_ca ? "HTTPS, client certificates required" : "HTTPS",
+		m.cfg.listen, m.use_etcd ? "etcd" : "file",
+		!m.admin_token[0]                       ? "no token required" :
+		!strcmp(m.admin_token, m.agent_token)   ? "one token for agents and admins" :
+		m.agent_token[0]                        ? "agent and admin tokens" :
+							  "admin token only");
 	rg_sd_notify("READY=1");
 	pfd = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	for (;;) {
@@ -237,6 +342,9 @@ int main(int argc, char **argv)
 			pr_warn("%s", err);
 	}
 	rg_cluster_free(&m.cl);
+	free(tls_cert);
+	free(tls_key);
+	free(tls_ca);
 	close(sfd);
 	return ret;
 }

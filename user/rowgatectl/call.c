@@ -55,9 +55,20 @@ static json_t *call_meta(json_t *request)
 	const char *db = json_string_value(json_object_get(request, "db"));
 	const char *source = json_string_value(json_object_get(request, "source"));
 	char token[RG_META_TOKEN_MAX] = "", err[ERR_MAX] = "", url[600], *urls, *save = NULL;
+	char auth[RG_META_TOKEN_MAX + 8] = "";
 	const char *method = "GET", *api = RG_META_API_LIMITS, *u;
 	json_t *body = NULL, *reply = NULL;
 	struct rg_http_result res = {};
+	static struct rg_http_origins origins;
+	struct rg_http_opts opts = {
+		.authorization = auth,
+		.connect_timeout_ms = META_CONNECT_TIMEOUT_MS,
+		.timeout_ms = META_TIMEOUT_MS,
+		.origins = &origins,
+		.ca_file = ctl_cfg.meta_ca,
+		.cert_file = ctl_cfg.meta_cert,
+		.key_file = ctl_cfg.meta_key,
+	};
 	bool answered = false;
 
 	if (ctl_cfg.token_file &&
@@ -66,6 +77,8 @@ static json_t *call_meta(json_t *request)
 		ctl_fail(err);
 		return NULL;
 	}
+	if (token[0])
+		snprintf(auth, sizeof(auth), "Bearer %s", token);
 	if (!strcmp(op, "limit_set")) {
 		method = "PUT";
 		body = json_pack("{s:O}", "limit", json_object_get(request, "limit"));
@@ -82,6 +95,22 @@ static json_t *call_meta(json_t *request)
 		ctl_fail("out of memory");
 		return NULL;
 	}
+	/* a follower's redirect is followed only to one of these: the token
+	 * goes nowhere else */
+	for (u = strtok_r(urls, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
+		if (rg_http_origins_add(&origins, u, err, sizeof(err))) {
+			char msg[ERR_MAX + 16];
+
+			snprintf(msg, sizeof(msg), "--meta: %s", err);
+			free(urls);
+			json_decref(request);
+			json_decref(body);
+			ctl_fail(msg);
+			return NULL;
+		}
+	}
+	strcpy(urls, ctl_cfg.meta_url);
+	save = NULL;
 	for (u = strtok_r(urls, ",", &save); u && !answered; u = strtok_r(NULL, ",", &save)) {
 		size_t n = strlen(u);
 
@@ -92,8 +121,7 @@ static json_t *call_meta(json_t *request)
 			 db ? "/" : "", db ? db : "", source ? "?source=" : "",
 			 source ? source : "");
 		pr_debug("%s %s", method, url);
-		if (rg_http_json(method, url, token, body, META_CONNECT_TIMEOUT_MS, META_TIMEOUT_MS,
-				 &res, err, sizeof(err)) == 0)
+		if (rg_http_json(method, url, body, &opts, &res, err, sizeof(err)) == 0)
 			answered = true;
 	}
 	free(urls);
@@ -116,6 +144,9 @@ static json_t *call_meta(json_t *request)
 			snprintf(line, sizeof(line), "rowgate-meta refused the request (401): %s",
 				 ctl_cfg.token_file ? "wrong token in --token-file" :
 						  "it needs a token: pass --token-file");
+		else if (res.status == 403)
+			snprintf(line, sizeof(line), "rowgate-meta refused the request (403): %.450s",
+				 msg ? msg : "forbidden");
 		else if (msg)
 			snprintf(line, sizeof(line), "%.500s", msg);
 		else

@@ -28,6 +28,9 @@ enum {
 	OPT_LOG_LEVEL = 256,
 	OPT_META,
 	OPT_TOKEN_FILE,
+	OPT_META_CA,
+	OPT_META_CERT,
+	OPT_META_KEY,
 	OPT_BPFFS,
 };
 
@@ -49,12 +52,29 @@ static const struct ctl_option ctl_options[] = {
 	  RG_BPFFS_DEFAULT_DIR },
 	{ { "meta", required_argument, NULL, OPT_META },
 	  "URL[,URL]",
-	  "manage the cluster's limits at rowgate-meta instead of one rowgated",
+	  "manage the cluster's limits at rowgate-meta instead of one rowgated;\n"
+	  "                          list every replica as it advertises itself: a\n"
+	  "                          follower's redirect is followed only to one of them",
 	  "off" },
 	{ { "token-file", required_argument, NULL, OPT_TOKEN_FILE },
 	  "PATH",
-	  "bearer token for --meta (first line of the file)",
+	  "the admin token for --meta (the file's first\n"
+	  "                          line; rowgate-meta's --admin-token-file)",
 	  "none" },
+	{ { "meta-ca", required_argument, NULL, OPT_META_CA },
+	  "PATH",
+	  "CA certificates (PEM) that verify an https://\n"
+	  "                          rowgate-meta",
+	  "the system's" },
+	{ { "meta-cert", required_argument, NULL, OPT_META_CERT },
+	  "PATH",
+	  "client certificate (PEM) for an https:// --meta\n"
+	  "                          that requires one (rowgate-meta --tls-client-ca)",
+	  "none" },
+	{ { "meta-key", required_argument, NULL, OPT_META_KEY },
+	  "PATH",
+	  "the key of --meta-cert (PEM)",
+	  "in --meta-cert" },
 	{ { "json", no_argument, NULL, 'j' },
 	  NULL,
 	  "print JSON, errors included, instead of tables",
@@ -137,7 +157,7 @@ static void usage(FILE *out)
 		"  rowgatectl sql \"ALTER DATABASE logs UNSET 'ingest_rows_rate_limit'\"\n"
 		"  rowgatectl sql \"SHOW CREATE DATABASE logs\"\n"
 		"  rowgatectl --socket /tmp/rg/admin.sock limit show logs\n"
-		"  rowgatectl --meta http://10.0.0.5:4100 --token-file /etc/rowgate/token \\\n"
+		"  rowgatectl --meta http://10.0.0.5:4100 --token-file /etc/rowgate/admin.token \\\n"
 		"             limit set logs 10000\n"
 		"  rowgatectl --meta http://10.0.0.5:4100 stats logs\n",
 		RG_DB_NAME_MAX - 1, (unsigned long long)RG_U64_MAX);
@@ -263,6 +283,15 @@ int main(int argc, char **argv)
 			break;
 		case OPT_TOKEN_FILE:
 			ctl_cfg.token_file = optarg;
+			break;
+		case OPT_META_CA:
+			ctl_cfg.meta_ca = optarg;
+			break;
+		case OPT_META_CERT:
+			ctl_cfg.meta_cert = optarg;
+			break;
+		case OPT_META_KEY:
+			ctl_cfg.meta_key = optarg;
 			break;
 		case OPT_BPFFS:
 			ctl_cfg.bpffs = optarg;

@@ -25,7 +25,10 @@ struct ctl_config {
 	const char *socket_path;
 	const char *bpffs;      /* pins, for status and detach */
 	const char *meta_url;   /* manage cluster limits at rowgate-meta */
-	const char *token_file;
+	const char *token_file; /* the admin token */
+	const char *meta_ca;    /* https:// --meta: CA, client certificate and key */
+	const char *meta_cert;
+	const char *meta_key;
 	bool json;
 	enum rg_log_level log_level;
 };

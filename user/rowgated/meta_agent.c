@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
@@ -36,6 +37,8 @@ struct rg_meta_agent {
 	int nr_urls;
 	char node_id[RG_META_NODE_ID_MAX];
 	char token[RG_META_TOKEN_MAX];
+	char auth[RG_META_TOKEN_MAX + 8]; /* "Bearer TOKEN", "" = none */
+	struct rg_http_origins origins;   /* --meta's: where a redirect may lead */
 	struct rg_meta_agent_config cfg;
 
 	pthread_t thread;
@@ -209,6 +212,14 @@ static int exchange(struct rg_meta_agent *a, const struct rg_meta_hb_req *req,
 {
 	long timeout = (long)a->interval_ms;
 	json_t *body = rg_meta_hb_req_encode(req);
+	struct rg_http_opts opts = {
+		.authorization = a->auth,
+		.connect_timeout_ms = RG_META_AGENT_CONNECT_TIMEOUT_MS,
+		.origins = &a->origins,
+		.ca_file = a->cfg.ca_file,
+		.cert_file = a->cfg.cert_file,
+		.key_file = a->cfg.key_file,
+	};
 	char url[320], why[256];
 	int ret = -EIO;
 
@@ -220,13 +231,13 @@ static int exchange(struct rg_meta_agent *a, const struct rg_meta_hb_req *req,
 		timeout = RG_META_AGENT_TIMEOUT_MS_MAX;
 	if (timeout < 2 * RG_META_AGENT_CONNECT_TIMEOUT_MS)
 		timeout = 2 * RG_META_AGENT_CONNECT_TIMEOUT_MS;
+	opts.timeout_ms = timeout;
 	for (int k = 0; k < a->nr_urls; k++) {
 		int u = (a->cur_url + k) % a->nr_urls;
 		struct rg_http_result res;
 
 		snprintf(url, sizeof(url), "%s%s", a->urls[u], RG_META_API_HEARTBEAT);
-		if (rg_http_json("POST", url, a->token, body, RG_META_AGENT_CONNECT_TIMEOUT_MS,
-				 timeout, &res, why, sizeof(why))) {
+		if (rg_http_json("POST", url, body, &opts, &res, why, sizeof(why))) {
 			snprintf(err, errlen, "%s", why);
 			continue;
 		}
@@ -250,6 +261,9 @@ static int exchange(struct rg_meta_agent *a, const struct rg_meta_hb_req *req,
 			if (res.status == 401)
 				snprintf(err, errlen,
 					 "%.300s refused the token (401): check --token-file", url);
+			else if (res.status == 403 && msg)
+				snprintf(err, errlen, "%.300s refused the heartbeat (403): %.180s",
+					 url, msg);
 		} else {
 			snprintf(err, errlen, "%.300s: bad reply: %.180s", url, why);
 		}
@@ -508,7 +522,7 @@ static void *agent_main(void *arg)
 
 static int parse_urls(struct rg_meta_agent *a, const char *urls)
 {
-	char *save = NULL, *tok;
+	char *save = NULL, *tok, err[256];
 
 	a->urls_buf = strdup(urls);
 	if (!a->urls_buf)
@@ -524,6 +538,10 @@ static int parse_urls(struct rg_meta_agent *a, const char *urls)
 		}
 		if (a->nr_urls == RG_META_AGENT_URLS_MAX) {
 			pr_err("--meta: at most %d URLs", RG_META_AGENT_URLS_MAX);
+			return -EINVAL;
+		}
+		if (rg_http_origins_add(&a->origins, tok, err, sizeof(err))) {
+			pr_err("--meta: %s", err);
 			return -EINVAL;
 		}
 		a->urls[a->nr_urls++] = tok;
@@ -561,6 +579,21 @@ int rg_meta_agent_start(const struct rg_meta_agent_config *cfg, struct rg_meta_a
 		if (ret) {
 			pr_err("--token-file: %s", err);
 			goto fail;
+		}
+		if (a->token[0])
+			snprintf(a->auth, sizeof(a->auth), "Bearer %s", a->token);
+	}
+	/* a typo in a path is a startup error, not a failing heartbeat */
+	{
+		const char *files[] = { cfg->ca_file, cfg->cert_file, cfg->key_file };
+		const char *names[] = { "--meta-ca", "--meta-cert", "--meta-key" };
+
+		for (int i = 0; i < 3; i++) {
+			if (files[i] && access(files[i], R_OK)) {
+				ret = -errno;
+				pr_err("%s %s: %s", names[i], files[i], strerror(errno));
+				goto fail;
+			}
 		}
 	}
 	ret = rg_http_global_init();

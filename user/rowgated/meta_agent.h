@@ -37,6 +37,11 @@ struct rg_meta_agent_config {
 	const char *urls;       /* "http://a:4100[,http://b:4100...]" */
 	const char *node_id;    /* this frontend's id, unique in the cluster */
 	const char *token_file; /* NULL: no Authorization header */
+	/* https:// replicas: the CA that verifies them (NULL: the system's),
+	 * this host's client certificate and key (NULL: none) */
+	const char *ca_file;
+	const char *cert_file;
+	const char *key_file;
 	int limits_fd;          /* the pinned maps (abi.h) */
 	int buckets_fd;
 	int stats_fd;

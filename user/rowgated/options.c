@@ -471,6 +471,27 @@ static int opt_token_file(struct config *cfg, const char *v, char *err, size_t l
 	return 0;
 }
 
+static int opt_meta_ca(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->meta_ca = v;
+	return 0;
+}
+
+static int opt_meta_cert(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->meta_cert = v;
+	return 0;
+}
+
+static int opt_meta_key(struct config *cfg, const char *v, char *err, size_t len)
+{
+	(void)err, (void)len;
+	cfg->meta_key = v;
+	return 0;
+}
+
 static int opt_log_level(struct config *cfg, const char *v, char *err, size_t len)
 {
 	if (rg_log_parse_level(v, &cfg->log_level))
@@ -676,11 +697,22 @@ static const struct option_def options[] = {
 	{ "meta", 0, 0, "URL[,URL]", opt_meta,
 	  "distributed mode: heartbeat to rowgate-meta, which\n"
 	  "sets the limits and this host's quotas (local\n"
-	  "limit set/unset are refused; default standalone)" },
+	  "limit set/unset are refused; default standalone);\n"
+	  "list every replica as it advertises itself: a\n"
+	  "redirect is followed only to one of them" },
 	{ "node-id", 0, 0, "ID", opt_node_id,
 	  "this frontend's id for --meta (default hostname)" },
 	{ "token-file", 0, 0, "PATH", opt_token_file,
-	  "bearer token for --meta (first line of the file)" },
+	  "the agent token for --meta (the file's first\n"
+	  "line; rowgate-meta's --agent-token-file)" },
+	{ "meta-ca", 0, 0, "PATH", opt_meta_ca,
+	  "CA certificates (PEM) that verify https://\n"
+	  "replicas of --meta (default: the system's)" },
+	{ "meta-cert", 0, 0, "PATH", opt_meta_cert,
+	  "this host's client certificate (PEM) for replicas\n"
+	  "that require one (rowgate-meta --tls-client-ca)" },
+	{ "meta-key", 0, 0, "PATH", opt_meta_key,
+	  "the key of --meta-cert (PEM; default: in that file)" },
 	{ "log-level", 'l', OPT_LIVE, "LEVEL", opt_log_level,
 	  RG_LOG_LEVELS "\n(default notice: events, not info);\nSIGHUP applies a change" },
 	{ "check-config", 0, OPT_SWITCH | OPT_CLI, NULL, NULL,
@@ -995,8 +1027,14 @@ static int finish(struct config *cfg)
 		}
 		cfg->cgroup = cfg->cgroup_buf;
 	}
-	if (!cfg->meta_url && (cfg->node_id || cfg->token_file)) {
-		pr_err("--node-id and --token-file only make sense with --meta");
+	if (!cfg->meta_url &&
+	    (cfg->node_id || cfg->token_file || cfg->meta_ca || cfg->meta_cert || cfg->meta_key)) {
+		pr_err("--node-id, --token-file and --meta-ca/--meta-cert/--meta-key only make "
+		       "sense with --meta");
+		return -EINVAL;
+	}
+	if (cfg->meta_key && !cfg->meta_cert) {
+		pr_err("--meta-key needs --meta-cert");
 		return -EINVAL;
 	}
 	if (cfg->meta_url && !cfg->node_id) {
@@ -1173,8 +1211,9 @@ static const char *restart_change(const struct config *a, const struct config *b
 	if (a->copy_memory_bytes != b->copy_memory_bytes || a->copy_expiry_s != b->copy_expiry_s)
 		return "copy-memory or copy-expiry";
 	if (!same_str(a->meta_url, b->meta_url) || !same_str(a->node_id, b->node_id) ||
-	    !same_str(a->token_file, b->token_file))
-		return "meta, node-id or token-file";
+	    !same_str(a->token_file, b->token_file) || !same_str(a->meta_ca, b->meta_ca) ||
+	    !same_str(a->meta_cert, b->meta_cert) || !same_str(a->meta_key, b->meta_key))
+		return "meta, node-id, token-file or meta-ca/cert/key";
 	return NULL;
 }
 

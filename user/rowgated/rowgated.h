@@ -81,6 +81,9 @@ struct config {
 	const char *node_id;
 	char node_id_buf[64];
 	const char *token_file;
+	const char *meta_ca; /* https:// --meta: CA, client certificate, key */
+	const char *meta_cert;
+	const char *meta_key;
 	struct route_opt routes[RG_MAX_ROUTES];
 	int nroutes;
 	enum rg_log_level log_level;
