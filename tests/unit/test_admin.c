@@ -410,7 +410,7 @@ static int count_lines(const char *s)
 
 static void test_rowgatectl(void)
 {
-	char bin[300], out[4096], err[4096];
+	char bin[300], out[16384], err[4096];
 	const char *build = getenv("BUILD") ?: "build";
 	int calls, rc;
 	json_t *j;
