@@ -72,6 +72,40 @@ static __always_inline void rg_shadow_count(const struct rg_db_key *db, __u64 ro
 	__sync_fetch_and_add(&s->would_reject_rows, rows);
 }
 
+/* A new database's unlimited counters start from this: not from the
+ * stack, which on 6.1 the verdict's call chain has no room left in (512
+ * bytes for the whole chain). */
+static const struct rg_unlimited_stats rg_unlimited_zero;
+
+/* The unlimited counters of db, created the first time it is written to
+ * (NULL when the map cannot take it).  Linux 6.1 takes no map key from an
+ * argument's memory: db is on the caller's stack or in a map value. */
+static __always_inline struct rg_unlimited_stats *rg_unlimited_get(const struct rg_db_key *db)
+{
+	struct rg_unlimited_stats *u = bpf_map_lookup_elem(&RG_MAP_UNLIMITED, db);
+
+	if (u)
+		return u;
+	bpf_map_update_elem(&RG_MAP_UNLIMITED, db, &rg_unlimited_zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&RG_MAP_UNLIMITED, db);
+}
+
+/* A write to a database without a limit passed: count it in u (from
+ * rg_unlimited_get, taken first so that no other value need outlive its
+ * calls: the verifier's 512-byte chain on 6.1 has no room to spill), rows
+ * an estimate when estimated is set. */
+static __always_inline void rg_unlimited_count(struct rg_unlimited_stats *u, __u64 rows,
+					       __u64 body_bytes, bool estimated)
+{
+	if (!u)
+		return;
+	__sync_fetch_and_add(&u->requests, 1);
+	__sync_fetch_and_add(&u->rows, rows);
+	__sync_fetch_and_add(&u->body_bytes, body_bytes);
+	if (estimated)
+		__sync_fetch_and_add(&u->estimated_requests, 1);
+}
+
 /* The daemon creates a database's counters with its limit. */
 static __always_inline struct rg_db_stats *rg_db_stats_get(const struct rg_db_key *db)
 {

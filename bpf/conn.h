@@ -178,7 +178,9 @@ struct rg_conn {
 			     * HTTP/2 verdict follows it (bpf/h2.h); from padding */
 	__u8 scan_db;	    /* the body's lines may name databases of their own
 			     * (victoria-metrics' db tag): read as they pass */
-	__u8 pad1;
+	__u8 unlimited;	    /* the current request is a write to a database without a
+			     * limit: counted at its end (rg_unlimited_count); from
+			     * padding */
 	__u64 timer_from_ns; /* when server_timer started, as the verdict sees it */
 	__u64 body_remaining;
 	__u64 write_seq_mark; /* server's write_seq when a request was passed */

@@ -44,6 +44,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_SHADOW SEC(".maps");
 
+/* unlimited: database -> writes while it has no limit; the kernel adds a
+ * database the first time it is written to, and an LRU keeps a flood of
+ * invented names from crowding out the rest */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RG_MAX_DATABASES);
+	__type(key, struct rg_db_key);
+	__type(value, struct rg_unlimited_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_UNLIMITED SEC(".maps");
+
 /* global_stats: [0] -> host-wide counters */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

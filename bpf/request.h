@@ -55,6 +55,7 @@ static __always_inline void rg_request_reset(struct rg_conn *c)
 	c->verdict = RG_REQ_PASS;
 	c->count_rows = 0;
 	c->copy_body = 0;
+	c->unlimited = 0;
 	c->copy_lost = 0;
 	c->scan_db = 0;
 	c->body_bytes = 0;
@@ -92,6 +93,37 @@ static __always_inline bool rg_server_deadline_near(const struct rg_conn *c)
 	return rg_server_timer_near(now > c->timer_from_ns ? now - c->timer_from_ns : 0, t);
 }
 
+/*
+ * A write to a database without a limit: its head was read (line protocol
+ * whose server stores a row per line has its rows counted, as an admitted
+ * write's are) and its end (counted, its rows an estimate from the body
+ * size where they were not counted).  Global functions of their own: the
+ * verdict's call chain has no stack to spare for them on 6.1.
+ */
+__noinline int rg_unlimited_start(struct __sk_buff *skb, struct rg_conn *arg)
+{
+	struct rg_conn *c = rg_conn_again(skb, arg);
+
+	if (c && rg_protocol_in_kernel(c->protocol) && rg_http_identity_encoding(&c->head) &&
+	    rg_profile_rows_mode(c->profile) == RG_ROWS_LINES)
+		c->count_rows = 1;
+	return 0;
+}
+
+__noinline int rg_unlimited_end(struct __sk_buff *skb, struct rg_conn *arg)
+{
+	struct rg_conn *c = rg_conn_again(skb, arg);
+	struct rg_unlimited_stats *u;
+
+	if (!c)
+		return 0;
+	if (!c->count_rows)
+		c->req_rows = rg_estimate_rows(c);
+	u = rg_unlimited_get(&c->db);
+	rg_unlimited_count(u, c->req_rows, c->body_bytes, !c->count_rows);
+	return 0;
+}
+
 /* The request ended at skb offset end.  Global functions like this one are
  * verified once, not once per call site and callback round. */
 __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 end)
@@ -110,6 +142,8 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 
 		if (c->verdict == RG_REQ_REJECT)
 			c->reject_estimated = 1;
 	}
+	if (c->unlimited && c->verdict == RG_REQ_PASS)
+		rg_unlimited_end(skb, c);
 	switch (c->verdict) {
 	case RG_REQ_ADMIT:
 		rg_charge(&c->db, c->req_rows - c->charged_rows, 1, true);
@@ -297,6 +331,11 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 			}
 		}
 		c->protocol = (__u8)route->protocol;
+		/* counted at its end, so its rate is known before a limit is
+		 * set (rg_request_end) */
+		c->unlimited = adm == RG_ADMIT_UNLIMITED;
+		if (c->unlimited)
+			rg_unlimited_start(skb, c);
 		if (c->verdict != RG_REQ_PASS) {
 			/* compressed text is counted by rowgated like binary, and
 			 * so is line protocol whose server stores a row per field

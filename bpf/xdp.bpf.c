@@ -378,11 +378,14 @@ int rg_xdp(struct xdp_md *ctx)
 		goto out;
 	}
 	adm = rg_admit(&db, &info);
+	rows = rg_count_rows(ctx, d.udp_off + RG_UDP_HDR_BYTES, plen);
 	if (adm == RG_ADMIT_UNLIMITED) {
+		/* counted, so its rate is known before a limit is set */
+		if (rows)
+			rg_unlimited_count(rg_unlimited_get(&db), rows, plen, false);
 		rg_xdp_inc(us, unlimited_datagrams);
 		goto out;
 	}
-	rows = rg_count_rows(ctx, d.udp_off + RG_UDP_HDR_BYTES, plen);
 	if (rows == 0) {
 		rg_xdp_inc(us, empty_datagrams);
 		goto out;

@@ -20,6 +20,7 @@
 #define RG_MAP_BUCKETS  buckets
 #define RG_MAP_DB_STATS db_stats
 #define RG_MAP_SHADOW   shadow
+#define RG_MAP_UNLIMITED unlimited
 #define RG_MAP_ROUTES   routes
 #define RG_MAP_PORTS    ports
 #define RG_MAP_CONNS    conns
@@ -69,6 +70,11 @@ struct rg_bucket_value {
 struct rg_shadow_stats {
 	__u64 would_reject_requests;
 	__u64 would_reject_rows; /* rows known when it passed (gRPC, UDP) */
+};
+
+/* unlimited: db -> writes while it has no limit (counters.h). */
+struct rg_unlimited_stats {
+	RG_UNLIMITED_STATS_FIELDS(RG_COUNTER_FIELD_)
 };
 
 /* db_stats: db -> counters since the map was created (counters.h). */

@@ -45,6 +45,21 @@
 	X(refunded_rows, "refunded_rows", "refunded_rows_total", COUNTER,                 \
 	  "Rows of refunded writes, also taken off admitted_rows/unenforced_rows.")
 
+/* unlimited: database -> writes to it while it has no limit (an LRU map the
+ * kernel fills as databases appear), so an operator can pick a limit from
+ * data.  Line protocol's rows are counted exactly in the kernel; a body
+ * rowgated would decode (compressed, protobuf, JSON) is estimated from its
+ * size, and gRPC rows are the messages' own. */
+#define RG_UNLIMITED_STATS_FIELDS(X)                                                      \
+	X(requests, "requests", "unlimited_requests_total", COUNTER,                      \
+	  "Writes to a database without a limit (gRPC: messages).")                      \
+	X(rows, "rows", "unlimited_rows_total", COUNTER,                                  \
+	  "Rows of those writes (see unlimited_estimated_requests_total).")              \
+	X(estimated_requests, "estimated_requests", "unlimited_estimated_requests_total", \
+	  COUNTER, "Of those writes, the ones whose rows are an estimate from the body size.") \
+	X(body_bytes, "body_bytes", "unlimited_body_bytes_total", COUNTER,                \
+	  "Body bytes of those writes.")
+
 /* proto_stats: (database, protocol) -> counters of that protocol; series
  * carry a protocol label besides db. */
 #define RG_PROTO_STATS_FIELDS(X)                                                          \

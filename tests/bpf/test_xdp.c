@@ -436,6 +436,25 @@ static __u32 send_lines(__u16 port, int v6, int lines)
 	return ret;
 }
 
+/* A database without a limit: its datagrams pass and are counted in the
+ * unlimited map, rows exactly, the way a limit would have charged them. */
+static void test_unlimited_counted(void)
+{
+	struct rg_db_key k = dbkey("free");
+	struct rg_unlimited_stats u0 = {}, u1 = {};
+	int fd = bpf_map__fd(skel->maps.unlimited);
+
+	bpf_map_lookup_elem(fd, &k, &u0);
+	CHECK(send_lines(PORT_FREE, 0, 7) == XDP_PASS, "7 rows to an unlimited database pass");
+	CHECK(send_lines(PORT_FREE, 1, 5) == XDP_PASS, "5 more (ipv6) pass");
+	CHECK(bpf_map_lookup_elem(fd, &k, &u1) == 0, "free is in the unlimited map");
+	CHECK_EQ_U64(u1.requests - u0.requests, 2, "unlimited requests");
+	CHECK_EQ_U64(u1.rows - u0.rows, 12, "unlimited rows");
+	CHECK_EQ_U64(u1.estimated_requests - u0.estimated_requests, 0, "none estimated");
+	CHECK(u1.body_bytes - u0.body_bytes > 0, "unlimited body bytes counted");
+	CHECK_EQ_U64(db_stats("free").admitted_rows, 0, "nothing charged to free");
+}
+
 /* quota 10 rows/s, full bucket: a 25-row datagram is admitted (15 rows of
  * debt), the next one dropped whole, and stays out of db_stats' admitted. */
 static void test_admit_then_drop(void)
@@ -661,6 +680,8 @@ int main(int argc, char **argv)
 	}
 	test_admit_then_drop();
 	printf("%s  admit then drop\n", check_failures ? "?   " : "ok  ");
+	test_unlimited_counted();
+	printf("%s  unlimited counted\n", check_failures ? "?   " : "ok  ");
 	test_random_payloads();
 	printf("     random payloads\n");
 	test_shared_bucket();

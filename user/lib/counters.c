@@ -15,6 +15,7 @@
 	}
 
 #define rg_db_stats_X_(...) RG_DESC_(struct rg_db_stats, __VA_ARGS__)
+#define rg_unlimited_stats_X_(...) RG_DESC_(struct rg_unlimited_stats, __VA_ARGS__)
 #define rg_proto_stats_X_(...) RG_DESC_(struct rg_proto_stats, __VA_ARGS__)
 #define rg_global_stats_X_(...) RG_DESC_(struct rg_global_stats, __VA_ARGS__)
 #define rg_udp_stats_X_(...) RG_DESC_(struct rg_udp_stats, __VA_ARGS__)
@@ -26,6 +27,7 @@
 #define rg_agent_stats_X_(...) RG_DESC_(struct rg_agent_stats, __VA_ARGS__)
 
 RG_TABLE_(rg_db_stats, struct rg_db_stats, RG_DB_STATS_FIELDS);
+RG_TABLE_(rg_unlimited_stats, struct rg_unlimited_stats, RG_UNLIMITED_STATS_FIELDS);
 RG_TABLE_(rg_proto_stats, struct rg_proto_stats, RG_PROTO_STATS_FIELDS);
 RG_TABLE_(rg_global_stats, struct rg_global_stats, RG_GLOBAL_STATS_FIELDS);
 RG_TABLE_(rg_udp_stats, struct rg_udp_stats, RG_UDP_STATS_FIELDS);

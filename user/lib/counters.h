@@ -47,6 +47,7 @@ struct rg_counter_table {
 };
 
 extern const struct rg_counter_table rg_db_stats_table;     /* struct rg_db_stats */
+extern const struct rg_counter_table rg_unlimited_stats_table; /* struct rg_unlimited_stats */
 extern const struct rg_counter_table rg_proto_stats_table;  /* struct rg_proto_stats */
 extern const struct rg_counter_table rg_global_stats_table; /* struct rg_global_stats */
 extern const struct rg_counter_table rg_udp_stats_table;    /* struct rg_udp_stats */

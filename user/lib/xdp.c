@@ -25,7 +25,7 @@
 /* Maps of the XDP object shared with the HTTP path (rowgated pins them). */
 static const char *const shared_maps[] = {
 	RG_STR(RG_MAP_LIMITS), RG_STR(RG_MAP_BUCKETS), RG_STR(RG_MAP_DB_STATS),
-	RG_STR(RG_MAP_GLOBAL), RG_STR(RG_MAP_SHADOW),
+	RG_STR(RG_MAP_GLOBAL), RG_STR(RG_MAP_SHADOW), RG_STR(RG_MAP_UNLIMITED),
 };
 
 /* Longest pin directory accepted: leaves room for the pin names. */

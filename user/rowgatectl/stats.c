@@ -157,6 +157,11 @@ int ctl_stats(const struct rg_db_key *db_or_null)
 		goto out;
 	}
 	print_databases(json_object_get(reply, "databases"));
+	/* what databases without a limit take: the data to pick one from */
+	if (json_array_size(json_object_get(reply, "unlimited"))) {
+		printf("\nwithout a limit:\n");
+		print_databases(json_object_get(reply, "unlimited"));
+	}
 	if (json_object_size(json_object_get(reply, "meta"))) {
 		printf("\nrowgate-meta agent:\n");
 		json_object_foreach(json_object_get(reply, "meta"), key, value) {

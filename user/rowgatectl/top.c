@@ -19,6 +19,7 @@ struct top_row {
 	double limit, quota, debt;
 	double admitted, rejected; /* counters at the sample */
 	double would;		   /* requests a shadow limit would have refused */
+	bool unlimited;		   /* no limit: admitted is what it passed */
 	double admitted_rate, rejected_rate, would_rate;
 	bool shadow;
 };
@@ -47,15 +48,16 @@ static double num(const json_t *o, const char *key)
 /* One stats reply into s (its rows replaced); 0, or EXIT_FAILURE reported. */
 static int top_take(struct top_sample *s)
 {
-	json_t *reply = ctl_call_daemon(json_pack("{s:s}", "op", "stats")), *dbs, *d;
-	size_t i;
+	json_t *reply = ctl_call_daemon(json_pack("{s:s}", "op", "stats")), *dbs, *unl, *d;
+	size_t i, j;
 
 	if (!reply)
 		return EXIT_FAILURE;
 	dbs = json_object_get(reply, "databases");
+	unl = json_object_get(reply, "unlimited");
 	free(s->rows);
 	s->n = 0;
-	s->rows = calloc(json_array_size(dbs) + 1, sizeof(*s->rows));
+	s->rows = calloc(json_array_size(dbs) + json_array_size(unl) + 1, sizeof(*s->rows));
 	if (!s->rows) {
 		json_decref(reply);
 		return ctl_fail("out of memory");
@@ -73,6 +75,23 @@ static int top_take(struct top_sample *s)
 		r->rejected = num(d, "rejected_rows");
 		r->shadow = json_is_true(json_object_get(d, "shadow"));
 		r->would = num(d, "would_reject_requests");
+	}
+	/* a database without a limit: its rows all pass.  One whose limit
+	 * was removed keeps its old counters, which no longer grow: the
+	 * rows it passes since are added to them. */
+	json_array_foreach(unl, i, d) {
+		const char *name = json_string_value(json_object_get(d, "db"));
+		struct top_row *r = NULL;
+
+		for (j = 0; j < s->n && name; j++)
+			if (!strcmp(s->rows[j].db, name) && s->rows[j].limit == 0)
+				r = &s->rows[j];
+		if (!r) {
+			r = &s->rows[s->n++];
+			snprintf(r->db, sizeof(r->db), "%s", name ? name : "?");
+		}
+		r->unlimited = true;
+		r->admitted += num(d, "rows");
 	}
 	json_decref(reply);
 	return 0;
@@ -140,9 +159,9 @@ static void top_print_json(const struct top_sample *s, double interval)
 		const struct top_row *r = &s->rows[i];
 		double rec = top_recover(r);
 
-		json_array_append_new(arr, json_pack("{s:s, s:f, s:f, s:b, s:f, s:f, s:f, s:f, s:o}",
+		json_array_append_new(arr, json_pack("{s:s, s:f, s:f, s:b, s:b, s:f, s:f, s:f, s:f, s:o}",
 						     "db", r->db, "limit", r->limit, "quota", r->quota,
-						     "shadow", r->shadow,
+						     "shadow", r->shadow, "unlimited", r->unlimited,
 						     "admitted_rows_per_s", r->admitted_rate,
 						     "rejected_rows_per_s", r->rejected_rate,
 						     "would_reject_requests_per_s", r->would_rate,
@@ -184,6 +203,11 @@ static void top_print_table(const struct top_sample *s, double interval, bool sc
 			snprintf(would, sizeof(would), "%.1f/s", r->would_rate);
 		else
 			snprintf(would, sizeof(would), "-");
+		if (r->unlimited) {
+			printf("%-24s %12s %12s %13.0f %13s %10s %12s %10s\n", r->db, "none", "-",
+			       r->admitted_rate, "-", "-", "-", "-");
+			continue;
+		}
 		printf("%-24s %12.0f %12.0f %13.0f %13.0f %10s %12.0f %10s\n", r->db, r->limit,
 		       r->quota, r->admitted_rate, r->rejected_rate, would, r->debt, recover);
 	}
@@ -199,8 +223,9 @@ static void top_usage(FILE *out)
 		     "  --interval S      seconds between samples, 0.1 to 3600 (default 1)\n"
 		     "  --count N         stop after N tables (default: until Ctrl-C)\n"
 		     "Rows/s admitted and rejected per database, limit, quota, debt and the\n"
-		     "seconds until the debt is paid, most rejected first; with --json one\n"
-		     "JSON object a table.\n");
+		     "seconds until the debt is paid, most rejected first; a database\n"
+		     "without a limit shows LIMIT none and the rows/s it passes, to pick a\n"
+		     "limit from.  With --json one JSON object a table.\n");
 }
 
 int ctl_top(int argc, char **argv)

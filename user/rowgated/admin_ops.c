@@ -289,12 +289,38 @@ static json_t *db_stats_json(struct daemon *d, const struct rg_db_key *db)
 	return o;
 }
 
+/* Writes to databases without a limit (all of them, or db's), by database. */
+static json_t *unlimited_json(struct daemon *d, const struct rg_db_key *db)
+{
+	int fd = bpf_map__fd(d->skel->maps.RG_MAP_UNLIMITED);
+	json_t *arr = json_array();
+	struct rg_db_key key, next;
+	bool first = true;
+
+	while (arr && bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+		struct rg_unlimited_stats u;
+		json_t *o;
+
+		key = next;
+		first = false;
+		if ((db && strcmp(db->name, key.name)) || bpf_map_lookup_elem(fd, &key, &u))
+			continue;
+		o = json_pack("{s:s}", "db", key.name);
+		if (!o || json_array_append_new(arr, o)) {
+			json_decref(arr);
+			return NULL;
+		}
+		rg_counters_json(o, &rg_unlimited_stats_table, &u);
+	}
+	return arr;
+}
+
 static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *err,
 		    size_t errlen)
 {
 	struct daemon *d = ctx;
 	int fd = bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS);
-	json_t *arr = json_array(), *g = json_object();
+	json_t *arr = json_array(), *g = json_object(), *unlimited;
 	struct rg_global_stats gs = {};
 	struct rg_guard_stats guard = {};
 	struct rg_verdict_stats vs = {};
@@ -312,9 +338,13 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 		if (json_array_append_new(arr, db_stats_json(d, &key)))
 			goto nomem;
 	}
-	if (db && json_array_size(arr) == 0) {
-		snprintf(err, errlen, "no counters for database '%s' (no limit was ever set)",
+	unlimited = unlimited_json(d, db);
+	if (!unlimited)
+		goto nomem;
+	if (db && json_array_size(arr) == 0 && json_array_size(unlimited) == 0) {
+		snprintf(err, errlen, "no counters for database '%s' (never limited nor written to)",
 			 db->name);
+		json_decref(unlimited);
 		json_decref(arr);
 		json_decref(g);
 		return -ENOENT;
@@ -334,6 +364,7 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	}
 	rg_xdp_stats_json(d->cfg->bpffs, db, reply); /* -ENOENT: no UDP path */
 	json_object_set_new(reply, "databases", arr);
+	json_object_set_new(reply, "unlimited", unlimited);
 	json_object_set_new(reply, "global", g);
 	if (d->agent)
 		json_object_set_new(reply, "meta", rg_meta_agent_stats(d->agent));

@@ -23,7 +23,7 @@ static const char *const state_maps[] = {
 	RG_STR(RG_MAP_GLOBAL), RG_STR(RG_MAP_PROTO_STATS), RG_STR(RG_MAP_RATIOS),
 	RG_STR(RG_MAP_GUARD), RG_STR(RG_MAP_GUARD_STATS), RG_STR(RG_MAP_PORTS),
 	RG_STR(RG_MAP_ROUTES), RG_STR(RG_MAP_VERDICT_STATS), RG_STR(RG_MAP_BODIES),
-	RG_STR(RG_MAP_SHADOW),
+	RG_STR(RG_MAP_SHADOW), RG_STR(RG_MAP_UNLIMITED),
 };
 
 /* rowgated --cleanup: no enforcement, no state left under the directory. */

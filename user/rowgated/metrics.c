@@ -40,6 +40,7 @@ struct row {
 		struct rg_db_stats db;
 		struct rg_proto_stats proto;
 		struct rg_udp_stats udp;
+		struct rg_unlimited_stats unlimited;
 	} v;
 };
 
@@ -146,6 +147,37 @@ static void put_shadow(struct rg_prom *t, const char *bpffs)
 	close(fd);
 }
 
+/* Writes to databases without a limit, by database (every path's). */
+static void put_unlimited(struct rg_prom *t, const char *bpffs)
+{
+	struct rows rs = { 0 };
+	struct rg_db_key key, next;
+	bool first = true;
+	int fd = bpffs ? rg_pin_open(bpffs, RG_STR(RG_MAP_UNLIMITED)) : -ENOENT;
+
+	if (fd < 0)
+		return;
+	while (bpf_map_get_next_key(fd, first ? NULL : &key, &next) == 0) {
+		struct rg_unlimited_stats u;
+		struct row *r;
+
+		key = next;
+		first = false;
+		if (bpf_map_lookup_elem(fd, &key, &u))
+			continue; /* evicted meanwhile */
+		r = add_row(&rs);
+		if (!r) {
+			t->err = -ENOMEM;
+			break;
+		}
+		r->db = key;
+		r->v.unlimited = u;
+	}
+	close(fd);
+	put_table(t, &rg_unlimited_stats_table, &rs);
+	free(rs.r);
+}
+
 /* The per-database, per-protocol and global series of the HTTP path. */
 static void put_http(struct rg_prom *t, const struct rg_metrics_maps *maps)
 {
@@ -197,6 +229,7 @@ static void put_http(struct rg_prom *t, const struct rg_metrics_maps *maps)
 	rg_prom_table(t, &rg_global_stats_table, &g);
 	put_guard(t, maps->bpffs);
 	put_shadow(t, maps->bpffs);
+	put_unlimited(t, maps->bpffs);
 	if (maps->reconciler) {
 		struct rg_reconcile_stats rs;
 
