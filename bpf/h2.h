@@ -500,8 +500,8 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	switch (n) {
 	case RG_ADMIT_UNLIMITED:
 		/* an OTLP export's rows are rowgated's to count: an estimate */
-		rg_unlimited_count(rg_unlimited_get(&db), m->hdr ? rg_grpc_answer_rows(m) : m->rows,
-				   m->len, rg_grpc_rows_estimated(m));
+		rg_unlimited_count(rg_unlimited_get(&db), rg_grpc_answer_rows(m), m->len,
+				   rg_grpc_rows_estimated(m));
 		return 0;
 	case RG_ADMIT_SHADOW:
 		rg_shadow_count(&db, rg_grpc_db_hidden(m) ? 0 : m->rows);

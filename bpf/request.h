@@ -93,6 +93,15 @@ static __always_inline bool rg_server_deadline_near(const struct rg_conn *c)
 	return rg_server_timer_near(now > c->timer_from_ns ? now - c->timer_from_ns : 0, t);
 }
 
+/* Whether the current request's rows are counted here as its body passes:
+ * line protocol, uncompressed, on a port whose server stores a row per line
+ * (c->protocol set from its route). */
+static __always_inline bool rg_rows_in_kernel(const struct rg_conn *c)
+{
+	return rg_protocol_in_kernel(c->protocol) && rg_http_identity_encoding(&c->head) &&
+	       rg_profile_rows_mode(c->profile) == RG_ROWS_LINES;
+}
+
 /*
  * A write to a database without a limit: its head was read (line protocol
  * whose server stores a row per line has its rows counted, as an admitted
@@ -104,8 +113,7 @@ __noinline int rg_unlimited_start(struct __sk_buff *skb, struct rg_conn *arg)
 {
 	struct rg_conn *c = rg_conn_again(skb, arg);
 
-	if (c && rg_protocol_in_kernel(c->protocol) && rg_http_identity_encoding(&c->head) &&
-	    rg_profile_rows_mode(c->profile) == RG_ROWS_LINES)
+	if (c && rg_rows_in_kernel(c))
 		c->count_rows = 1;
 	return 0;
 }
@@ -340,8 +348,7 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 			/* compressed text is counted by rowgated like binary, and
 			 * so is line protocol whose server stores a row per field
 			 * (RG_ROWS_VM_SAMPLES: the kernel charges an upper bound) */
-			if (rg_protocol_in_kernel(route->protocol) && rg_http_identity_encoding(h) &&
-			    rg_profile_rows_mode(c->profile) == RG_ROWS_LINES) {
+			if (rg_rows_in_kernel(c)) {
 				c->count_rows = 1;
 			} else {
 				c->copy_body = 1;
