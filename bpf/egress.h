@@ -442,7 +442,7 @@ struct rg_h2_answer {
 	__u64 quota_rows_per_s;
 	__u64 limit_rows_per_s;
 	__u32 db_len;
-	__u32 pad2;
+	__u32 retry_after_s; /* the bucket's: the answer's RetryInfo */
 	struct rg_db_key db;
 };
 
@@ -721,21 +721,31 @@ static __always_inline void rg_h2_out_settings(struct rg_h2_out *o, bool kernel)
 struct rg_h2_copy {
 	struct sk_msg_md *msg;
 	struct rg_h2_out *o;
+	struct rg_grpc_details d;
 	__u32 len;
 	__u32 i;
 	__s32 err;
 };
+
+/* One base64 step of the answer's grpc-status-details-bin. */
+static long rg_h2_details_cb(__u64 idx, void *ctx)
+{
+	struct rg_h2_copy *c = ctx;
+
+	rg_grpc_details_quad(&c->d, (__u8 *)c->o->buf.b, (__u32)idx);
+	return 0;
+}
 
 /* Copy o->buf into the pulled msg: a word, or a byte at the end, a step. */
 static long rg_h2_copy_cb(__u64 idx, void *ctx)
 {
 	struct rg_h2_copy *c = ctx;
 	__u8 *data = (__u8 *)(long)c->msg->data, *end = (__u8 *)(long)c->msg->data_end;
-	__u32 i = c->i & (RG_RESP_TEXT_MAX - 1);
+	__u32 i = c->i & RG_GRPC_ANSWER_MASK;
 
 	if (c->i >= c->len)
 		return 1;
-	if (c->i + 8 <= c->len) {
+	if (c->i + 8 <= c->len && i <= RG_GRPC_ANSWER_MAX - 8) {
 		if (data + i + 8 > end)
 			goto err;
 		*(__u64 *)(data + i) = *(__u64 *)&c->o->buf.b[i];
@@ -758,7 +768,7 @@ __noinline int rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
 {
 	struct rg_h2_copy cp = { .msg = msg, .o = o };
 	struct rg_h2_answer *a;
-	__u32 start, h, len = 0, sid;
+	__u32 start, h, len = 0, sid, at;
 	__u64 owed;
 
 	if (!msg || !o)
@@ -778,9 +788,12 @@ __noinline int rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
 		o->r.quota_rows_per_s = a->quota_rows_per_s;
 		o->r.limit_rows_per_s = a->limit_rows_per_s;
 		o->r.db_len = a->db_len;
-		len = rg_grpc_write_answer(&o->buf, sid, a->hdrs_sent, &o->r, &a->db);
-		if (len <= RG_H2_FRAME_HDR_BYTES || len >= RG_RESP_TEXT_MAX)
+		o->r.retry_after_s = a->retry_after_s;
+		len = rg_grpc_write_answer(&o->buf, sid, a->hdrs_sent, &o->r, &a->db, &cp.d);
+		if (len <= RG_H2_FRAME_HDR_BYTES || len >= RG_GRPC_DETAILS_PRE_AT)
 			return -1;
+		if (cp.d.quads)
+			bpf_loop(cp.d.quads, rg_h2_details_cb, &cp, 0);
 	}
 	/* taken before owed_in is read: DATA the verdict hides after this
 	 * read finds no answer queued and queues a give-back */
@@ -788,9 +801,9 @@ __noinline int rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
 	owed = RG_READ_ONCE(o->owed_in) - o->owed_out;
 	if (owed > RG_H2_WINDOW_MAX)
 		owed = RG_H2_WINDOW_MAX;
-	if (owed)
-		len += rg_h2_put_window_update((__u8 *)&o->buf.b[len & (RG_RESP_TEXT_MAX - 1)], 0,
-					       (__u32)owed);
+	at = rg_h2_opaque(len); /* checked where it is used (6.1) */
+	if (owed && at <= RG_GRPC_ANSWER_MAX - RG_H2_WINDOW_UPDATE_BYTES)
+		len += rg_h2_put_window_update((__u8 *)&o->buf.b[at], 0, (__u32)owed);
 	if (!len) {
 		/* given back by the answer before: the ACK just goes */
 		if (bpf_msg_pop_data(msg, start, RG_H2_FRAME_HDR_BYTES, 0))
@@ -800,10 +813,10 @@ __noinline int rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
 	if (len <= RG_H2_FRAME_HDR_BYTES ||
 	    bpf_msg_push_data(msg, start, len - RG_H2_FRAME_HDR_BYTES, 0))
 		return -1;
-	if (len >= RG_RESP_TEXT_MAX || bpf_msg_pull_data(msg, start, start + len, 0))
+	if (len >= RG_GRPC_ANSWER_MAX || bpf_msg_pull_data(msg, start, start + len, 0))
 		goto broken;
 	cp.len = len;
-	bpf_loop(RG_RESP_TEXT_MAX, rg_h2_copy_cb, &cp, 0);
+	bpf_loop(RG_GRPC_ANSWER_MAX, rg_h2_copy_cb, &cp, 0);
 	if (cp.err || cp.i != len)
 		goto broken;
 	o->owed_out += owed;

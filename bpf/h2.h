@@ -636,6 +636,8 @@ static __always_inline void rg_h2_answer_set(struct rg_h2_answer *a, const struc
 	a->quota_rows_per_s = st->info.quota_rows_per_s;
 	a->limit_rows_per_s = st->info.limit_rows_per_s;
 	a->db_len = st->db_len;
+	a->retry_after_s = st->info.retry_after_s > 0xffffffffULL ? 0xffffffffU :
+								  (__u32)st->info.retry_after_s;
 	__builtin_memcpy(&a->db, &st->db, sizeof(a->db));
 }
 
@@ -1058,6 +1060,7 @@ __noinline int rg_h2_early_push(struct rg_h2_sock *st, struct rg_h2_out *o)
 		st->reject_estimated = st->early_ans.estimated;
 		st->info.quota_rows_per_s = st->early_ans.quota_rows_per_s;
 		st->info.limit_rows_per_s = st->early_ans.limit_rows_per_s;
+		st->info.retry_after_s = st->early_ans.retry_after_s;
 		st->db_len = st->early_ans.db_len;
 		__builtin_memcpy(&st->db, &st->early_ans.db, sizeof(st->db));
 		st->early_sid = 0;

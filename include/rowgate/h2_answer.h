@@ -34,9 +34,11 @@ _Static_assert(RG_H2_SHORT_TAIL_BYTES == RG_H2_REWRITE_MIN_PAYLOAD,
 #define RG_H2_CANCEL		  0x8
 #define RG_H2_WINDOW_MAX	  0x7fffffffU /* largest window increment */
 
-/* A grpc-message and a whole trailers-only frame fit these. */
+/* A grpc-message fits this; a trailers-only frame and its scratch
+ * (RG_GRPC_DETAILS_PRE_AT) fit the answer buffer. */
 #define RG_GRPC_MESSAGE_MAX 512
-#define RG_GRPC_ANSWER_MAX  768
+#define RG_GRPC_ANSWER_MAX  RG_RESP_BUF_BYTES
+#define RG_GRPC_ANSWER_MASK (RG_GRPC_ANSWER_MAX - 1)
 
 /* HPACK pieces (RFC 7541 Appendix A, §6.2.2) */
 #define RG_HPACK_STATUS_200	   0x88 /* indexed field 8 */
@@ -274,18 +276,169 @@ RG_INLINE __u32 rg_grpc_message_429(char *out, __u32 cap, const struct rg_respon
 }
 
 /*
+ * grpc-status-details-bin (gRPC PROTOCOL-HTTP2): google.rpc.Status{code 8,
+ * message, details [Any{google.rpc.RetryInfo{retry_delay {seconds}}}]},
+ * base64 without padding.  RetryInfo is how a gRPC client learns the
+ * HTTP 429's Retry-After: the OpenTelemetry Collector's exporters retry
+ * RESOURCE_EXHAUSTED only when it is there.  grpc-go takes the status's
+ * message from this field once it is present, so the message is the
+ * grpc-message value, read from the frame where it already is.
+ *
+ * The Status is never written whole: the bytes before and after its
+ * message wait at the answer buffer's end (RG_GRPC_DETAILS_PRE_AT, _SUF_AT)
+ * while rg_grpc_details_quad turns three bytes a step into base64 (a
+ * bpf_loop step in the kernel).  The frame ends before that scratch.
+ */
+#define RG_GRPC_DETAILS_FIELD "\x00\x17grpc-status-details-bin"
+/* Status.details[0], its three lengths 0 (patched) and Duration.seconds'
+ * tag last: 49 bytes before the seconds' varint */
+#define RG_GRPC_RETRY_INFO \
+	"\x1a\x00\x0a\x28type.googleapis.com/google.rpc.RetryInfo\x12\x00\x0a\x00\x08"
+#define RG_GRPC_RETRY_INFO_ANY_LEN   1
+#define RG_GRPC_RETRY_INFO_INFO_LEN  45
+#define RG_GRPC_RETRY_INFO_DELAY_LEN 47
+#define RG_GRPC_DETAILS_PRE_AT	     (RG_GRPC_ANSWER_MAX - 72)
+#define RG_GRPC_DETAILS_SUF_AT	     (RG_GRPC_ANSWER_MAX - 64)
+_Static_assert(RG_STRLEN(RG_GRPC_RETRY_INFO) + 5 <= 64, "RetryInfo fits its scratch");
+RG_PIECE(rg_p_grpc_retry_info, RG_GRPC_RETRY_INFO)
+RG_PIECE(rg_p_grpc_details_field, RG_GRPC_DETAILS_FIELD)
+
+struct rg_grpc_details {
+	__u32 text_at;	/* Status.message: the grpc-message value in the frame */
+	__u32 text_len;
+	__u32 pre_len;	/* Status bytes before it, at RG_GRPC_DETAILS_PRE_AT */
+	__u32 bytes;	/* the Status's length; those after the message: _SUF_AT */
+	__u32 out;	/* where its base64 goes */
+	__u32 quads;	/* rg_grpc_details_quad steps that write it */
+};
+
+/* A protobuf varint at b[off], offsets masked to the answer buffer. */
+RG_INLINE __u32 rg_grpc_put_varint(__u8 *b, __u32 off, __u32 v)
+{
+	__u32 i;
+
+	RG_UNROLL
+	for (i = 0; i < 4; i++) {
+		if (v >= 0x80) {
+			b[off++ & RG_GRPC_ANSWER_MASK] = (__u8)(v | 0x80);
+			v >>= 7;
+		}
+	}
+	b[off++ & RG_GRPC_ANSWER_MASK] = (__u8)v;
+	return off;
+}
+
+/*
+ * Plan the Status whose message is b[text_at, +text_len) and whose
+ * RetryInfo says retry_s seconds: write its other bytes to the scratch and
+ * the field's HPACK name and length at off.  Returns the field's end (the
+ * d->quads steps of rg_grpc_details_quad fill its base64), or 0 when it
+ * would reach the scratch: the answer then goes without it.
+ */
+RG_INLINE __u32 rg_grpc_details_begin(struct rg_grpc_details *d, __u8 *b, __u32 off,
+				      __u32 text_at, __u32 text_len, __u64 retry_s)
+{
+	__u32 secs = retry_s > 0xffffffffULL ? 0xffffffffU : (__u32)retry_s;
+	__u32 pre, suf, vlen, chars, i;
+
+	d->quads = 0;
+	if (text_len >= RG_GRPC_MESSAGE_MAX)
+		return 0;
+	pre = RG_GRPC_DETAILS_PRE_AT;
+	b[pre] = 0x08; /* code */
+	b[pre + 1] = 8;
+	b[pre + 2] = 0x12; /* message */
+	d->pre_len = rg_grpc_put_varint(b, pre + 3, text_len) - pre;
+	suf = RG_GRPC_DETAILS_SUF_AT;
+	RG_UNROLL
+	for (i = 0; i < sizeof(rg_p_grpc_retry_info) / 8; i++)
+		RG_COPY64(&b[suf + 8 * i], &rg_p_grpc_retry_info[8 * i]);
+	vlen = rg_grpc_put_varint(b, suf + RG_STRLEN(RG_GRPC_RETRY_INFO), secs) -
+	       (suf + RG_STRLEN(RG_GRPC_RETRY_INFO));
+	b[suf + RG_GRPC_RETRY_INFO_DELAY_LEN] = (__u8)(1 + vlen);
+	b[suf + RG_GRPC_RETRY_INFO_INFO_LEN] = (__u8)(3 + vlen);
+	b[suf + RG_GRPC_RETRY_INFO_ANY_LEN] = (__u8)(47 + vlen);
+	d->text_at = text_at;
+	d->text_len = text_len;
+	d->bytes = d->pre_len + text_len + RG_STRLEN(RG_GRPC_RETRY_INFO) + vlen;
+	d->quads = (d->bytes + 2) / 3;
+	chars = (d->bytes * 4 + 2) / 3;
+	/* name, then the value's length: an HPACK integer, 7-bit prefix */
+	if (off + RG_STRLEN(RG_GRPC_DETAILS_FIELD) + 3 + chars + 2 >= RG_GRPC_DETAILS_PRE_AT) {
+		d->quads = 0;
+		return 0;
+	}
+	off = rg_h2_opaque(off); /* the masks below stay */
+	RG_UNROLL
+	for (i = 0; i < RG_STRLEN(RG_GRPC_DETAILS_FIELD); i++)
+		b[(off + i) & RG_GRPC_ANSWER_MASK] = (__u8)rg_p_grpc_details_field[i];
+	off += RG_STRLEN(RG_GRPC_DETAILS_FIELD);
+	if (chars < 127) {
+		b[off++ & RG_GRPC_ANSWER_MASK] = (__u8)chars;
+	} else {
+		b[off++ & RG_GRPC_ANSWER_MASK] = 0x7f;
+		off = rg_grpc_put_varint(b, off, chars - 127);
+	}
+	d->out = off;
+	return off + chars;
+}
+
+/* The Status's byte j (0 past its end: base64's padding bits). */
+RG_INLINE __u32 rg_grpc_details_byte(const struct rg_grpc_details *d, const __u8 *b, __u32 j)
+{
+	if (j >= d->bytes)
+		return 0;
+	if (j < d->pre_len)
+		return b[(RG_GRPC_DETAILS_PRE_AT + j) & RG_GRPC_ANSWER_MASK];
+	j -= d->pre_len;
+	if (j < d->text_len)
+		return b[(d->text_at + j) & RG_GRPC_ANSWER_MASK];
+	return b[(RG_GRPC_DETAILS_SUF_AT + j - d->text_len) & RG_GRPC_ANSWER_MASK];
+}
+
+RG_INLINE __u8 rg_base64_char(__u32 v)
+{
+	v &= 63;
+	if (v < 26)
+		return (__u8)('A' + v);
+	if (v < 52)
+		return (__u8)('a' + v - 26);
+	if (v < 62)
+		return (__u8)('0' + v - 52);
+	return v == 62 ? '+' : '/';
+}
+
+/* Base64 step k: the Status's bytes 3k..3k+2 as four characters (the last
+ * step's extra ones fall past the field, before the scratch). */
+RG_INLINE void rg_grpc_details_quad(const struct rg_grpc_details *d, __u8 *b, __u32 k)
+{
+	__u32 j = 3 * k, at = d->out + 4 * k, v;
+
+	v = rg_grpc_details_byte(d, b, j) << 16 | rg_grpc_details_byte(d, b, j + 1) << 8 |
+	    rg_grpc_details_byte(d, b, j + 2);
+	b[at & RG_GRPC_ANSWER_MASK] = rg_base64_char(v >> 18);
+	b[(at + 1) & RG_GRPC_ANSWER_MASK] = rg_base64_char(v >> 12);
+	b[(at + 2) & RG_GRPC_ANSWER_MASK] = rg_base64_char(v >> 6);
+	b[(at + 3) & RG_GRPC_ANSWER_MASK] = rg_base64_char(v);
+}
+
+/*
  * The frame that answers a rejected stream: HEADERS(END_STREAM |
  * END_HEADERS) with `:status 200` and `content-type application/grpc`
  * (left out when the server already sent the response's HEADERS, §6.2.7:
  * then these are trailers), grpc-status 8, grpc-message msg (already
  * percent-encoded), x-greptime-err-code 6001, x-greptime-err-retry-hint
- * retryable.  out holds RG_GRPC_ANSWER_MAX bytes; returns the frame's
- * length, or 0 when msg is too long.
+ * retryable, grpc-status-details-bin with RetryInfo retry_s seconds (left
+ * out when it does not fit; its message is msg as written, the text where
+ * nothing needed encoding, the only case the kernel answers).  out holds
+ * RG_GRPC_ANSWER_MAX bytes; returns the frame's length, or 0 when msg is
+ * too long.
  */
 RG_INLINE __u32 rg_grpc_put_trailers_only(__u8 *out, __u32 sid, bool headers_sent,
-					  const char *msg, __u32 msg_len)
+					  const char *msg, __u32 msg_len, __u64 retry_s)
 {
-	__u32 off = RG_H2_FRAME_HDR_BYTES;
+	struct rg_grpc_details d;
+	__u32 off = RG_H2_FRAME_HDR_BYTES, text_at, end, k;
 
 	if (msg_len >= RG_GRPC_MESSAGE_MAX)
 		return 0;
@@ -298,10 +451,16 @@ RG_INLINE __u32 rg_grpc_put_trailers_only(__u8 *out, __u32 sid, bool headers_sen
 	off = RG_HPACK_FIELD(out, off, "grpc-status", RG_GRPC_STATUS_RESOURCE_EXHAUSTED,
 			     RG_STRLEN(RG_GRPC_STATUS_RESOURCE_EXHAUSTED));
 	off = RG_HPACK_FIELD(out, off, "grpc-message", msg, msg_len);
+	text_at = off - msg_len;
 	off = RG_HPACK_FIELD(out, off, "x-greptime-err-code", RG_GRPC_ERR_CODE,
 			     RG_STRLEN(RG_GRPC_ERR_CODE));
 	off = RG_HPACK_FIELD(out, off, "x-greptime-err-retry-hint", RG_GRPC_RETRY_HINT,
 			     RG_STRLEN(RG_GRPC_RETRY_HINT));
+	end = rg_grpc_details_begin(&d, out, off, text_at, msg_len, retry_s);
+	for (k = 0; k < d.quads; k++)
+		rg_grpc_details_quad(&d, out, k);
+	if (end)
+		off = end;
 	rg_h2_put_frame_hdr(out, off - RG_H2_FRAME_HDR_BYTES, RG_H2_HEADERS,
 			    RG_H2_FLAG_END_STREAM | RG_H2_FLAG_END_HEADERS, sid);
 	return off;
@@ -312,7 +471,9 @@ RG_INLINE __u32 rg_grpc_put_trailers_only(__u8 *out, __u32 sid, bool headers_sen
  * (rg_response_write_body's word copies into a struct rg_resp_buf): the
  * 429's sentence for database db (db_len bytes, none of which needs
  * percent-encoding: the caller checks rg_grpc_db_plain), r->rows rows
- * ("an estimated" when r->estimated).
+ * ("an estimated" when r->estimated), grpc-status-details-bin with
+ * RetryInfo r->retry_after_s, its base64 left to the caller: d->quads steps
+ * of rg_grpc_details_quad (none when it does not fit).
  * Returns the frame's length, 0 when it would not fit.
  */
 #define RG_GRPC_A_STATUS_CT "\x88\x0f\x10\x10" RG_GRPC_CONTENT_TYPE
@@ -343,9 +504,11 @@ RG_INLINE bool rg_grpc_db_plain(const struct rg_db_key *db, __u32 db_len)
 }
 
 RG_INLINE __u32 rg_grpc_write_answer(struct rg_resp_buf *o, __u32 sid, bool headers_sent,
-				     const struct rg_response *r, const struct rg_db_key *db)
+				     const struct rg_response *r, const struct rg_db_key *db,
+				     struct rg_grpc_details *d)
 {
 	__u32 off = RG_H2_FRAME_HDR_BYTES, at, i, dl = r->db_len & (RG_DB_NAME_MAX - 1), mlen;
+	__u32 text_at, end;
 
 	mlen = RG_STRLEN(RG_429_MSG0) + dl + RG_STRLEN(RG_429_B1) +
 	       (r->estimated ? RG_STRLEN(RG_STR_ESTIMATED) : 0) + rg_dec_digits(r->rows) +
@@ -365,6 +528,8 @@ RG_INLINE __u32 rg_grpc_write_answer(struct rg_resp_buf *o, __u32 sid, bool head
 		o->b[(off + 1) & (RG_RESP_TEXT_MAX - 1)] = (char)(mlen - 127);
 		off += 2;
 	}
+	d->quads = 0;
+	text_at = off;
 	off = RG_PUT(o, off, rg_p_grpc_msg0, RG_429_MSG0);
 	at = off & (RG_RESP_TEXT_MAX - 1);
 	for (i = 0; i < RG_DB_NAME_MAX / 8; i++)
@@ -382,6 +547,9 @@ RG_INLINE __u32 rg_grpc_write_answer(struct rg_resp_buf *o, __u32 sid, bool head
 	off = RG_PUT(o, off, rg_p_grpc_tail, RG_GRPC_A_TAIL);
 	if (off >= RG_RESP_TEXT_MAX)
 		return 0;
+	end = rg_grpc_details_begin(d, (__u8 *)o->b, off, text_at, mlen, r->retry_after_s);
+	if (end)
+		off = end;
 	rg_h2_put_frame_hdr((__u8 *)o->b, off - RG_H2_FRAME_HDR_BYTES, RG_H2_HEADERS,
 			    RG_H2_FLAG_END_STREAM | RG_H2_FLAG_END_HEADERS, sid);
 	return off;

@@ -139,6 +139,58 @@ async function otherCalls() {
 	}
 }
 
+// The fields of a protobuf message: [field number, wire type, value], a
+// varint as a Number, a length-delimited field as a Buffer.
+function pbFields(buf) {
+	const out = [];
+	let off = 0;
+	const varint = () => {
+		let v = 0, mul = 1, c;
+		do {
+			if (off >= buf.length)
+				throw new Error('truncated varint');
+			c = buf[off++];
+			v += (c & 0x7f) * mul;
+			mul *= 128;
+		} while (c & 0x80);
+		return v;
+	};
+	while (off < buf.length) {
+		const key = varint(), wt = key % 8;
+		if (wt === 0) {
+			out.push([Math.floor(key / 8), wt, varint()]);
+		} else if (wt === 2) {
+			const n = varint();
+			out.push([Math.floor(key / 8), wt, buf.subarray(off, off + n)]);
+			off += n;
+		} else {
+			throw new Error(`wire type ${wt}`);
+		}
+	}
+	return out;
+}
+
+// google.rpc.RetryInfo's retry_delay seconds in a grpc-status-details-bin
+// Status, -1 without one.
+function retryDelay(statusBin) {
+	for (const [f, wt, any] of pbFields(statusBin)) {
+		if (f !== 3 || wt !== 2)
+			continue;
+		const parts = pbFields(any);
+		const url = parts.find((p) => p[0] === 1);
+		const value = parts.find((p) => p[0] === 2);
+		if (!url || !value || !url[2].toString().endsWith('/google.rpc.RetryInfo'))
+			continue;
+		for (const [g, , delay] of pbFields(value[2]))
+			if (g === 1)
+				for (const [h, , secs] of pbFields(delay))
+					if (h === 1)
+						return secs;
+		return 0;
+	}
+	return -1;
+}
+
 // Count a failed call's status in res.
 function noteError(err) {
 	res.failed++;
@@ -147,6 +199,10 @@ function noteError(err) {
 	const md = err.metadata ? err.metadata.getMap() : {};
 	if (md['x-greptime-err-code'])
 		res.err_code = md['x-greptime-err-code'];
+	if (err.code === grpc.status.RESOURCE_EXHAUSTED && res.retry_delay_s === undefined) {
+		const bin = md['grpc-status-details-bin'];
+		res.retry_delay_s = Buffer.isBuffer(bin) ? retryDelay(bin) : -1;
+	}
 }
 
 // GreptimeDB's streaming writer: one HandleRequests call held open,

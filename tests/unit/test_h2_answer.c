@@ -261,6 +261,122 @@ static void test_message(void)
 	CHECK(n < 10, "cut to the buffer: %u", n);
 }
 
+/* Base64 (RFC 4648), padded or not; the decoded length, -1 on a bad
+ * character. */
+static long b64_decode(const char *in, __u8 *out, size_t cap)
+{
+	static const char alphabet[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	__u32 acc = 0, bits = 0;
+	size_t n = 0;
+
+	for (; *in && *in != '='; in++) {
+		const char *p = strchr(alphabet, *in);
+
+		if (!p || n >= cap)
+			return -1;
+		acc = acc << 6 | (__u32)(p - alphabet);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[n++] = (__u8)(acc >> bits);
+		}
+	}
+	return (long)n;
+}
+
+static size_t pb_varint(__u8 *b, __u64 v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		b[n++] = (__u8)(v | 0x80);
+		v >>= 7;
+	}
+	b[n++] = (__u8)v;
+	return n;
+}
+
+/* google.rpc.Status{8, msg, [Any{RetryInfo{retry_delay{secs}}}]}, built
+ * message by message as protoc would. */
+static size_t status_bytes(__u8 *b, const char *msg, __u32 mlen, __u64 secs)
+{
+	static const char url[] = "type.googleapis.com/google.rpc.RetryInfo";
+	__u8 dur[16], info[32], any[96];
+	size_t nd = 0, ni = 0, na = 0, n = 0;
+
+	dur[nd++] = 0x08;
+	nd += pb_varint(dur + nd, secs);
+	info[ni++] = 0x0a;
+	ni += pb_varint(info + ni, nd);
+	memcpy(info + ni, dur, nd), ni += nd;
+	any[na++] = 0x0a;
+	na += pb_varint(any + na, sizeof(url) - 1);
+	memcpy(any + na, url, sizeof(url) - 1), na += sizeof(url) - 1;
+	any[na++] = 0x12;
+	na += pb_varint(any + na, ni);
+	memcpy(any + na, info, ni), na += ni;
+	b[n++] = 0x08;
+	b[n++] = 8;
+	b[n++] = 0x12;
+	n += pb_varint(b + n, mlen);
+	memcpy(b + n, msg, mlen), n += mlen;
+	b[n++] = 0x1a;
+	n += pb_varint(b + n, na);
+	memcpy(b + n, any, na), n += na;
+	return n;
+}
+
+/* The field's value is unpadded base64 of exactly that Status. */
+static void check_details(const char *b64, const char *msg, __u32 mlen, __u64 secs)
+{
+	__u8 got[1024], want[1024];
+	long n = b64_decode(b64, got, sizeof(got));
+	size_t w = status_bytes(want, msg, mlen, secs);
+
+	CHECK(!strchr(b64, '='), "no base64 padding");
+	CHECK(n == (long)w && !memcmp(got, want, w),
+	      "grpc-status-details-bin: Status{8, message, RetryInfo %llus} (%ld, %zu bytes)",
+	      (unsigned long long)secs, n, w);
+}
+
+static void test_details(void)
+{
+	struct rg_grpc_details d;
+	__u8 b[RG_GRPC_ANSWER_MAX];
+	__u64 secs[] = { 0, 1, 127, 128, 300, 1ULL << 40 };
+	__u32 end, k;
+
+	/* a vector from Python's protobuf layout and base64 */
+	memcpy(b + 100, "hi", 2);
+	end = rg_grpc_details_begin(&d, b, 10, 100, 2, 2);
+	for (k = 0; k < d.quads; k++)
+		rg_grpc_details_quad(&d, b, k);
+	CHECK(end == d.out + 75 && d.out == 10 + 25 + 1, "field layout: %u, %u", end, d.out);
+	CHECK(!memcmp(b + 10, "\x00\x17grpc-status-details-bin\x4b", 26), "field name, length 75");
+	CHECK(!memcmp(b + d.out,
+		      "CAgSAmhpGjAKKHR5cGUuZ29vZ2xlYXBpcy5jb20vZ29vZ2xlLnJwYy5SZXRyeUluZm8SBAoCCAI", 75),
+	      "base64 of Status{8, \"hi\", RetryInfo 2s}");
+	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++) {
+		char v[1024];
+
+		for (__u32 len = 0; len < 300; len += 37) {
+			memset(b, 'm', sizeof(b));
+			end = rg_grpc_details_begin(&d, b, 400, 100, len, secs[i]);
+			CHECK(end > 400, "fits: %u bytes", len);
+			for (k = 0; k < d.quads; k++)
+				rg_grpc_details_quad(&d, b, k);
+			memcpy(v, b + d.out, end - d.out);
+			v[end - d.out] = 0;
+			check_details(v, (const char *)b + 100,  len,
+				      secs[i] > 0xffffffffULL ? 0xffffffffULL : secs[i]);
+		}
+	}
+	CHECK_EQ_U64(rg_grpc_details_begin(&d, b, 700, 100, 200, 1), 0,
+		     "left out where it would reach the scratch");
+	CHECK_EQ_U64(d.quads, 0, "nothing to write then");
+}
+
 static void test_trailers_only(void)
 {
 	struct rg_response r;
@@ -274,7 +390,7 @@ static void test_trailers_only(void)
 	fill_resp(&r, &db, "logs");
 	mlen = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
 	for (int sent = 0; sent <= 1; sent++) {
-		n = rg_grpc_put_trailers_only(out, 0x7ffffffd, sent, msg, mlen);
+		n = rg_grpc_put_trailers_only(out, 0x7ffffffd, sent, msg, mlen, 7);
 		len = (__u32)out[0] << 16 | (__u32)out[1] << 8 | out[2];
 		CHECK(n > RG_H2_FRAME_HDR_BYTES && len == n - RG_H2_FRAME_HDR_BYTES, "frame length");
 		CHECK(out[3] == RG_H2_HEADERS && out[4] == (RG_H2_FLAG_END_STREAM | RG_H2_FLAG_END_HEADERS),
@@ -282,8 +398,8 @@ static void test_trailers_only(void)
 		CHECK(out[5] == 0x7f && out[6] == 0xff && out[7] == 0xff && out[8] == 0xfd,
 		      "stream id");
 		k = hp_decode(out + RG_H2_FRAME_HDR_BYTES, len, f, 8);
-		CHECK(k == (sent ? 4 : 6), "fields: %d", k);
-		if (k != (sent ? 4 : 6))
+		CHECK(k == (sent ? 5 : 7), "fields: %d", k);
+		if (k != (sent ? 5 : 7))
 			continue;
 		if (!sent) {
 			CHECK(!strcmp(f[0].name, ":status") && !strcmp(f[0].value, "200"), ":status");
@@ -302,6 +418,8 @@ static void test_trailers_only(void)
 		CHECK(!strcmp(t[3].name, "x-greptime-err-retry-hint") &&
 			      !strcmp(t[3].value, "retryable"),
 		      "retry hint");
+		CHECK(!strcmp(t[4].name, "grpc-status-details-bin"), "status details");
+		check_details(t[4].value, msg, mlen, 7);
 	}
 	/* the longest message: a 63-byte name of bytes that all need %XX */
 	memset(&db, 0, sizeof(db));
@@ -310,11 +428,11 @@ static void test_trailers_only(void)
 	r.rows = r.quota_rows_per_s = r.limit_rows_per_s = ~0ULL;
 	r.estimated = 1;
 	mlen = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
-	n = rg_grpc_put_trailers_only(out, 1, false, msg, mlen);
-	CHECK(n > 0 && n <= RG_GRPC_ANSWER_MAX, "the longest answer fits: %u", n);
+	n = rg_grpc_put_trailers_only(out, 1, false, msg, mlen, 1);
+	CHECK(n > 0 && n <= RG_GRPC_DETAILS_PRE_AT, "the longest answer fits: %u", n);
 	CHECK(hp_decode(out + RG_H2_FRAME_HDR_BYTES, n - RG_H2_FRAME_HDR_BYTES, f, 8) == 6,
-	      "the longest answer decodes");
-	CHECK_EQ_U64(rg_grpc_put_trailers_only(out, 1, false, msg, RG_GRPC_MESSAGE_MAX), 0,
+	      "the longest answer decodes, without status details");
+	CHECK_EQ_U64(rg_grpc_put_trailers_only(out, 1, false, msg, RG_GRPC_MESSAGE_MAX, 1), 0,
 		     "a message over the max is refused");
 }
 
@@ -325,12 +443,13 @@ static void test_write_answer(void)
 {
 	const char *names[] = { "logs", "acme-g_lim", "", "a123456789012345678901234567890123456789012345678901234567890ab" };
 	__u64 nums[] = { 0, 9, 10, 1000, 123456789, ~0ULL };
+	struct rg_grpc_details d;
 	struct rg_resp_buf o;
 	struct rg_response r;
 	struct rg_db_key db;
 	char msg[RG_GRPC_MESSAGE_MAX];
 	__u8 want[RG_GRPC_ANSWER_MAX];
-	__u32 n, w, mlen;
+	__u32 n, w, mlen, k;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		for (size_t j = 0; j < sizeof(nums) / sizeof(nums[0]); j++)
@@ -340,11 +459,16 @@ static void test_write_answer(void)
 				r.rows = nums[j];
 				r.quota_rows_per_s = nums[(j + 1) % 6];
 				r.limit_rows_per_s = nums[(j + 3) % 6];
+				r.retry_after_s = nums[(j + 2) % 6];
 				CHECK(rg_grpc_db_plain(&db, r.db_len), "plain: %s", names[i]);
 				memset(&o, 0xaa, sizeof(o));
 				mlen = rg_grpc_message_429(msg, sizeof(msg), &r, &db);
-				w = rg_grpc_put_trailers_only(want, 77, sent & 1, msg, mlen);
-				n = rg_grpc_write_answer(&o, 77, sent & 1, &r, &db);
+				w = rg_grpc_put_trailers_only(want, 77, sent & 1, msg, mlen,
+							      r.retry_after_s);
+				n = rg_grpc_write_answer(&o, 77, sent & 1, &r, &db, &d);
+				CHECK(d.quads > 0, "status details written");
+				for (k = 0; k < d.quads; k++)
+					rg_grpc_details_quad(&d, (__u8 *)o.b, k);
 				CHECK(n == w && n > 0 && !memcmp(o.b, want, n),
 				      "same bytes: %s rows %llu sent %d estimated %d (%u, %u)",
 				      names[i], (unsigned long long)nums[j], sent & 1, r.estimated, n, w);
@@ -383,6 +507,7 @@ int main(void)
 	test_give_back();
 	test_hpack_int();
 	test_message();
+	test_details();
 	test_trailers_only();
 	test_write_answer();
 	test_answer_rows();

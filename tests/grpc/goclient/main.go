@@ -27,7 +27,9 @@ import (
 	"time"
 
 	protov1 "github.com/golang/protobuf/proto"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding/gzip"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -77,6 +79,9 @@ type result struct {
 	// the first error of each code: a rare code among many names its cause
 	FirstErrors map[string]string `json:"first_errors,omitempty"`
 	ErrCode     string            `json:"err_code,omitempty"`
+	// RetryInfo of the first RESOURCE_EXHAUSTED (grpc-status-details-bin):
+	// -1 when it carried none
+	RetryDelayS int64 `json:"retry_delay_s,omitempty"`
 	Seconds     float64           `json:"seconds"`
 	// -other: calls of the services rowgate does not route
 	HealthOK    int64  `json:"health_ok"`
@@ -113,6 +118,14 @@ func noteError(res *result, err error, trailer metadata.MD) {
 	res.LastError = st.Message()
 	if _, seen := res.FirstErrors[code]; !seen {
 		res.FirstErrors[code] = st.Message()
+		if st.Code() == codes.ResourceExhausted {
+			res.RetryDelayS = -1
+			for _, d := range st.Details() {
+				if ri, ok := d.(*errdetails.RetryInfo); ok && ri.RetryDelay != nil {
+					res.RetryDelayS = ri.RetryDelay.Seconds
+				}
+			}
+		}
 	}
 	if v := trailer.Get("x-greptime-err-code"); len(v) > 0 {
 		res.ErrCode = v[0]
