@@ -59,7 +59,8 @@ rg_log "$(cat "$RG_TMP/client.out")"
 
 rows=$(rg_stat abort admitted_rows)
 rg_log "aborted write: admitted_rows $rows, admitted_requests $(rg_stat abort admitted_requests)"
-rg_check "12,000 sent rows charged while they arrived (+-1)" [ "$rows" -ge 11999 ] && [ "$rows" -le 12001 ]
+[ "$rows" -ge 11999 ] && [ "$rows" -le 12001 ]
+rg_check_rc $? "12,000 sent rows charged while they arrived (+-1)"
 rg_check "the aborted request is not counted as admitted" [ "$(rg_stat abort admitted_requests)" -eq 0 ]
 rg_check "abortsmall carries the aborted rows as debt" [ "$(rg_stat abortsmall debt_rows)" -ge 11000 ]
 gz=$(rg_stat abortgz admitted_rows)

@@ -42,10 +42,10 @@ rg_check "t_busy admitted near its limit of 400 rows/s ($(row t_busy admitted_ro
 	near "$(row t_busy admitted_rows_per_s)" 200 600
 rg_check "t_busy rejected the rest of 1,600 rows/s ($(row t_busy rejected_rows_per_s))" \
 	near "$(row t_busy rejected_rows_per_s)" 600 1500
-rg_check "t_calm admitted its 200 rows/s whole ($(row t_calm admitted_rows_per_s)), nothing rejected" \
-	near "$(row t_calm admitted_rows_per_s)" 100 300 && [ "$(row t_calm rejected_rows_per_s)" = 0.0 ]
-rg_check "limits and quotas as set" \
-	[ "$(row t_busy limit)" = 400.0 ] && [ "$(row t_calm limit)" = 100000.0 ] && [ "$(row t_busy quota)" = 400.0 ]
+near "$(row t_calm admitted_rows_per_s)" 100 300 && [ "$(row t_calm rejected_rows_per_s)" = 0.0 ]
+rg_check_rc $? "t_calm admitted its 200 rows/s whole ($(row t_calm admitted_rows_per_s)), nothing rejected"
+[ "$(row t_busy limit)" = 400.0 ] && [ "$(row t_calm limit)" = 100000.0 ] && [ "$(row t_busy quota)" = 400.0 ]
+rg_check_rc $? "limits and quotas as set"
 
 # the live view in a terminal: the first row under the header is t_busy
 session=rgtop$$

@@ -75,9 +75,9 @@ env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id a -db public -calls 2 -rows 7
 	rg_fail "bare unary: $(cat "$RG_TMP/bare.json")"
 env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id b -db public -mode stream -calls 2 -per-call 3 -rows 5 \
 	>"$RG_TMP/bare-stream.json" 2>&1 || rg_fail "bare HandleRequests: $(cat "$RG_TMP/bare-stream.json")"
-rg_check "without rowgate: 2 Handle + 2 HandleRequests calls stored 44 rows in public" \
-	[ "$(rg_jget "$RG_TMP/bare.json" "d['ok']")" = 2 ] && [ "$(rg_jget "$RG_TMP/bare-stream.json" "d['ok']")" = 2 ] &&
+[ "$(rg_jget "$RG_TMP/bare.json" "d['ok']")" = 2 ] && [ "$(rg_jget "$RG_TMP/bare-stream.json" "d['ok']")" = 2 ] &&
 	[ "$(stored public)" = 44 ] && [ "$(sget calls)" = 4 ] && [ "$(sget messages)" = 8 ]
+rg_check_rc $? "without rowgate: 2 Handle + 2 HandleRequests calls stored 44 rows in public"
 # raw h2c with curl: the status and the message are in the headers
 h2() { curl -sS --http2-prior-knowledge -o /dev/null -D - -H 'content-type: application/grpc' -H 'te: trailers' \
 	--data-binary "$2" "http://$T/greptime.v1.GreptimeDatabase/$1"; }
@@ -103,8 +103,8 @@ run_one() {
 	local sconns
 	sconns=$(sget conns)
 	rg_h2_client "$@"
-	rg_check "$(basename "$1"): one connection for all its calls (rowgate and rg-greptime)" \
-		[ "$RG_CONNS_NEW" = 1 ] && [ "$(sget conns)" = $((sconns + 1)) ]
+	[ "$RG_CONNS_NEW" = 1 ] && [ "$(sget conns)" = $((sconns + 1)) ]
+	rg_check_rc $? "$(basename "$1"): one connection for all its calls (rowgate and rg-greptime)"
 }
 msg="Ingestion rate limit exceeded for database"
 
@@ -124,14 +124,14 @@ run_one "$RG_TMP/rej-go.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id
 for c in $CLIENTS; do
 	f=$RG_TMP/rej-$c.json d=h_lim
 	[ $c = js ] && d=h_spent
-	rg_check "grpc-$c client: 3 calls RESOURCE_EXHAUSTED, x-greptime-err-code 6001, the 429's sentence" \
-		[ "$(rg_jget "$f" "d['codes']")" = "{'8': 3}" ] && [ "$(rg_jget "$f" "d.get('err_code')")" = 6001 ] &&
+	[ "$(rg_jget "$f" "d['codes']")" = "{'8': 3}" ] && [ "$(rg_jget "$f" "d.get('err_code')")" = 6001 ] &&
 		grep -q "$msg '$d': rejected 10 rows" "$f"
+	rg_check_rc $? "grpc-$c client: 3 calls RESOURCE_EXHAUSTED, x-greptime-err-code 6001, the 429's sentence"
 done
 rg_check "refused messages never reached the handler" [ "$(sget calls)" = "$before" ]
-rg_check "h_lim: 3,000 rows stored = admitted, 3 rejected" \
-	[ "$(stored h_lim)" = 3000 ] && [ "$(rg_stat h_lim admitted_rows)" = 3000 ] &&
+[ "$(stored h_lim)" = 3000 ] && [ "$(rg_stat h_lim admitted_rows)" = 3000 ] &&
 	[ "$(rg_stat h_lim rejected_requests)" = 3 ]
+rg_check_rc $? "h_lim: 3,000 rows stored = admitted, 3 rejected"
 
 # at a limit with retries: every row stored once; a call whose 5 attempts
 # were all refused is made again by the application
@@ -150,9 +150,9 @@ for c in $CLIENTS; do
 	rg_check "grpc-$c client: 30 calls OK ($runs runs of the client)" [ $left = 0 ]
 done
 n=$(wc -w <<<"$CLIENTS")
-rg_check "h_retry: $((3000 * n)) rows stored = admitted ($(rg_stat h_retry rejected_requests) refusals retried)" \
-	[ "$(stored h_retry)" = $((3000 * n)) ] && [ "$(rg_stat h_retry admitted_rows)" = $((3000 * n)) ] &&
+[ "$(stored h_retry)" = $((3000 * n)) ] && [ "$(rg_stat h_retry admitted_rows)" = $((3000 * n)) ] &&
 	[ "$(rg_stat h_retry rejected_requests)" -gt 0 ]
+rg_check_rc $? "h_retry: $((3000 * n)) rows stored = admitted ($(rg_stat h_retry rejected_requests) refusals retried)"
 
 # HandleRequests at a limit (3 messages a call): every message judged, a
 # call refused mid-stream after its earlier messages were stored
@@ -169,19 +169,19 @@ while [ $left -gt 0 ] && [ $runs -lt 20 ]; do
 done
 rg_check "HandleRequests: 20 calls OK ($runs runs of the client)" [ $left = 0 ]
 hst=$(stored h_stream)
-rg_check "HandleRequests: $hst rows stored (6,000 sent, $((hst - 6000)) again by retries) = admitted ($(rg_stat h_stream rejected_requests) refusals)" \
-	[ "$hst" -ge 6000 ] && [ "$(rg_stat h_stream admitted_rows)" = "$hst" ] &&
+[ "$hst" -ge 6000 ] && [ "$(rg_stat h_stream admitted_rows)" = "$hst" ] &&
 	[ "$(rg_stat h_stream rejected_requests)" -gt 0 ]
+rg_check_rc $? "HandleRequests: $hst rows stored (6,000 sent, $((hst - 6000)) again by retries) = admitted ($(rg_stat h_stream rejected_requests) refusals)"
 
 # One connection multiplexing admitted and refused streams of two
 # databases (8 in flight): h_free has no limit, h_spent is spent
 before=$(sget calls)
 run_one "$RG_TMP/mux.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id w \
 	-db h_free,h_spent -calls 200 -rows 10 -concurrency 8 -no-retry
-rg_check "multiplexed: 100 calls of h_free OK, 100 of h_spent RESOURCE_EXHAUSTED" \
-	[ "$(rg_jget "$RG_TMP/mux.json" "d['ok']")" = 100 ] && [ "$(rg_jget "$RG_TMP/mux.json" "d['codes']")" = "{'8': 100}" ]
-rg_check "multiplexed: 1,000 rows of h_free stored, only its 100 calls handled" \
-	[ "$(stored h_free)" = 1000 ] && [ "$(sget calls)" = $((before + 100)) ]
+[ "$(rg_jget "$RG_TMP/mux.json" "d['ok']")" = 100 ] && [ "$(rg_jget "$RG_TMP/mux.json" "d['codes']")" = "{'8': 100}" ]
+rg_check_rc $? "multiplexed: 100 calls of h_free OK, 100 of h_spent RESOURCE_EXHAUSTED"
+[ "$(stored h_free)" = 1000 ] && [ "$(sget calls)" = $((before + 100)) ]
+rg_check_rc $? "multiplexed: 1,000 rows of h_free stored, only its 100 calls handled"
 
 # 1,000 refused streams on one connection, 16 in flight, for each client:
 # every one reaches h2 as HEADERS and is reset there by the kernel's
@@ -199,9 +199,9 @@ for c in $CLIENTS; do
 	rg_log "grpc-$c client: $STREAMS refused streams in $(rg_jget "$RG_TMP/many-$c.json" "round(d['seconds'], 2)") s"
 	no_open() { [ "$(sget streams_open)" = 0 ]; }
 	rg_wait_for 10 no_open
-	rg_check "grpc-$c client: $STREAMS refused streams on one connection, all RESOURCE_EXHAUSTED, none handled; h2 began $STREAMS streams, at most $(sget streams_open_max) open at once (limit 100), 0 open now" \
-		[ "$(rg_jget "$RG_TMP/many-$c.json" "d['codes']")" = "{'8': $STREAMS}" ] && [ "$(sget calls)" = "$before" ] &&
+	[ "$(rg_jget "$RG_TMP/many-$c.json" "d['codes']")" = "{'8': $STREAMS}" ] && [ "$(sget calls)" = "$before" ] &&
 		[ "$(sget streams)" = $((streams + STREAMS)) ] && [ "$(sget streams_open_max)" -le 100 ] && no_open
+	rg_check_rc $? "grpc-$c client: $STREAMS refused streams on one connection, all RESOURCE_EXHAUSTED, none handled; h2 began $STREAMS streams, at most $(sget streams_open_max) open at once (limit 100), 0 open now"
 done
 
 # 64 refused streams in flight.  h2 (CVE-2023-26964's limit, 20 by
@@ -213,17 +213,17 @@ done
 wide() { # wide OUT TARGET
 	run_one "$1" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$2" -id x -db h_spent \
 		-calls 2000 -rows 5 -concurrency 64 -no-retry
-	rg_check "64 in flight: 2,000 refused streams on one connection, all RESOURCE_EXHAUSTED, no GOAWAY" \
-		[ "$(rg_jget "$1" "d['codes']")" = "{'8': 2000}" ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
+	[ "$(rg_jget "$1" "d['codes']")" = "{'8': 2000}" ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
 		[ "$(sget conn_errors | grep -c GoAway)" = 0 ]
+	rg_check_rc $? "64 in flight: 2,000 refused streams on one connection, all RESOURCE_EXHAUSTED, no GOAWAY"
 }
 SHP=$HPORT2 wide "$RG_TMP/wide16.json" 127.0.0.1:$GPORT2
-rg_check "64 in flight, 16 streams advertised: none handled, at most 16 open" \
-	[ "$(SHP=$HPORT2 sget calls)" = 0 ] && [ "$(SHP=$HPORT2 sget streams_open_max)" -le 16 ]
+[ "$(SHP=$HPORT2 sget calls)" = 0 ] && [ "$(SHP=$HPORT2 sget streams_open_max)" -le 16 ]
+rg_check_rc $? "64 in flight, 16 streams advertised: none handled, at most 16 open"
 capped0=$(rg_global h2_out_streams_capped)
 wide "$RG_TMP/wide100.json" "$T"
-rg_check "64 in flight, the server's own limit lowered to 16 by egress: at most $(sget streams_open_max) open" \
-	[ "$(sget streams_open_max)" -le 16 ] && [ "$(rg_global h2_out_streams_capped)" -gt "$capped0" ]
+[ "$(sget streams_open_max)" -le 16 ] && [ "$(rg_global h2_out_streams_capped)" -gt "$capped0" ]
+rg_check_rc $? "64 in flight, the server's own limit lowered to 16 by egress: at most $(sget streams_open_max) open"
 
 # Refused DATA worth 20 MB on one connection (44 messages of 20,000 rows,
 # 460 KB each): the kernel gives h2's flow-control window back
@@ -231,18 +231,18 @@ before=$(sget calls)
 RG_CLIENT_TIMEOUT=120 run_one "$RG_TMP/big.json" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id y -db h_spent \
 	-calls 44 -rows 20000 -no-retry
 rg_log "44 refused 20,000-row messages in $(rg_jget "$RG_TMP/big.json" "round(d['seconds'], 2)") s"
-rg_check "20 MB of refused messages on one connection: all 44 answered RESOURCE_EXHAUSTED, none handled" \
-	[ "$(rg_jget "$RG_TMP/big.json" "d['codes']")" = "{'8': 44}" ] && [ "$(sget calls)" = "$before" ]
-rg_check "h_spent: still 1,000 rows stored = admitted" \
-	[ "$(stored h_spent)" = 1000 ] && [ "$(rg_stat h_spent admitted_rows)" = 1000 ]
+[ "$(rg_jget "$RG_TMP/big.json" "d['codes']")" = "{'8': 44}" ] && [ "$(sget calls)" = "$before" ]
+rg_check_rc $? "20 MB of refused messages on one connection: all 44 answered RESOURCE_EXHAUSTED, none handled"
+[ "$(stored h_spent)" = 1000 ] && [ "$(rg_stat h_spent admitted_rows)" = 1000 ]
+rg_check_rc $? "h_spent: still 1,000 rows stored = admitted"
 
 kept=$(rg_global h2_reject_kept)
 fb_list=
 for r in head_split short later_split full per_skb name egress; do fb_list="$fb_list $r=$(rg_global h2_fallback_$r)"; done
 fb_list="$fb_list; h2_early_head_split=$(rg_global h2_early_head_split)"
 rg_log "kept $kept, h2_reject_fallback=$(rg_global h2_reject_fallback) by reason:$fb_list; server: $(curl -sf "http://127.0.0.1:$HPORT/stats" | head -c 300)"
-rg_check "every refusal kept its connection ($kept): no GOAWAY, no fallback" \
-	[ "$kept" -gt 0 ] && [ "$(rg_global h2_reject_closed)" = 0 ] && [ "$(rg_global h2_reject_fallback)" = 0 ]
+[ "$kept" -gt 0 ] && [ "$(rg_global h2_reject_closed)" = 0 ] && [ "$(rg_global h2_reject_fallback)" = 0 ]
+rg_check_rc $? "every refusal kept its connection ($kept): no GOAWAY, no fallback"
 # A unary Handle call whose DATA holds two messages (docs/grpc.md#unary):
 # tonic, as rg-greptime, hands the handler the first; only it is charged,
 # the second's database (in debt) neither charged nor refusing
@@ -254,10 +254,10 @@ if "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null && [ -f "$RG_BUILD/gr
 			--scenario unary_two --db "$U" --free-db "$V" --rows 500 --from "$from" \
 			>"$RG_TMP/u2.json" 2>&1 || rg_fail "unary_two: $(cat "$RG_TMP/u2.json")"
 		rg_log "unary call of two messages (frames of ${from/#0/any} bytes): $(cat "$RG_TMP/u2.json")"
-		rg_check "$U charged = stored ($(stored "$U")), $V nothing ($(stored "$V") stored)" \
-			[ "$(rg_stat "$U" admitted_rows)" = "$(stored "$U")" ] && [ "$(stored "$U")" = 1 ] &&
+		[ "$(rg_stat "$U" admitted_rows)" = "$(stored "$U")" ] && [ "$(stored "$U")" = 1 ] &&
 			[ "$(rg_stat "$V" admitted_rows)" = 0 ] && [ "$(stored "$V")" = 0 ] &&
 			[ "$(rg_stat "$V" rejected_requests)" = 0 ]
+		rg_check_rc $? "$U charged = stored ($(stored "$U")), $V nothing ($(stored "$V") stored)"
 	done
 else
 	rg_fail "needs python3-hpack and python3-protobuf, and $RG_BUILD/grpc/py (make deps; make)"
@@ -267,13 +267,14 @@ fi
 # connection lives on: every refused stream's body ended in a reset
 r1=$(sget resets) r2=$(SHP=$HPORT2 sget resets)
 rg_check "h2 saw each refused stream reset ($r1 + $r2, last: $(sget last_reset))" [ $((r1 + r2)) = "$kept" ]
-rg_check "every refusal answered in place of h2's SETTINGS ACK" \
-	[ "$(rg_global h2_out_answers)" = "$kept" ] && [ "$(rg_global h2_out_answer_failed)" = 0 ] &&
+[ "$(rg_global h2_out_answers)" = "$kept" ] && [ "$(rg_global h2_out_answer_failed)" = 0 ] &&
 	[ "$(rg_global h2_out_lost)" = 0 ]
-rg_check "rg-greptime logged no error" [ ! -s "$RG_TMP/greptime.log" ] && [ ! -s "$RG_TMP/greptime16.log" ]
-rg_check "h2 ended no connection with a GOAWAY: $(sget conn_errors) $(SHP=$HPORT2 sget conn_errors)" \
-	[ "$(sget conn_errors | grep -c GoAway)" = 0 ] && [ "$(SHP=$HPORT2 sget conn_errors | grep -c GoAway)" = 0 ]
-rg_check "every server's first SETTINGS capped ($(rg_global h2_out_streams_capped)), none left uncapped" \
-	[ "$(rg_global h2_out_streams_capped)" -gt 0 ] && [ "$(rg_global h2_out_streams_uncapped)" = 0 ]
+rg_check_rc $? "every refusal answered in place of h2's SETTINGS ACK"
+[ ! -s "$RG_TMP/greptime.log" ] && [ ! -s "$RG_TMP/greptime16.log" ]
+rg_check_rc $? "rg-greptime logged no error"
+[ "$(sget conn_errors | grep -c GoAway)" = 0 ] && [ "$(SHP=$HPORT2 sget conn_errors | grep -c GoAway)" = 0 ]
+rg_check_rc $? "h2 ended no connection with a GOAWAY: $(sget conn_errors) $(SHP=$HPORT2 sget conn_errors)"
+[ "$(rg_global h2_out_streams_capped)" -gt 0 ] && [ "$(rg_global h2_out_streams_uncapped)" = 0 ]
+rg_check_rc $? "every server's first SETTINGS capped ($(rg_global h2_out_streams_capped)), none left uncapped"
 rg_check "no internal errors" [ "$(rg_global internal_errors)" = 0 ]
 rg_pass

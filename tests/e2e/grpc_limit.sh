@@ -88,13 +88,13 @@ if [ -n "$CC" ]; then
 	go_client -id c -db acme-g_col -mode stream -calls 2 -per-call 3 -rows 9 -columnar -concurrency 2 \
 		>"$RG_TMP/col.json" || rg_fail "go columnar: $(cat "$RG_TMP/col.json")"
 	rg_check "unlimited database: 70 rows stored" [ "$(stored g_free)" = 70 ]
-	rg_check "columnar (row_count) stream: 54 rows stored and admitted" \
-		[ "$(stored acme-g_col)" = 54 ] && [ "$(rg_stat acme-g_col admitted_rows)" = 54 ]
+	[ "$(stored acme-g_col)" = 54 ] && [ "$(rg_stat acme-g_col admitted_rows)" = 54 ]
+	rg_check_rc $? "columnar (row_count) stream: 54 rows stored and admitted"
 	if [ -n "$JS" ]; then
 		js_client --id b --db g_js --mode stream --calls 3 --per-call 4 --rows 25 >"$RG_TMP/js.json" ||
 			rg_fail "js stream: $(cat "$RG_TMP/js.json")"
-		rg_check "grpc-js stream: 300 rows stored and admitted" \
-			[ "$(stored g_js)" = 300 ] && [ "$(rg_stat g_js admitted_rows)" = 300 ]
+		[ "$(stored g_js)" = 300 ] && [ "$(rg_stat g_js admitted_rows)" = 300 ]
+		rg_check_rc $? "grpc-js stream: 300 rows stored and admitted"
 		rg_check "grpc-js: 12 messages admitted" [ "$(rg_stat g_js admitted_requests)" = 12 ]
 		rg_check "the HTTP/2 connections were followed" [ "$(rg_global h2_conns)" -ge 3 ]
 	fi
@@ -105,8 +105,8 @@ else
 	GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id c -db acme-g_col -mode stream -calls 2 -per-call 3 -rows 9 \
 		-columnar -concurrency 2 >"$RG_TMP/col.json" || rg_fail "go columnar: $(cat "$RG_TMP/col.json")"
 	rg_check "grpc-go server, unlimited database: 70 rows stored" [ "$(gstored g_free)" = 70 ]
-	rg_check "grpc-go server, columnar (row_count) stream: 54 rows stored and admitted" \
-		[ "$(gstored acme-g_col)" = 54 ] && [ "$(rg_stat acme-g_col admitted_rows)" = 54 ]
+	[ "$(gstored acme-g_col)" = 54 ] && [ "$(rg_stat acme-g_col admitted_rows)" = 54 ]
+	rg_check_rc $? "grpc-go server, columnar (row_count) stream: 54 rows stored and admitted"
 	rg_check "the HTTP/2 connections were followed" [ "$(rg_global h2_conns)" -ge 2 ]
 fi
 
@@ -127,14 +127,14 @@ if [ -n "$CC" ]; then
 			[ "$(rg_jget "$RG_TMP/rej_js.json" "d['codes']")" = "{'8': 1}" ]
 	fi
 	rg_check "refused messages never reached the handler" [ "$(calls)" = "$before" ]
-	rg_check "g_lim: 3,000 rows stored = admitted" \
-		[ "$(stored g_lim)" = 3000 ] && [ "$(rg_stat g_lim admitted_rows)" = 3000 ]
+	[ "$(stored g_lim)" = 3000 ] && [ "$(rg_stat g_lim admitted_rows)" = 3000 ]
+	rg_check_rc $? "g_lim: 3,000 rows stored = admitted"
 	# grpc-go retries a call above the GOAWAY's last stream id once,
 	# transparently, on a new connection: refused again
 	rej=$(rg_stat g_lim rejected_requests) lo=1 hi=2
 	[ -z "$JS" ] || lo=2 hi=3
-	rg_check "g_lim: $rej messages rejected ($lo to $hi), 10 rows each" \
-		[ "$rej" -ge $lo ] && [ "$rej" -le $hi ] && [ "$(rg_stat g_lim rejected_rows)" = $((rej * 10)) ]
+	[ "$rej" -ge $lo ] && [ "$rej" -le $hi ] && [ "$(rg_stat g_lim rejected_rows)" = $((rej * 10)) ]
+	rg_check_rc $? "g_lim: $rej messages rejected ($lo to $hi), 10 rows each"
 	rg_check "every refusal closed its connection with GOAWAY" [ "$(rg_global h2_reject_closed)" = "$rej" ]
 	rg_check "grpc-go: UNAVAILABLE" [ "$(rg_jget "$RG_TMP/rej_go.json" "d['codes']")" = "{'14': 1}" ]
 fi
@@ -205,10 +205,10 @@ if [ -n "$CC" ]; then
 	cuts=$(rg_jget "$RG_TMP/splits.json" "d['cuts']")
 	rg_check "every split connection answered both calls OK ($cuts cuts)" \
 		[ "$(rg_jget "$RG_TMP/splits.json" "d['ok'] == d['cuts'] > 100")" = True ]
-	rg_check "g_split: $((cuts * 5)) rows stored = admitted" \
-		[ "$(stored g_split)" = $((cuts * 5)) ] && [ "$(rg_stat g_split admitted_rows)" = $((cuts * 5)) ]
-	rg_check "acme-split_b (catalog/schema): $((cuts * 5)) rows stored = admitted" \
-		[ "$(stored acme-split_b)" = $((cuts * 5)) ] && [ "$(rg_stat acme-split_b admitted_rows)" = $((cuts * 5)) ]
+	[ "$(stored g_split)" = $((cuts * 5)) ] && [ "$(rg_stat g_split admitted_rows)" = $((cuts * 5)) ]
+	rg_check_rc $? "g_split: $((cuts * 5)) rows stored = admitted"
+	[ "$(stored acme-split_b)" = $((cuts * 5)) ] && [ "$(rg_stat acme-split_b admitted_rows)" = $((cuts * 5)) ]
+	rg_check_rc $? "acme-split_b (catalog/schema): $((cuts * 5)) rows stored = admitted"
 else
 	rg_log "no python3-grpcio here: the split-at-every-offset probe does not run"
 fi
@@ -216,25 +216,25 @@ fi
 # stored = admitted; the seed example refused before its handler.
 GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id g -db go_srv -calls 40 -rows 10 -concurrency 4 \
 	>"$RG_TMP/gosrv.json" || rg_fail "go->go: $(cat "$RG_TMP/gosrv.json")"
-rg_check "grpc-go server, grpc-go client: 400 rows stored = admitted" \
-	[ "$(gstored go_srv)" = 400 ] && [ "$(rg_stat go_srv admitted_rows)" = 400 ]
+[ "$(gstored go_srv)" = 400 ] && [ "$(rg_stat go_srv admitted_rows)" = 400 ]
+rg_check_rc $? "grpc-go server, grpc-go client: 400 rows stored = admitted"
 if [ -n "$JS" ]; then
 	node "$JS_CLIENT" --target "$GT" --id h --db go_mux --calls 16 --concurrency 8 --rows 100 \
 		>"$RG_TMP/gomux.json" || rg_fail "js->go: $(cat "$RG_TMP/gomux.json")"
-	rg_check "grpc-go server, grpc-js 8 in flight: 1,600 rows stored = admitted" \
-		[ "$(gstored go_mux)" = 1600 ] && [ "$(rg_stat go_mux admitted_rows)" = 1600 ]
+	[ "$(gstored go_mux)" = 1600 ] && [ "$(rg_stat go_mux admitted_rows)" = 1600 ]
+	rg_check_rc $? "grpc-go server, grpc-js 8 in flight: 1,600 rows stored = admitted"
 else
 	GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id h -db go_mux -calls 16 -rows 100 -concurrency 8 \
 		>"$RG_TMP/gomux.json" || rg_fail "go->go, 8 in flight: $(cat "$RG_TMP/gomux.json")"
-	rg_check "grpc-go server, grpc-go 8 in flight: 1,600 rows stored = admitted" \
-		[ "$(gstored go_mux)" = 1600 ] && [ "$(rg_stat go_mux admitted_rows)" = 1600 ]
+	[ "$(gstored go_mux)" = 1600 ] && [ "$(rg_stat go_mux admitted_rows)" = 1600 ]
+	rg_check_rc $? "grpc-go server, grpc-go 8 in flight: 1,600 rows stored = admitted"
 fi
 # 1,000 streams on one connection, 16 in flight
 GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id k -db go_many -calls 1000 -rows 2 -concurrency 16 \
 	>"$RG_TMP/gomany.json" || rg_fail "1,000 streams: $(cat "$RG_TMP/gomany.json")"
-rg_check "1,000 streams on one connection: 2,000 rows stored = admitted, 1,000 messages" \
-	[ "$(gstored go_many)" = 2000 ] && [ "$(rg_stat go_many admitted_rows)" = 2000 ] &&
+[ "$(gstored go_many)" = 2000 ] && [ "$(rg_stat go_many admitted_rows)" = 2000 ] &&
 	[ "$(rg_stat go_many admitted_requests)" = 1000 ]
+rg_check_rc $? "1,000 streams on one connection: 2,000 rows stored = admitted, 1,000 messages"
 GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -id i -db go_lim -calls 1 -rows 3000 -no-retry \
 	>"$RG_TMP/goseed.json" || rg_fail "3,000 rows on a full bucket: $(cat "$RG_TMP/goseed.json")"
 before=$(gcalls) closed=$(rg_global h2_reject_closed)
@@ -252,9 +252,9 @@ fi
 rg_log "grpc-go server's refusal: $(cat "$RG_TMP/gorej.json")"
 rej=$(rg_stat go_lim rejected_requests)
 rg_check "grpc-go server: the refused message never reached the handler" [ "$(gcalls)" = "$before" ]
-rg_check "grpc-go server: 3,000 rows stored = admitted, $rej rejected ($lo to $hi)" \
-	[ "$(gstored go_lim)" = 3000 ] && [ "$(rg_stat go_lim admitted_rows)" = 3000 ] &&
+[ "$(gstored go_lim)" = 3000 ] && [ "$(rg_stat go_lim admitted_rows)" = 3000 ] &&
 	[ "$rej" -ge $lo ] && [ "$rej" -le $hi ]
+rg_check_rc $? "grpc-go server: 3,000 rows stored = admitted, $rej rejected ($lo to $hi)"
 rg_check "grpc-go server: every refusal closed its connection with GOAWAY" \
 	[ "$(rg_global h2_reject_closed)" = $((closed + rej)) ]
 # After a kernel GOAWAY nothing more of the connection reaches the server
@@ -285,9 +285,9 @@ for c in go js; do
 	fi
 	rg_log "grpc-$c, a long-lived stream and a refused one on one connection: $(cat "$RG_TMP/long-$c.json"), h2_goaway_resets +$(($(rg_global h2_goaway_resets) - resets0))"
 	if [ $c = go ]; then
-		rg_check "grpc-go: a long-lived stream named possibly processed by a kernel GOAWAY: UNAVAILABLE $(rg_jget "$RG_TMP/long-$c.json" "d['seconds']") s later, reset by rowgated (grace 2 s)" \
-			[ "$(rg_jget "$RG_TMP/long-$c.json" "(d['codes'], 1.5 <= d['seconds'] < 30)")" = "({'14': 2}, True)" ] &&
+		[ "$(rg_jget "$RG_TMP/long-$c.json" "(d['codes'], 1.5 <= d['seconds'] < 30)")" = "({'14': 2}, True)" ] &&
 			[ $(($(rg_global h2_goaway_resets) - resets0)) = 1 ]
+		rg_check_rc $? "grpc-go: a long-lived stream named possibly processed by a kernel GOAWAY: UNAVAILABLE $(rg_jget "$RG_TMP/long-$c.json" "d['seconds']") s later, reset by rowgated (grace 2 s)"
 	else
 		rg_check "grpc-js: both calls RESOURCE_EXHAUSTED at once ($(rg_jget "$RG_TMP/long-$c.json" "d['seconds']") s)" \
 			[ "$(rg_jget "$RG_TMP/long-$c.json" "(d['codes'], d['seconds'] < 30)")" = "({'8': 2}, True)" ]
@@ -330,8 +330,8 @@ kill -CONT "$GSRV"
 fin_closed() { [ -z "$(ss -Htn state close-wait "( sport = :$GPORT )")" ]; }
 rg_wait_for 20 fin_closed || rg_fail "the grpc-go server kept a connection its client closed"
 rg_check "the HTTP/1 egress walk never took an HTTP/2 connection (the grpc-go server writes first)" [ "$(rg_global egress_lost)" = 0 ]
-rg_check "egress followed every HTTP/2 server's frames ($(rg_global h2_out_frames)), each SETTINGS ACK matched to a SETTINGS the verdict passed" \
-	[ "$(rg_global h2_out_lost)" = 0 ] && [ "$(rg_global h2_out_frames)" -gt 2000 ]
+[ "$(rg_global h2_out_lost)" = 0 ] && [ "$(rg_global h2_out_frames)" -gt 2000 ]
+rg_check_rc $? "egress followed every HTTP/2 server's frames ($(rg_global h2_out_frames)), each SETTINGS ACK matched to a SETTINGS the verdict passed"
 rg_check "no internal errors" [ "$(rg_global internal_errors)" = 0 ]
 # every client is gone: sockops deletes each HTTP/2 connection's state
 # when the server's socket closes (the servers close idle ones quickly)
@@ -354,8 +354,8 @@ rg_check "go_off: the first message admitted on a full bucket" [ "$(rg_jget "$RG
 kept0=$(rg_global h2_reject_kept) closed0=$(rg_global h2_reject_closed) before=$(gcalls)
 "$GO_CLIENT" -target "$GT" -id off -db go_off -calls 1 -rows 10 -no-retry >"$RG_TMP/off.json" 2>&1
 rg_log "--egress off, refused: $(cat "$RG_TMP/off.json")"
-rg_check "--egress off: the refused call UNAVAILABLE, its connection closed with GOAWAY (not kept), never handled" \
-	[ "$(rg_jget "$RG_TMP/off.json" "d['codes']")" = "{'14': 1}" ] &&
+[ "$(rg_jget "$RG_TMP/off.json" "d['codes']")" = "{'14': 1}" ] &&
 	[ "$(rg_global h2_reject_kept)" = "$kept0" ] && [ "$(rg_global h2_reject_closed)" -gt "$closed0" ] &&
 	[ "$(gcalls)" = "$before" ] && [ "$(rg_stat go_off rejected_requests)" -ge 1 ]
+rg_check_rc $? "--egress off: the refused call UNAVAILABLE, its connection closed with GOAWAY (not kept), never handled"
 rg_pass

@@ -64,14 +64,14 @@ rg_log "spent: $(cat "$RG_TMP/spent.json")"
 rg_log "namespace TCP: $(in_ns nstat -az 2>/dev/null | awk '$2 != 0 && /Retrans|DSACK|OFO/ { printf "%s=%s ", $1, $2 }')"
 old=$(($(rg_global tcp_old_segments) - old0)) gaps=$(($(rg_global tcp_seq_gaps) - gaps0))
 rg_log "tcp_old_segments +$old (tcp_old_bytes $(rg_global tcp_old_bytes)), tcp_seq_gaps +$gaps, h2_failclosed +$(($(rg_global h2_failclosed) - failclosed0))"
-rg_check "rtx_free: all $STREAMS streams of $PER messages succeed, the server stores their rows, rowgate charged them" \
-	[ "$(rg_jget "$RG_TMP/free.json" "d['ok']")" = "$STREAMS" ] &&
+[ "$(rg_jget "$RG_TMP/free.json" "d['ok']")" = "$STREAMS" ] &&
 	[ "$(sget "d['rows'].get('rtx_free', 0)")" = $((STREAMS * PER * SROWS)) ] &&
 	rg_wait_charged rtx_free $((STREAMS * PER * SROWS))
-ok=$(rg_jget "$RG_TMP/spent.json" "d['ok']")
-rg_check "rtx_spent: every failed call refused with code 8 ($ok admitted), only the admitted handled" \
-	[ "$(rg_jget "$RG_TMP/spent.json" "d['codes']")" = "{'8': $((CALLS - ok))}" ] &&
-	[ $(($(sget "d['calls']") - calls0)) = $((CALLS + ok)) ]
+rg_check_rc $? "rtx_free: all $STREAMS streams of $PER messages succeed, the server stores their rows, rowgate charged them"
+ok=$(rg_jget "$RG_TMP/spent.json" "d['ok']") calls=$(($(sget "d['calls']") - calls0))
+[ "$(rg_jget "$RG_TMP/spent.json" "d['codes']")" = "{'8': $((CALLS - ok))}" ] &&
+	[ $calls = $((STREAMS + ok)) ]
+rg_check_rc $? "rtx_spent: every failed call refused with code 8 ($ok admitted), only the admitted handled ($calls handlers: $STREAMS rtx_free streams + $ok)"
 rg_check "no connection failed closed" [ "$(rg_global h2_failclosed)" = "$failclosed0" ]
 rg_check "the verdict never lost its place in the stream (tcp_seq_gaps)" [ "$gaps" = 0 ]
 rg_pass

@@ -65,23 +65,23 @@ in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id r -db seg_spent -calls "$CALLS
 	>"$RG_TMP/refused.json" 2>&1
 rg_log "refused: $(cat "$RG_TMP/refused.json")"
 rg_log "h2_reject_kept=$(rg_global h2_reject_kept) h2_reject_early=$(rg_global h2_reject_early) h2_stashed=$(rg_global h2_stashed) h2_reject_fallback=$(rg_global h2_reject_fallback) h2_fallback_head_split=$(rg_global h2_fallback_head_split)"
-rg_check "$CALLS refused $ROWS-row messages in MSS-sized segments: code 8 with the 429's sentence, one connection" \
-	[ "$(rg_jget "$RG_TMP/refused.json" "d['codes']")" = "{'8': $CALLS}" ] &&
+[ "$(rg_jget "$RG_TMP/refused.json" "d['codes']")" = "{'8': $CALLS}" ] &&
 	grep -q "Ingestion rate limit exceeded for database 'seg_spent': rejected $ROWS rows" "$RG_TMP/refused.json" &&
 	[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ]
+rg_check_rc $? "$CALLS refused $ROWS-row messages in MSS-sized segments: code 8 with the 429's sentence, one connection"
 # Each refusal is kept (the connection stays whole).  Most are early, at
 # the last frame's header; a slow receiver (TCG) can let TCP coalesce the
 # queued segments, so a last frame may arrive whole in one skb and be
 # refused at completion instead: correct, but not the path under test,
 # so at least one early refusal is required, not all.
 early=$(($(rg_global h2_reject_early) - early0))
-rg_check "each refused and kept, $early of $CALLS at the last frame's header: no GOAWAY, no fallback, no handler call" \
-	[ $(($(rg_global h2_reject_kept) - kept0)) = "$CALLS" ] && [ "$early" -ge 1 ] &&
+[ $(($(rg_global h2_reject_kept) - kept0)) = "$CALLS" ] && [ "$early" -ge 1 ] &&
 	[ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
 	[ "$(sget "d['calls']")" = "$calls0" ]
-rg_check "seg_spent: $CALLS refused, $((CALLS * ROWS)) rows rejected" \
-	[ "$(rg_stat seg_spent rejected_requests)" = "$CALLS" ] &&
+rg_check_rc $? "each refused and kept, $early of $CALLS at the last frame's header: no GOAWAY, no fallback, no handler call"
+[ "$(rg_stat seg_spent rejected_requests)" = "$CALLS" ] &&
 	[ "$(rg_stat seg_spent rejected_rows)" = $((CALLS * ROWS)) ]
+rg_check_rc $? "seg_spent: $CALLS refused, $((CALLS * ROWS)) rows rejected"
 
 # Under fire (SEG_WIDE=0 skips it): 8 calls in flight, unary and
 # HandleRequests, their frames interleaved in the segments, one connection
@@ -101,14 +101,20 @@ if [ "$WIDE" = 1 ]; then
 	rg_check "seg_wide: the first message admitted" [ "$(rg_jget "$RG_TMP/wide-seed.json" "d['ok']")" = 1 ]
 fi
 for mode in $([ "$WIDE" = 1 ] && for _ in $(seq "${SEG_WIDE_RUNS:-1}"); do echo stream unary; done); do
-	conns0=$(rg_global conns_tracked) calls0=$(sget "d['calls']")
+	conns0=$(rg_global conns_tracked) calls0=$(sget "d['calls']") msgs0=$(sget "d['messages']")
 	in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id "w$mode" -db seg_wide -mode $mode -per-call 2 \
 		-concurrency 8 -calls $((CALLS * 2)) -rows "$ROWS" -no-retry >"$RG_TMP/wide-$mode.json" 2>&1
 	rg_log "8 in flight, $mode: $(cat "$RG_TMP/wide-$mode.json") [$(rg_h2_counters)] [$(seg_tcp)]"
-	rg_check "8 refused $mode calls in flight, interleaved in the segments: all code 8, one connection, no fallback, no handler call" \
-		[ "$(rg_jget "$RG_TMP/wide-$mode.json" "d['codes']")" = "{'8': $((CALLS * 2))}" ] &&
-		[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ] &&
-		[ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$(sget "d['calls']")" = "$calls0" ]
+	# a stream's handler runs when its HEADERS arrive (grpc-go, as
+	# GreptimeDB's tonic): refused, it reads no message; a unary handler
+	# runs only with its whole message, so never
+	conns=$(($(rg_global conns_tracked) - conns0)) calls=$(($(sget "d['calls']") - calls0))
+	msgs=$(($(sget "d['messages']") - msgs0)) handled=0
+	[ $mode = unary ] || handled=$((CALLS * 2))
+	[ "$(rg_jget "$RG_TMP/wide-$mode.json" "d['codes']")" = "{'8': $((CALLS * 2))}" ] &&
+		[ "$conns" = 1 ] && [ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$msgs" = 0 ] &&
+		[ "$calls" = $handled ]
+	rg_check_rc $? "8 refused $mode calls in flight, interleaved in the segments: all code 8, one connection ($conns), no fallback ($(rg_global h2_reject_fallback)), no message reached a handler ($msgs; $calls handlers ran)"
 done
 
 # Compressed messages (--grpc-compressed debt) refused in the same
@@ -128,27 +134,27 @@ in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id gz -db seg_gz -gzip -calls $((
 	-call-gap $GAP -no-retry >"$RG_TMP/gz.json" 2>&1
 rg_log "namespace TCP so far: $(seg_tcp)"
 rg_log "gzip, $((GZ_CALLS + 1)) calls, $GAP apart: $(cat "$RG_TMP/gz.json") h2_reject_early +$(($(rg_global h2_reject_early) - early0)) [$(rg_h2_counters)]"
-rg_check "compressed: the first call stored, the $GZ_CALLS next refused with code 8 on one connection, no fallback, never handled" \
-	[ "$(rg_jget "$RG_TMP/gz.json" "(d['ok'], d['codes'])")" = "(1, {'8': $GZ_CALLS})" ] &&
+[ "$(rg_jget "$RG_TMP/gz.json" "(d['ok'], d['codes'])")" = "(1, {'8': $GZ_CALLS})" ] &&
 	[ "$(rg_global conns_tracked)" = $((conns0 + 1)) ] &&
 	[ "$(rg_global h2_reject_fallback)" = 0 ] && [ "$(rg_global h2_reject_closed)" = 0 ] &&
 	[ $(($(sget "d['calls']") - calls0)) = 1 ]
+rg_check_rc $? "compressed: the first call stored, the $GZ_CALLS next refused with code 8 on one connection, no fallback, never handled"
 rg_check "compressed: refused at a frame's header (h2_reject_early +$(($(rg_global h2_reject_early) - early0)))" \
 	[ $(($(rg_global h2_reject_early) - early0)) -ge 1 ]
 gz_settled() { [ "$(rg_stat seg_gz rejected_rows)" = $((GZ_CALLS * ROWS)) ]; }
 rg_wait_for 60 gz_settled
-rg_check "compressed: seg_gz charged its stored $ROWS rows, $GZ_CALLS refused requests of $((GZ_CALLS * ROWS)) rows counted from their copies ($(rg_stat seg_gz admitted_rows) admitted, $(rg_stat seg_gz rejected_requests) refused, $(rg_stat seg_gz rejected_rows) rows), no copy lost" \
-	[ "$(rg_stat seg_gz admitted_rows)" = "$ROWS" ] && [ "$(rg_stat seg_gz rejected_requests)" = "$GZ_CALLS" ] &&
+[ "$(rg_stat seg_gz admitted_rows)" = "$ROWS" ] && [ "$(rg_stat seg_gz rejected_requests)" = "$GZ_CALLS" ] &&
 	gz_settled && [ "$(rg_global h2_compressed_lost)" = 0 ] &&
 	[ "$(sget "d['rows'].get('seg_gz', 0)")" = "$ROWS" ]
+rg_check_rc $? "compressed: seg_gz charged its stored $ROWS rows, $GZ_CALLS refused requests of $((GZ_CALLS * ROWS)) rows counted from their copies ($(rg_stat seg_gz admitted_rows) admitted, $(rg_stat seg_gz rejected_requests) refused, $(rg_stat seg_gz rejected_rows) rows), no copy lost"
 
 # admitted large messages in the same segments are stored whole
 in_ns "$GO_CLIENT" -target "127.0.0.1:$GPORT" -id a -db seg_big -calls "$CALLS" -rows "$ROWS" -no-retry \
 	>"$RG_TMP/admitted.json" 2>&1
-rg_check "seg_big: $CALLS admitted $ROWS-row messages stored, rows stored = rows admitted" \
-	[ "$(rg_jget "$RG_TMP/admitted.json" "d['ok']")" = "$CALLS" ] &&
+[ "$(rg_jget "$RG_TMP/admitted.json" "d['ok']")" = "$CALLS" ] &&
 	[ "$(sget "d['rows'].get('seg_big', 0)")" = $((CALLS * ROWS)) ] &&
 	[ "$(rg_stat seg_big admitted_rows)" = $((CALLS * ROWS)) ]
+rg_check_rc $? "seg_big: $CALLS admitted $ROWS-row messages stored, rows stored = rows admitted"
 # A refusal that falls back to GOAWAY (its RequestHeader after 4 KB of
 # rows) while an earlier call's body is unfinished: the server's socket
 # is in the namespace, rowgated is not; it finds the socket through the
@@ -166,13 +172,13 @@ if "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null && [ -f "$GRPC_PY/gre
 		--scenario open_call --db seg_oc --gap-ms 300 >"$RG_TMP/open_call.json" 2>&1 ||
 		rg_fail "open_call: $(cat "$RG_TMP/open_call.json")"
 	rg_log "open call: $(cat "$RG_TMP/open_call.json")"
-	rg_check "a GOAWAY naming a later stream answered and an open call (last stream 5), the server in another network namespace: reset $(rg_jget "$RG_TMP/open_call.json" "d['after_s']") s after it (grace 2 s)" \
-		[ "$(rg_jget "$RG_TMP/open_call.json" "(d['goaway'], d['last_stream'], 5 in d['answered'], d['end'], 1.5 <= d['after_s'] <= 8)")" = "(11, 5, True, 'reset', True)" ] &&
+	[ "$(rg_jget "$RG_TMP/open_call.json" "(d['goaway'], d['last_stream'], 5 in d['answered'], d['end'], 1.5 <= d['after_s'] <= 8)")" = "(11, 5, True, 'reset', True)" ] &&
 		[ "$(rg_global h2_goaway_resets)" = 1 ] && [ "$(rg_global h2_goaway_reset_failed)" = 0 ]
+	rg_check_rc $? "a GOAWAY naming a later stream answered and an open call (last stream 5), the server in another network namespace: reset $(rg_jget "$RG_TMP/open_call.json" "d['after_s']") s after it (grace 2 s)"
 else
 	rg_log "no python3-hpack or python3-protobuf here: the open-call probe does not run"
 fi
-rg_check "every refusal answered, no internal errors" \
-	[ "$(rg_global h2_out_answers)" = "$(rg_global h2_reject_kept)" ] &&
+[ "$(rg_global h2_out_answers)" = "$(rg_global h2_reject_kept)" ] &&
 	[ "$(rg_global h2_out_answer_failed)" = 0 ] && [ "$(rg_global internal_errors)" = 0 ]
+rg_check_rc $? "every refusal answered, no internal errors"
 rg_pass

@@ -80,9 +80,9 @@ wait $GOW
 wait $SAMPLER || rg_fail "the sampler failed"
 for c in go js; do
 	f=$RG_TMP/w_$c.json
-	rg_check "grpc-$c writer: $(rg_jget "$f" "d['messages']") messages in $(rg_jget "$f" "d['calls']") calls, every failed one RESOURCE_EXHAUSTED 6001" \
-		[ "$(rg_jget "$f" "d['failed'] > 0 and d['failed'] == d['codes'].get('8', 0)")" = True ] &&
+	[ "$(rg_jget "$f" "d['failed'] > 0 and d['failed'] == d['codes'].get('8', 0)")" = True ] &&
 		[ "$(rg_jget "$f" "d.get('err_code')")" = 6001 ]
+	rg_check_rc $? "grpc-$c writer: $(rg_jget "$f" "d['messages']") messages in $(rg_jget "$f" "d['calls']") calls, every failed one RESOURCE_EXHAUSTED 6001"
 	rg_check "grpc-$c writer: w_$c charged = stored ($(stored w_$c) rows, $(rg_stat w_$c rejected_requests) refusals)" \
 		charged_is_stored w_$c
 done
@@ -130,8 +130,8 @@ for c in go js; do
 	f=$RG_TMP/r_$c.json
 	n=$(rg_jget "$f" "d['messages']")
 	again=$(each_stored r_$c r$c "$n") || rg_fail "grpc-$c resending writer: $again"
-	rg_check "grpc-$c resending writer: all $n messages stored, $again rows twice ($(rg_jget "$f" "d['resent']") resent in $(rg_jget "$f" "d['calls']") calls), none pending" \
-		[ "$(rg_jget "$f" "d.get('pending', 0)")" = 0 ] && [ "$(rg_jget "$f" "d['failed'] == d['codes'].get('8', 0)")" = True ]
+	[ "$(rg_jget "$f" "d.get('pending', 0)")" = 0 ] && [ "$(rg_jget "$f" "d['failed'] == d['codes'].get('8', 0)")" = True ]
+	rg_check_rc $? "grpc-$c resending writer: all $n messages stored, $again rows twice ($(rg_jget "$f" "d['resent']") resent in $(rg_jget "$f" "d['calls']") calls), none pending"
 	rg_check "grpc-$c resending writer: r_$c charged = stored" charged_is_stored r_$c
 done
 rg_pass

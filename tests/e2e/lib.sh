@@ -41,6 +41,12 @@ rg_check() { # rg_check "description" test-args...
 	local what=$1; shift
 	if "$@"; then rg_log "ok: $what"; else rg_fail "$what"; fi
 }
+# A condition of several commands (`rg_check "x" [ a ] && [ b ]` would
+# check only [ a ]: the shell ends rg_check's arguments at &&), checked by
+# its status:  [ a ] && [ b ]; rg_check_rc $? "description"
+rg_check_rc() {
+	if [ "$1" = 0 ]; then rg_log "ok: $2"; else rg_fail "$2"; fi
+}
 
 rg_on_exit() { _rg_cleanups+=("$1"); }
 
