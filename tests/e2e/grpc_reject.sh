@@ -100,7 +100,9 @@ for srv in $SERVERS; do
 		[ "$(rg_stat $L rejected_requests)" = 3 ]
 	rg_check_rc $? "$srv: $L 3,000 rows stored = admitted, 3 rejected"
 	# at a limit with retries: every row stored once; a call whose 5
-	# attempts were all refused is made again by the application
+	# attempts were all refused is made again by the application.  Some
+	# are refused on the host; a TCG guest's client may be too slow to
+	# meet the limit at all
 	for c in $CLIENTS; do
 		left=30 runs=0
 		while [ $left -gt 0 ] && [ $runs -lt 20 ]; do
@@ -117,7 +119,7 @@ for srv in $SERVERS; do
 	done
 	[ "$(stored $A $R)" = $((3000 * $(wc -w <<<"$CLIENTS"))) ] &&
 		[ "$(rg_stat $R admitted_rows)" = $((3000 * $(wc -w <<<"$CLIENTS"))) ] &&
-		[ "$(rg_stat $R rejected_requests)" -gt 0 ]
+		{ [ "$(rg_stat $R rejected_requests)" -gt 0 ] || [ "${VMTEST:-0}" = 1 ]; }
 	rg_check_rc $? "$srv: $R $((3000 * $(wc -w <<<"$CLIENTS"))) rows stored = admitted ($(rg_stat $R rejected_requests) refusals retried)"
 done
 # HandleRequests at a limit (3 messages a call, sent back to back): every
@@ -140,7 +142,8 @@ while [ $left -gt 0 ] && [ $runs -lt 20 ]; do
 done
 rg_check "HandleRequests: 20 calls OK ($runs runs of the client)" [ $left = 0 ]
 kst=$(stored $SADMIN k_stream) kad=$(rg_stat k_stream admitted_rows)
-[ "$kst" -ge 6000 ] && [ "$kad" -ge "$kst" ] && [ "$(rg_stat k_stream rejected_requests)" -gt 0 ]
+[ "$kst" -ge 6000 ] && [ "$kad" -ge "$kst" ] &&
+	{ [ "$(rg_stat k_stream rejected_requests)" -gt 0 ] || [ "${VMTEST:-0}" = 1 ]; }
 rg_check_rc $? "HandleRequests: $kst rows stored (6,000 sent, $((kst - 6000)) again by retries), $kad admitted, none stored uncharged ($(rg_stat k_stream rejected_requests) refusals)"
 
 # One connection multiplexing admitted and refused streams of two
