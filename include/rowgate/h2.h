@@ -134,6 +134,13 @@ enum rg_pb_ctx {
 	RG_PB_ROW_INSERT,     /* RowInsertRequest */
 	RG_PB_ROWS,           /* Rows */
 };
+/* An unknown field encoded as a group (wire types 3 ... 4), skipped as
+ * prost's skip_field does: a level of its own whose ctx is this bit and
+ * the group's field number's low 7 bits, which its end-group key must
+ * match (a mismatch in higher bits, which prost refuses, is charged: the
+ * safe side). */
+#define RG_PB_GROUP	   0x80
+#define RG_PB_GROUP_FIELD 0x7f
 
 enum rg_pb_state {
 	RG_PBS_KEY = 0,
@@ -498,6 +505,8 @@ RG_INLINE int rg_pb_classify(__u8 ctx, __u32 field, __u8 wire, __u8 *next)
 {
 	bool len = wire == 2;
 
+	if (ctx & RG_PB_GROUP)
+		return RG_PBA_SKIP; /* inside an unknown group: nothing is read */
 	switch (ctx) {
 	case RG_PB_REQUEST:
 		if (field >= 1 && field <= 7 && !len)
@@ -578,6 +587,8 @@ RG_INLINE int rg_pb_pop(struct rg_pb_walk *w, struct rg_grpc_msg *m)
 			return 0;
 		if (d == 0)
 			return 1;
+		if (w->ctx[d] & RG_PB_GROUP)
+			return RG_H2_ERR_PROTOBUF; /* the message ends inside a group */
 		if (w->ctx[d] == RG_PB_INSERT)
 			m->rows += m->row_count;
 		w->depth = (__u8)(d - 1);
@@ -633,9 +644,42 @@ RG_INLINE int rg_pb_field(struct rg_pb_walk *w)
 		w->varint = 0;
 		w->vbytes = 0;
 		return 0;
+	case 3: {
+		__u8 nx = 0;
+
+		/* a start-group key: unknown fields only (these messages
+		 * declare no group) */
+		if (rg_pb_classify(w->ctx[d], w->field, 3, &nx) != RG_PBA_SKIP ||
+		    d + 1 >= RG_PB_DEPTH)
+			return RG_H2_ERR_PROTOBUF;
+		w->depth = (__u8)(d + 1);
+		w->end[rg_pb_level(d + 1)] = w->end[d];
+		w->ctx[rg_pb_level(d + 1)] = RG_PB_GROUP | (w->field & RG_PB_GROUP_FIELD);
+		w->st = RG_PBS_KEY;
+		w->varint = 0;
+		w->vbytes = 0;
+		return 0;
 	}
-	/* groups (3, 4) are not used by these messages: refused */
+	}
+	/* an end-group key comes through rg_pb_group_end; 6 and 7 are no
+	 * wire types */
 	return RG_H2_ERR_PROTOBUF;
+}
+
+/* An end-group key: it closes the innermost group, which it must name.
+ * Returns rg_pb_pop's answer for the levels it completes. */
+RG_INLINE int rg_pb_group_end(struct rg_pb_walk *w, struct rg_grpc_msg *m)
+{
+	__u32 d = rg_pb_level(w->depth);
+
+	if (!(w->ctx[d] & RG_PB_GROUP) || d == 0 ||
+	    (w->ctx[d] & RG_PB_GROUP_FIELD) != (w->field & RG_PB_GROUP_FIELD))
+		return RG_H2_ERR_PROTOBUF;
+	w->depth = (__u8)(d - 1);
+	w->st = RG_PBS_KEY;
+	w->varint = 0;
+	w->vbytes = 0;
+	return rg_pb_pop(w, m);
 }
 
 /* A length-delimited field's length has been read. */
@@ -717,6 +761,8 @@ RG_INLINE int rg_pb_step(struct rg_pb_walk *w, struct rg_grpc_msg *m, __u8 c)
 				return RG_H2_ERR_PROTOBUF;
 			w->field = (__u32)(w->varint >> 3);
 			w->wire = (__u8)(w->varint & 7);
+			if (w->wire == 4 && w->field)
+				return rg_pb_group_end(w, m);
 			/* a key with no value before the end of its message */
 			if (w->pos >= w->end[d])
 				return RG_H2_ERR_PROTOBUF;

@@ -361,6 +361,47 @@ static void test_unary_and_db_resolution(void)
 	}
 }
 
+/* Unknown fields encoded as groups (wire types 3 and 4), nested, with
+ * every wire type inside, in GreptimeRequest and in RequestHeader, and as
+ * the message's last field: skipped as prost's skip_field skips them, the
+ * rows and database read as without them. */
+static void test_groups(void)
+{
+	struct buf req = { 0 }, h = { 0 }, g = { 0 }, c = { 0 };
+	struct outcome o;
+	int rows = 5;
+
+	key(&req, 100, 3);
+	vfield(&req, 1, 7);
+	key(&req, 101, 3);
+	key(&req, 2, 5);
+	put(&req, "\1\2\3\4", 4);
+	key(&req, 3, 1);
+	put(&req, "\1\2\3\4\5\6\7\x08", 8);
+	key(&req, 101, 4);
+	strfield(&req, 3, "ab");
+	key(&req, 100, 4);
+	strfield(&h, 4, "gdb");
+	key(&h, 9, 3);
+	vfield(&h, 1, 1);
+	key(&h, 9, 4);
+	lenfield(&req, 1, &h);
+	row_inserts(&req, &rows, 1);
+	key(&req, 200000, 3); /* a field number of three key bytes */
+	key(&req, 200000, 4);
+	grpc_msg(&g, &req, 0);
+	start(&c);
+	headers(&c, 1, 0);
+	data(&c, 1, &g, 16384, true);
+	feed(&c, NULL, 0, false, &o);
+	CHECK(o.err == 0, "groups: err %d at %zu", o.err, o.err_at);
+	EXPECT_EV(&o, 0, 1, RG_GRPC_ROW_INSERTS, 5, "gdb");
+	freebuf(&req);
+	freebuf(&h);
+	freebuf(&g);
+	freebuf(&c);
+}
+
 /* A unary Handle stream: its server (tonic, grpc-go) takes the first
  * message and drops the rest, so only the first is an event (charged),
  * however the rest comes: in the same DATA frame, in later frames, after
@@ -1072,7 +1113,11 @@ static void test_malformed(void)
 		{ "header as a varint", "\x08\x01", 2 },
 		{ "row_inserts as fixed32", "\x35\0\0\0\0", 5 },
 		{ "field number 0", "\x02\x00", 2 },
-		{ "group wire type", "\x0b\x0c", 2 },
+		{ "a group for a declared field", "\x0b\x0c", 2 },
+		{ "an end-group key outside any group", "\xa4\x06", 2 },
+		{ "an end-group key naming another group", "\xa3\x06\xac\x06", 4 },
+		{ "the message ends inside a group", "\xa3\x06\x08\x07", 4 },
+		{ "a start-group key ends the message", "\xa3\x06", 2 },
 		{ "length past the message",
 		  "\x0a\x05"
 		  "ab",
@@ -2284,6 +2329,7 @@ int main(void)
 	test_merge_rules();
 	test_connection();
 	test_malformed();
+	test_groups();
 	test_large();
 	test_real_clients();
 	test_compressed_count();

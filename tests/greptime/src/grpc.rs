@@ -81,9 +81,57 @@ impl<'a> Reader<'a> {
                 take(self, usize::try_from(n).map_err(|_| "length too large")?)?
             }
             5 => take(self, 4)?,
+            3 => {
+                self.skip_group(num, 0)?;
+                &[][..]
+            }
+            4 => return Err(format!("end group {} outside a group", num)),
             _ => return Err(format!("wire type {}", wt)),
         };
         Ok(Some((num, wt, payload)))
+    }
+
+    fn skip(&mut self, n: u64) -> Result<(), String> {
+        let n = usize::try_from(n).map_err(|_| "length too large")?;
+        if self.b.len() < n {
+            return Err("truncated field".into());
+        }
+        self.b = &self.b[n..];
+        Ok(())
+    }
+
+    /// A group's fields up to its end-group key, which must name it: what
+    /// prost's skip_field does with an unknown group (nested ones too, to
+    /// its recursion limit of 100).
+    fn skip_group(&mut self, num: u64, depth: u32) -> Result<(), String> {
+        if depth >= 100 {
+            return Err("recursion limit reached".into());
+        }
+        loop {
+            if self.b.is_empty() {
+                return Err("message ends inside a group".into());
+            }
+            let key = self.varint()?;
+            let (n, wt) = (key >> 3, (key & 7) as u8);
+            if n == 0 {
+                return Err("field number 0".into());
+            }
+            match wt {
+                0 => {
+                    self.varint()?;
+                }
+                1 => self.skip(8)?,
+                2 => {
+                    let len = self.varint()?;
+                    self.skip(len)?
+                }
+                3 => self.skip_group(n, depth + 1)?,
+                4 if n == num => return Ok(()),
+                4 => return Err("unexpected end group tag".into()),
+                5 => self.skip(4)?,
+                _ => return Err(format!("wire type {}", wt)),
+            }
+        }
     }
 }
 
