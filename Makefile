@@ -40,12 +40,12 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/unit/%)
 USER_BINS :=
 EXTRA_ALL :=
 
-.PHONY: all test deps test-deps clean bpf unit
+.PHONY: all test deps test-deps clean bpf unit headers-check
 .DELETE_ON_ERROR:
 .SECONDARY:
 .SECONDEXPANSION:
 
-all: bpf unit userspace
+all: headers-check bpf unit userspace
 
 # Component fragments (userspace binaries, benchmarks, vmtest) add to
 # USER_BINS / EXTRA_ALL and declare their own rules.
@@ -64,6 +64,30 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(SHARED_H) $(wildcard bpf/
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# Every header compiles alone, as the only include of an empty file: a
+# header that leans on what its includer happened to include first breaks
+# the build.  bpf/*.h for BPF; include/rowgate/*.h for BPF and natively,
+# but for the userspace-only ones (libc headers).  A stamp per header and
+# flavour, redone when any header changes.
+HDR_NATIVE_ONLY := include/rowgate/hpack_huffman.h
+HDR_ALL         := $(wildcard bpf/*.h) $(SHARED_H)
+HDR_STAMPS      := $(patsubst %,$(BUILD)/hdr/%.bpf,$(wildcard bpf/*.h) $(filter-out $(HDR_NATIVE_ONLY),$(SHARED_H))) \
+		   $(patsubst %,$(BUILD)/hdr/%.native,$(SHARED_H))
+
+headers-check: $(HDR_STAMPS)
+
+$(BUILD)/hdr/%.bpf: % $(HDR_ALL) $(BUILD)/vmlinux.h
+	@mkdir -p $(@D)
+	$(call msg,HDR-BPF,$<)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -fsyntax-only -x c -include $< /dev/null
+	$(Q)touch $@
+
+$(BUILD)/hdr/%.native: % $(HDR_ALL)
+	@mkdir -p $(@D)
+	$(call msg,HDR-CC,$<)
+	$(Q)$(CC) $(USER_CFLAGS) -fsyntax-only -x c -include $< /dev/null
+	$(Q)touch $@
 
 $(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call msg,GEN-SKEL,$@)

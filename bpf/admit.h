@@ -6,6 +6,7 @@
 #ifndef ROWGATE_BPF_ADMIT_H
 #define ROWGATE_BPF_ADMIT_H
 
+#include "base.h"
 #include "maps.h"
 #include "rowgate/bucket.h"
 

@@ -8,6 +8,8 @@
 #ifndef ROWGATE_BPF_CONN_H
 #define ROWGATE_BPF_CONN_H
 
+#include "base.h"
+#include "rowgate/abi.h"
 #include "rowgate/http.h"
 #include "rowgate/rows.h"
 #include "rowgate/lp_dbtag.h"
@@ -204,5 +206,43 @@ struct rg_conn {
 	struct rg_egress eg;
 	struct rg_rx_seq rx;
 };
+
+/* ports: guarded local TCP port (host order) -> its server profile, which
+ * each of its connections takes */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_PORTS);
+	__type(key, __u32);
+	__type(value, struct rg_port);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_PORTS SEC(".maps");
+
+/* sockhash: socket cookie -> guarded socket; the verdict is attached here */
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKHASH);
+	__uint(max_entries, RG_MAX_CONNS);
+	__type(key, __u64);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_SOCKHASH SEC(".maps");
+
+/* conns: socket cookie -> connection state, allocated on demand */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_CONNS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct rg_conn);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_CONNS SEC(".maps");
+
+/* conn_zero: [0] -> an all-zero connection, the template sockops copies;
+ * not pinned: it belongs to one load */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rg_conn);
+} conn_zero SEC(".maps");
 
 #endif /* ROWGATE_BPF_CONN_H */

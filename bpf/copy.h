@@ -8,9 +8,21 @@
 #ifndef ROWGATE_BPF_COPY_H
 #define ROWGATE_BPF_COPY_H
 
+#include "base.h"
+#include "maps.h"
 #include "admit.h"
 #include "conn.h"
+#include "rowgate/abi.h"
 #include "rowgate/estimate.h"
+
+/* proto_stats: (database, protocol) -> per-protocol counters */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_DATABASES);
+	__type(key, struct rg_proto_key);
+	__type(value, struct rg_proto_stats);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_PROTO_STATS SEC(".maps");
 
 /* ratios: (database, protocol) -> body bytes per row, learned by rowgated */
 struct {
@@ -229,6 +241,26 @@ static __always_inline void rg_copy_aborted(struct rg_conn *c, __u64 cookie)
 		return;
 	if (rg_body_end_submit(c, cookie, c->charged_rows, true, true))
 		rg_global_inc(body_ring_full);
+}
+
+/* A correction's request and rows in proto_stats (rg_reconcile): by the
+ * difference from the estimate the verdict counted, or whole (rows) when
+ * the verdict did not count the request (proto_uncounted: OTLP, Arrow
+ * Flight). */
+static __always_inline void rg_reconcile_proto(struct rg_proto_stats *ps,
+					       const struct rg_correction *cr, __u64 est,
+					       __u64 rows)
+{
+	if (!ps)
+		return;
+	if (cr->proto_uncounted) {
+		__sync_fetch_and_add(cr->admitted ? &ps->admitted_requests : &ps->rejected_requests,
+				     1);
+		__sync_fetch_and_add(&ps->estimated_rows, est);
+	} else {
+		rows -= est;
+	}
+	__sync_fetch_and_add(cr->admitted ? &ps->admitted_rows : &ps->rejected_rows, rows);
 }
 
 #endif /* ROWGATE_BPF_COPY_H */

@@ -1,16 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The server's side of a guarded connection (docs/design.md#egress): the
- * verdict's hooks that record each passed request, and the sk_msg program
- * that follows the server's HTTP/1.1 responses on the same sockhash, pairs
- * each final response with its request and refunds a charged write the
- * server refused before storing it (docs/design.md#refunds).  It changes
- * the server's bytes in one case only: the 400 that answers a voided request
- * becomes rowgate's 429 (docs/design.md#response-ordering).
+ * verdict's hooks that record each passed request, and the steps of the
+ * sk_msg program (rg_egress, rowgate.bpf.c) that follows the server's
+ * HTTP/1.1 responses on the same sockhash, pairs each final response with
+ * its request and refunds a charged write the server refused before storing
+ * it (docs/design.md#refunds).  It changes the server's bytes in one case
+ * only: the 400 that answers a voided request becomes rowgate's 429
+ * (docs/design.md#response-ordering).
  */
 #ifndef ROWGATE_BPF_EGRESS_H
 #define ROWGATE_BPF_EGRESS_H
 
+#include "base.h"
+#include "maps.h"
+#include "admit.h"
 #include "conn.h"
+#include "copy.h"
+#include "respond.h"
+#include "rowgate/abi.h"
 #include "rowgate/http_resp.h"
 #include "rowgate/h2.h"
 #include "rowgate/h2_answer.h"
@@ -316,7 +323,7 @@ static __always_inline int rg_egress_final(struct rg_conn *c, __u64 cookie)
 	return rg_resp_begin_body(&eg->resp, p->flags & RG_PEND_HEAD);
 }
 
-static long rg_msg_cb(__u64 idx, void *ctx)
+static __maybe_unused long rg_msg_cb(__u64 idx, void *ctx)
 {
 	struct rg_msg_walk *m = ctx;
 	struct rg_conn *c = m->conn;
@@ -983,67 +990,6 @@ static __always_inline int rg_h2_egress(struct sk_msg_md *msg, __u64 cookie)
 	}
 	if (w.off < w.size)
 		rg_h2_out_lose(o);
-	return SK_PASS;
-}
-
-/*
- * The server sends: follow its responses.  Runs under the sender's socket
- * lock, once per piece tcp_bpf_sendmsg builds (each byte once); data and
- * data_end cover only what bpf_msg_pull_data brought into view.
- */
-SEC("sk_msg")
-int rg_egress(struct sk_msg_md *msg)
-{
-	struct rg_msg_walk m = { .msg = msg };
-	struct bpf_sock *sk = msg->sk;
-	struct tcp_sock *tp;
-	__u64 cookie;
-	__u8 started;
-
-	if (!sk)
-		return SK_PASS;
-	tp = bpf_skc_to_tcp_sock(sk);
-	if (!tp)
-		return SK_PASS;
-	/* sk_msg has no bpf_get_socket_cookie on 6.1: sockops made the
-	 * cookie, read it from the socket */
-	cookie = tp->inet_conn.icsk_inet.sk.__sk_common.skc_cookie.counter;
-	m.cookie = cookie;
-	m.conn = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
-	if (!m.conn || !m.conn->eg.armed || m.conn->eg.lost)
-		return SK_PASS;
-	/* on a --grpc port the server may write its SETTINGS before the
-	 * client's preface arrives; once it did (an h2_out entry), its
-	 * writes are HTTP/2 whatever the verdict has recorded so far (an
-	 * HTTP/1 server never writes first).  started is read before h2,
-	 * which the verdict stores first */
-	started = RG_READ_ONCE(m.conn->started);
-	if (RG_READ_ONCE(m.conn->h2) ||
-	    ((m.conn->port_flags & RG_PORT_GRPC) &&
-	     (!started || bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie))))
-		return rg_h2_egress(msg, cookie);
-	if (m.conn->eg.answered)
-		return SK_DROP; /* after the 429 that closes: the server closes too */
-	m.size = msg->size;
-	bpf_loop(m.size < RG_MSG_MAX_STEPS ? m.size : RG_MSG_MAX_STEPS, rg_msg_cb, &m, 0);
-	if (m.voided && m.conn) {
-		switch (rg_egress_answer_voided(&m, m.conn)) {
-		case RG_ANSWER_429:
-			rg_global_inc(pipelined_answered_429);
-			m.conn->eg.answered = 1;
-			break;
-		case RG_ANSWER_400:
-			rg_global_inc(pipelined_answered_400);
-			break;
-		default:
-			rg_global_inc(internal_errors);
-			m.conn->eg.answered = 1;
-			return SK_DROP;
-		}
-		return SK_PASS;
-	}
-	if (m.off < m.size && m.conn)
-		rg_egress_lose(&m.conn->eg); /* bytes left unread: framing unknown */
 	return SK_PASS;
 }
 

@@ -5,6 +5,11 @@
 #ifndef ROWGATE_BPF_GUARD_H
 #define ROWGATE_BPF_GUARD_H
 
+#include "base.h"
+#include "maps.h"
+#include "close.h"
+#include "conn.h"
+#include "rowgate/abi.h"
 #include "rowgate/guard.h"
 
 /* guard: [0] -> the cgroup and policy rowgated attached with */
@@ -104,6 +109,29 @@ static __always_inline int rg_adopt_hold(struct __sk_buff *skb, __u64 cookie, __
 	a->timer_from_ns = bpf_ktime_get_ns();
 	rg_guard_add(adopt_passed_bytes, skb->len);
 	return 1;
+}
+
+/* --conns-full: 0 = fail-open (an untracked connection passes, counted),
+ * 1 = fail-closed (rg_refuse drops its data, rowgated resets it). */
+const volatile __u32 rg_conns_full_close = 0;
+
+/*
+ * A connection the full table refused gets none of its data to the server
+ * (rg_refuse), but no BPF helper of 6.1 can close it: without more, its
+ * client would wait for its own timeout.  It is queued for rowgated, which
+ * resets it at once with SOCK_DESTROY (h2_close.c; at_ns 0 marks it).
+ */
+static __always_inline void rg_conn_untracked(struct bpf_sock_ops *skops, __u64 cookie)
+{
+	struct rg_h2_goaway ev = { .cookie = cookie };
+
+	if (!rg_conns_full_close) {
+		rg_global_inc(conns_untracked);
+		return;
+	}
+	rg_guard_add(conns_refused, 1);
+	rg_close_event_fill(&ev, skops);
+	bpf_map_push_elem(&RG_MAP_H2_GOAWAY, &ev, 0);
 }
 
 #endif /* ROWGATE_BPF_GUARD_H */

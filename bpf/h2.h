@@ -5,19 +5,26 @@
  * a message the bucket refuses, or HTTP/2 the parser cannot follow, ends
  * the connection with a kernel GOAWAY (docs/grpc.md#7-what-is-built).
  * Streams whose `:path` no gRPC route names pass unread and uncharged
- * (docs/grpc.md#7-path-routing).  A program of its own, reached by a tail
- * call from the HTTP/1 verdict, so it has its own stack and verifier
- * budget. */
+ * (docs/grpc.md#7-path-routing).  A program of its own (rg_h2_verdict in
+ * rowgate.bpf.c; its maps and steps are here), reached by a tail call from
+ * the HTTP/1 verdict, so it has its own stack and verifier budget. */
 #ifndef ROWGATE_BPF_H2_H
 #define ROWGATE_BPF_H2_H
 
-#include "rowgate/h2.h"
-#include "rowgate/h2_answer.h"
+#include "base.h"
+#include "maps.h"
 #include "admit.h"
+#include "close.h"
 #include "conn.h"
 #include "copy.h"
+#include "egress.h"
+#include "request.h"
 #include "respond.h"
 #include "skb_edit.h"
+#include "rowgate/abi.h"
+#include "rowgate/h2.h"
+#include "rowgate/guard.h"
+#include "rowgate/h2_answer.h"
 
 #define RG_H2_WINDOW_BYTES 256 /* bytes loaded from the skb at a time */
 #define RG_H2_GOAWAY_HDR_BYTES 17 /* frame header, last stream id, error code */
@@ -141,14 +148,6 @@ struct {
 	__type(key, __u64);
 	__type(value, struct rg_h2_cdb);
 } RG_MAP_H2_CDB SEC(".maps");
-
-/* h2_goaway: connections closed with GOAWAY, for rowgated to reset */
-struct {
-	__uint(type, BPF_MAP_TYPE_QUEUE);
-	__uint(max_entries, RG_H2_GOAWAY_QUEUE);
-	__type(value, struct rg_h2_goaway);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} RG_MAP_H2_GOAWAY SEC(".maps");
 
 /* h2_zero: [0] -> a zeroed state to create entries from (too large for
  * the stack); not pinned */
@@ -1160,7 +1159,7 @@ static __always_inline void rg_h2_tail(struct rg_h2_sock *st, struct rg_h2_out *
 		rg_h2_tail_refuse(st, o, slot);
 }
 
-static long rg_h2_byte_cb(__u64 idx, void *ctx)
+static __maybe_unused long rg_h2_byte_cb(__u64 idx, void *ctx)
 {
 	struct rg_h2_loop *l = ctx;
 	struct rg_h2_sock *st = l->st;
@@ -1508,38 +1507,10 @@ static __always_inline struct rg_h2_sock *rg_h2_sock_get(__u64 cookie)
 	return bpf_map_lookup_elem(&RG_MAP_H2_CONNS, &cookie);
 }
 
-#ifndef AF_INET6
-#define AF_INET6 10 /* a macro: not in vmlinux.h */
-#endif
-
-/* The close queue's record of a socket from a context that carries its
- * addresses: __sk_buff and bpf_sock_ops name them alike (ports: local in
- * host order, remote in network order in the upper half).  A macro: each
- * access must stay a load from the context itself. */
-#define rg_close_event_fill(ev, ctx)                                      \
-	do {                                                              \
-		(ev)->family = (ctx)->family;                             \
-		(ev)->local_port = (__u16)(ctx)->local_port;              \
-		(ev)->remote_port = (__u16)bpf_ntohl((ctx)->remote_port); \
-		if ((ev)->family == AF_INET6) {                           \
-			(ev)->local_ip[0] = (ctx)->local_ip6[0];          \
-			(ev)->local_ip[1] = (ctx)->local_ip6[1];          \
-			(ev)->local_ip[2] = (ctx)->local_ip6[2];          \
-			(ev)->local_ip[3] = (ctx)->local_ip6[3];          \
-			(ev)->remote_ip[0] = (ctx)->remote_ip6[0];        \
-			(ev)->remote_ip[1] = (ctx)->remote_ip6[1];        \
-			(ev)->remote_ip[2] = (ctx)->remote_ip6[2];        \
-			(ev)->remote_ip[3] = (ctx)->remote_ip6[3];        \
-		} else {                                                  \
-			(ev)->local_ip[0] = (ctx)->local_ip4;             \
-			(ev)->remote_ip[0] = (ctx)->remote_ip4;           \
-		}                                                         \
-	} while (0)
-
 /* Nothing more of this connection reaches the server: queue it for
  * rowgated to reset once the client had time to read the GOAWAY
  * (docs/grpc.md#h2-close). */
-static __noinline void rg_h2_queue_close(struct __sk_buff *skb, __u64 cookie)
+static __maybe_unused __noinline void rg_h2_queue_close(struct __sk_buff *skb, __u64 cookie)
 {
 	struct rg_h2_goaway ev = { .cookie = cookie, .at_ns = bpf_ktime_get_ns() };
 
@@ -1550,125 +1521,66 @@ static __noinline void rg_h2_queue_close(struct __sk_buff *skb, __u64 cookie)
 		rg_global_inc(h2_goaway_queued);
 }
 
-SEC("sk_skb")
-int rg_h2_verdict(struct __sk_buff *skb)
+/* The HTTP/1 verdict's side: whether a --grpc port's connection opens with
+ * the preface, and so is handed to rg_h2_verdict. */
+enum rg_h2_open {
+	RG_H2_OPEN_NO = 0,   /* not the HTTP/2 preface: HTTP/1 */
+	RG_H2_OPEN_YES = 1,  /* the preface (at least "PRI", which no HTTP/1
+			      * method starts with; the parser checks the rest) */
+	RG_H2_OPEN_HOLD = 2, /* too few bytes to tell, all of them its start */
+};
+
+/* Whether a connection's first bytes, those held back (the stash) and
+ * this skb's, open with the HTTP/2 preface: enum rg_h2_open.  A client
+ * may send the preface in pieces of any size. */
+__noinline int rg_h2_opens(struct __sk_buff *skb, struct rg_conn *c)
 {
-	__u64 cookie = bpf_get_socket_cookie(skb);
-	struct rg_h2_loop l = { .skb = skb };
-	struct rg_h2_sock *st;
-	struct rg_conn *c;
-	int verdict, skip;
+	__u32 held, n, i;
 
-	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
-	if (!c)
-		return SK_PASS;
-	st = rg_h2_sock_get(cookie);
-	if (!st) {
-		/* no room for its state: it cannot be followed */
-		rg_global_inc(h2_failclosed);
-		return SK_DROP;
-	}
-	/* bytes held back from the last skb go first, whatever follows */
-	skip = c->stash_len ? rg_h2_unstash(skb) : 0;
-	if (st->closing)
-		return SK_DROP;
-	if (st->lost)
-		return SK_PASS;
-	l.out = rg_h2_out_get(&cookie);
-	st->must_pass = rg_in_recvmsg(skb, c);
-	if (st->must_pass)
-		rg_global_inc(h2_recvmsg_skbs);
-	st->win_len = 0;
-	st->pos = 0;
-	st->reject = 0;
-	st->nops = 0;
-	st->resets = 0;
-	st->sid_passed = st->h.last_sid;
-	st->cp_slot = -1;
-	st->cookie = cookie;
-	l.st = st;
-	if (skip < 0) {
-		/* held bytes lost: the server's stream has a hole */
-		rg_global_inc(internal_errors);
-		st->err = RG_H2_ERR_PROTOCOL;
-	} else {
-		/* the held bytes were followed already */
-		st->win_off = (__u32)skip;
-		st->fh_off = skip && st->stash_whole ? 0 : ~0U;
-		/* at most one iteration per byte (skips take fewer) */
-		bpf_loop(skb->len, rg_h2_byte_cb, &l, 0);
-		/* before the skb is cut or rewritten below */
-		if (!st->err)
-			rg_h2_copy_flush(skb, st);
-	}
-	if (st->h.unrouted_streams != st->unrouted_seen) {
-		__u32 zero = 0;
-		struct rg_global_stats *g = bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero);
+	if (!skb || !c)
+		return RG_H2_OPEN_NO;
+	held = c->stash_len;
+	if (held >= 3)
+		return RG_H2_OPEN_NO;
+	n = skb->len < RG_H2_PREFACE_LEN - held ? skb->len : RG_H2_PREFACE_LEN - held;
+	if (n == 0 || bpf_skb_load_bytes(skb, 0, c->win, ((n - 1) & 31) + 1))
+		return RG_H2_OPEN_NO;
+	for (i = 0; i < 2; i++)
+		if (i < held && c->stash[i] != rg_h2_preface_byte(i))
+			return RG_H2_OPEN_NO;
+	for (i = 0; i < RG_H2_PREFACE_LEN; i++)
+		if (i < n && c->win[i] != rg_h2_preface_byte(held + i))
+			return RG_H2_OPEN_NO;
+	return held + n >= 3 ? RG_H2_OPEN_YES : RG_H2_OPEN_HOLD;
+}
 
-		if (g)
-			__sync_fetch_and_add(&g->h2_streams_unrouted,
-					     st->h.unrouted_streams - st->unrouted_seen);
-		st->unrouted_seen = st->h.unrouted_streams;
-	}
-	if (!st->err && !st->reject && st->early_left) {
-		/* an early-refused frame goes on in this skb: the rest of its
-		 * head, its trigger bytes */
-		int end = rg_h2_early_tail(skb, st, skip > 0 ? (__u32)skip : 0);
+/* A --grpc port's connection whose first bytes may be the preface
+ * (nothing passed yet, nothing read as HTTP/1): 1 when it is HTTP/2 from
+ * here on, the bytes held back in front of skb again; 0 when it is HTTP/1,
+ * with the same; -1 when skb is held back too (the caller drops it).  A
+ * global function: verified once, apart from the verdict's walk. */
+__noinline int rg_h2_start(struct __sk_buff *skb, struct rg_conn *c)
+{
+	int open;
 
-		if (end < 0) {
-			rg_global_inc(internal_errors);
-			st->err = RG_H2_ERR_PROTOCOL;
-		} else if (end && st->early_sid) {
-			int fb = rg_h2_early_push(st, l.out);
+	if (!skb || !c)
+		return 0;
+	open = rg_h2_opens(skb, c);
 
-			if (fb) {
-				rg_h2_count_fallback(fb);
-				st->reject = 1;
-			}
+	if (open == RG_H2_OPEN_HOLD && !rg_in_recvmsg(skb, c) &&
+	    !rg_stash_append(skb, c, 0, skb->len)) {
+		if (!bpf_skb_change_tail(skb, 0, 0)) {
+			rg_global_inc(heads_split);
+			return -1;
 		}
+		c->stash_len -= skb->len; /* cannot shrink: pass it */
+		c->uncharged -= skb->len;
 	}
-	if (rg_h2_keep && !st->err && !st->reject && !st->must_pass &&
-	    rg_h2_early_decide(skb, st, l.out) &&
-	    rg_h2_early_tail(skb, st, st->fh_off + RG_H2_EARLY_HEAD_BYTES) < 0) {
-		rg_global_inc(internal_errors);
-		st->err = RG_H2_ERR_PROTOCOL;
-	}
-	if (!st->err && !st->reject && rg_h2_keep && !st->must_pass && rg_h2_hold(skb, st))
-		return SK_DROP;
-	if (!st->err && !st->reject) {
-		if (st->nops && rg_h2_apply_ops(skb, st)) {
-			rg_global_inc(internal_errors);
-			return SK_DROP;
-		}
-		return SK_PASS;
-	}
-	if (st->err == RG_H2_ERR_UNCOUNTED)
-		rg_global_inc(h2_streams_uncounted);
-	if (st->must_pass) {
-		/* only a pass sticks here: the rest passes, unfollowed */
-		st->lost = 1;
-		if (l.out)
-			l.out->closing = 1; /* its SETTINGS are not counted any more */
-		rg_global_inc(h2_failclosed);
-		rg_global_set(h2_failclosed_err, (__u64)-st->err);
-		return SK_PASS;
-	}
-	if (st->reject) {
-		rg_global_inc(h2_reject_closed);
-	} else {
-		rg_global_inc(h2_failclosed);
-		rg_global_set(h2_failclosed_err, (__u64)-st->err);
-	}
-	st->closing = 1;
-	if (l.out)
-		l.out->closing = 1; /* egress stops following the server's frames */
-	rg_h2_queue_close(skb, cookie);
-	if (rg_h2_goaway(skb, st)) {
-		rg_global_inc(internal_errors);
-		return SK_DROP;
-	}
-	verdict = bpf_sk_redirect_hash(skb, &RG_MAP_SOCKHASH, &cookie, 0);
-	return verdict;
+	/* the held bytes go first; if they cannot, the connection is
+	 * read as HTTP/1, which answers the preface 400: fail closed */
+	if (c->stash_len && rg_unstash(skb, c))
+		return 0;
+	return open == RG_H2_OPEN_YES;
 }
 
 #endif /* ROWGATE_BPF_H2_H */

@@ -6,6 +6,7 @@
 #ifndef ROWGATE_BPF_MAPS_H
 #define ROWGATE_BPF_MAPS_H
 
+#include "base.h"
 #include "rowgate/abi.h"
 
 /* limits: database -> configured limit and assigned quota (daemon writes) */

@@ -3,16 +3,27 @@
  * guarded connection means (rowgate/http.h reads the head as the port's
  * server does), the decision at a complete head (route, database, bucket;
  * refused, voided or admitted), and the end of a request (charged,
- * answered, paired with egress).  rowgate.bpf.c includes it after the maps
- * it uses; walk.h feeds it the bytes (rg_feed_byte).
+ * answered, paired with egress).  walk.h feeds it the bytes (rg_feed_byte).
  */
 #ifndef ROWGATE_BPF_REQUEST_H
 #define ROWGATE_BPF_REQUEST_H
 
+#include "base.h"
+#include "maps.h"
 #include "admit.h"
 #include "conn.h"
 #include "copy.h"
 #include "egress.h"
+#include "rowgate/abi.h"
+
+/* routes: request path -> protocol of its body */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_ROUTES);
+	__type(key, struct rg_route_key);
+	__type(value, struct rg_route);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_ROUTES SEC(".maps");
 
 static __always_inline __u64 rg_server_write_seq(struct __sk_buff *skb)
 {

@@ -6,6 +6,8 @@
 #ifndef ROWGATE_BPF_RESPOND_H
 #define ROWGATE_BPF_RESPOND_H
 
+#include "base.h"
+#include "maps.h"
 #include "admit.h"
 #include "conn.h"
 #include "skb_edit.h"

@@ -4,147 +4,216 @@
  * classifies each write by database, counts its rows and admits it or answers
  * 429 itself; getpeername hooks run the verdict for data that arrived before
  * accept() (docs/design.md#pre-accept-data).
+ *
+ * The programs only: the headers own the maps and the steps they use, and
+ * each compiles alone (make headers-check).
  */
-#include "vmlinux.h"
-#include <bpf/bpf_helpers.h>
-#include <bpf/bpf_core_read.h>
-#include <bpf/bpf_endian.h>
-
-#include "admit.h"
+/* Lower layers first, as the headers include each other; the order also
+ * keeps the .rodata variables where they were (rg_build_id, ...). */
+#include "base.h"
+#include "net.h"
+#include "maps.h"
 #include "conn.h"
-#include "rowgate/estimate.h"
-#include "guard.h"
 #include "skb_edit.h"
-#include "walk.h"
 #include "respond.h"
-
-char LICENSE[] SEC("license") = "GPL";
-
-#define SOL_SOCKET   1
-#define SO_RCVLOWAT  18
-#define RG_SPACE     ' '
-
-/* ports: guarded local TCP port (host order) -> its server profile */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RG_MAX_PORTS);
-	__type(key, __u32);
-	__type(value, struct rg_port);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} RG_MAP_PORTS SEC(".maps");
-
-/* routes: request path -> protocol of its body */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RG_MAX_ROUTES);
-	__type(key, struct rg_route_key);
-	__type(value, struct rg_route);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} RG_MAP_ROUTES SEC(".maps");
-
-/* sockhash: socket cookie -> guarded socket; the verdict is attached here */
-struct {
-	__uint(type, BPF_MAP_TYPE_SOCKHASH);
-	__uint(max_entries, RG_MAX_CONNS);
-	__type(key, __u64);
-	__type(value, __u64);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} RG_MAP_SOCKHASH SEC(".maps");
-
-/* conns: socket cookie -> connection state, allocated on demand */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RG_MAX_CONNS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64);
-	__type(value, struct rg_conn);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} RG_MAP_CONNS SEC(".maps");
-
-/* proto_stats: (database, protocol) -> per-protocol counters */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RG_MAX_DATABASES);
-	__type(key, struct rg_proto_key);
-	__type(value, struct rg_proto_stats);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} RG_MAP_PROTO_STATS SEC(".maps");
-
-/* conn_zero: [0] -> an all-zero connection, the template sockops copies;
- * not pinned: it belongs to one load */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct rg_conn);
-} conn_zero SEC(".maps");
-
-/* bodies the kernel cannot count, the sk_msg program and the request
- * state machine: they use the maps above */
 #include "copy.h"
 #include "egress.h"
 #include "request.h"
+#include "walk.h"
 #include "h2.h"
+#include "guard.h"
 #include "tcp_rx.h"
+#include "tcp_hdr.h"
+#include "pre_accept.h"
+#include "slot.h"
+#include "rowgate/abi.h"
+#include "rowgate/bucket.h"
 
-enum rg_h2_open {
-	RG_H2_OPEN_NO = 0,   /* not the HTTP/2 preface: HTTP/1 */
-	RG_H2_OPEN_YES = 1,  /* the preface (at least "PRI", which no HTTP/1
-			      * method starts with; the parser checks the rest) */
-	RG_H2_OPEN_HOLD = 2, /* too few bytes to tell, all of them its start */
-};
+char LICENSE[] SEC("license") = "GPL";
 
-/* Whether a connection's first bytes, those held back (the stash) and
- * this skb's, open with the HTTP/2 preface: enum rg_h2_open.  A client
- * may send the preface in pieces of any size. */
-__noinline int rg_h2_opens(struct __sk_buff *skb, struct rg_conn *c)
+/*
+ * The server sends: follow its responses.  Runs under the sender's socket
+ * lock, once per piece tcp_bpf_sendmsg builds (each byte once); data and
+ * data_end cover only what bpf_msg_pull_data brought into view.  Its steps:
+ * bpf/egress.h.
+ */
+SEC("sk_msg")
+int rg_egress(struct sk_msg_md *msg)
 {
-	__u32 held, n, i;
+	struct rg_msg_walk m = { .msg = msg };
+	struct bpf_sock *sk = msg->sk;
+	struct tcp_sock *tp;
+	__u64 cookie;
+	__u8 started;
 
-	if (!skb || !c)
-		return RG_H2_OPEN_NO;
-	held = c->stash_len;
-	if (held >= 3)
-		return RG_H2_OPEN_NO;
-	n = skb->len < RG_H2_PREFACE_LEN - held ? skb->len : RG_H2_PREFACE_LEN - held;
-	if (n == 0 || bpf_skb_load_bytes(skb, 0, c->win, ((n - 1) & 31) + 1))
-		return RG_H2_OPEN_NO;
-	for (i = 0; i < 2; i++)
-		if (i < held && c->stash[i] != rg_h2_preface_byte(i))
-			return RG_H2_OPEN_NO;
-	for (i = 0; i < RG_H2_PREFACE_LEN; i++)
-		if (i < n && c->win[i] != rg_h2_preface_byte(held + i))
-			return RG_H2_OPEN_NO;
-	return held + n >= 3 ? RG_H2_OPEN_YES : RG_H2_OPEN_HOLD;
+	if (!sk)
+		return SK_PASS;
+	tp = bpf_skc_to_tcp_sock(sk);
+	if (!tp)
+		return SK_PASS;
+	/* sk_msg has no bpf_get_socket_cookie on 6.1: sockops made the
+	 * cookie, read it from the socket */
+	cookie = tp->inet_conn.icsk_inet.sk.__sk_common.skc_cookie.counter;
+	m.cookie = cookie;
+	m.conn = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+	if (!m.conn || !m.conn->eg.armed || m.conn->eg.lost)
+		return SK_PASS;
+	/* on a --grpc port the server may write its SETTINGS before the
+	 * client's preface arrives; once it did (an h2_out entry), its
+	 * writes are HTTP/2 whatever the verdict has recorded so far (an
+	 * HTTP/1 server never writes first).  started is read before h2,
+	 * which the verdict stores first */
+	started = RG_READ_ONCE(m.conn->started);
+	if (RG_READ_ONCE(m.conn->h2) ||
+	    ((m.conn->port_flags & RG_PORT_GRPC) &&
+	     (!started || bpf_map_lookup_elem(&RG_MAP_H2_OUT, &cookie))))
+		return rg_h2_egress(msg, cookie);
+	if (m.conn->eg.answered)
+		return SK_DROP; /* after the 429 that closes: the server closes too */
+	m.size = msg->size;
+	bpf_loop(m.size < RG_MSG_MAX_STEPS ? m.size : RG_MSG_MAX_STEPS, rg_msg_cb, &m, 0);
+	if (m.voided && m.conn) {
+		switch (rg_egress_answer_voided(&m, m.conn)) {
+		case RG_ANSWER_429:
+			rg_global_inc(pipelined_answered_429);
+			m.conn->eg.answered = 1;
+			break;
+		case RG_ANSWER_400:
+			rg_global_inc(pipelined_answered_400);
+			break;
+		default:
+			rg_global_inc(internal_errors);
+			m.conn->eg.answered = 1;
+			return SK_DROP;
+		}
+		return SK_PASS;
+	}
+	if (m.off < m.size && m.conn)
+		rg_egress_lose(&m.conn->eg); /* bytes left unread: framing unknown */
+	return SK_PASS;
 }
 
-/* A --grpc port's connection whose first bytes may be the preface
- * (nothing passed yet, nothing read as HTTP/1): 1 when it is HTTP/2 from
- * here on, the bytes held back in front of skb again; 0 when it is HTTP/1,
- * with the same; -1 when skb is held back too (the caller drops it).  A
- * global function: verified once, apart from the verdict's walk. */
-__noinline int rg_h2_start(struct __sk_buff *skb, struct rg_conn *c)
+/* The HTTP/2 verdict (bpf/h2.h): a program of its own, reached by a tail
+ * call from rg_verdict through h2_slot. */
+SEC("sk_skb")
+int rg_h2_verdict(struct __sk_buff *skb)
 {
-	int open;
+	__u64 cookie = bpf_get_socket_cookie(skb);
+	struct rg_h2_loop l = { .skb = skb };
+	struct rg_h2_sock *st;
+	struct rg_conn *c;
+	int verdict, skip;
 
-	if (!skb || !c)
-		return 0;
-	open = rg_h2_opens(skb, c);
-
-	if (open == RG_H2_OPEN_HOLD && !rg_in_recvmsg(skb, c) &&
-	    !rg_stash_append(skb, c, 0, skb->len)) {
-		if (!bpf_skb_change_tail(skb, 0, 0)) {
-			rg_global_inc(heads_split);
-			return -1;
-		}
-		c->stash_len -= skb->len; /* cannot shrink: pass it */
-		c->uncharged -= skb->len;
+	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
+	if (!c)
+		return SK_PASS;
+	st = rg_h2_sock_get(cookie);
+	if (!st) {
+		/* no room for its state: it cannot be followed */
+		rg_global_inc(h2_failclosed);
+		return SK_DROP;
 	}
-	/* the held bytes go first; if they cannot, the connection is
-	 * read as HTTP/1, which answers the preface 400: fail closed */
-	if (c->stash_len && rg_unstash(skb, c))
-		return 0;
-	return open == RG_H2_OPEN_YES;
+	/* bytes held back from the last skb go first, whatever follows */
+	skip = c->stash_len ? rg_h2_unstash(skb) : 0;
+	if (st->closing)
+		return SK_DROP;
+	if (st->lost)
+		return SK_PASS;
+	l.out = rg_h2_out_get(&cookie);
+	st->must_pass = rg_in_recvmsg(skb, c);
+	if (st->must_pass)
+		rg_global_inc(h2_recvmsg_skbs);
+	st->win_len = 0;
+	st->pos = 0;
+	st->reject = 0;
+	st->nops = 0;
+	st->resets = 0;
+	st->sid_passed = st->h.last_sid;
+	st->cp_slot = -1;
+	st->cookie = cookie;
+	l.st = st;
+	if (skip < 0) {
+		/* held bytes lost: the server's stream has a hole */
+		rg_global_inc(internal_errors);
+		st->err = RG_H2_ERR_PROTOCOL;
+	} else {
+		/* the held bytes were followed already */
+		st->win_off = (__u32)skip;
+		st->fh_off = skip && st->stash_whole ? 0 : ~0U;
+		/* at most one iteration per byte (skips take fewer) */
+		bpf_loop(skb->len, rg_h2_byte_cb, &l, 0);
+		/* before the skb is cut or rewritten below */
+		if (!st->err)
+			rg_h2_copy_flush(skb, st);
+	}
+	if (st->h.unrouted_streams != st->unrouted_seen) {
+		__u32 zero = 0;
+		struct rg_global_stats *g = bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero);
+
+		if (g)
+			__sync_fetch_and_add(&g->h2_streams_unrouted,
+					     st->h.unrouted_streams - st->unrouted_seen);
+		st->unrouted_seen = st->h.unrouted_streams;
+	}
+	if (!st->err && !st->reject && st->early_left) {
+		/* an early-refused frame goes on in this skb: the rest of its
+		 * head, its trigger bytes */
+		int end = rg_h2_early_tail(skb, st, skip > 0 ? (__u32)skip : 0);
+
+		if (end < 0) {
+			rg_global_inc(internal_errors);
+			st->err = RG_H2_ERR_PROTOCOL;
+		} else if (end && st->early_sid) {
+			int fb = rg_h2_early_push(st, l.out);
+
+			if (fb) {
+				rg_h2_count_fallback(fb);
+				st->reject = 1;
+			}
+		}
+	}
+	if (rg_h2_keep && !st->err && !st->reject && !st->must_pass &&
+	    rg_h2_early_decide(skb, st, l.out) &&
+	    rg_h2_early_tail(skb, st, st->fh_off + RG_H2_EARLY_HEAD_BYTES) < 0) {
+		rg_global_inc(internal_errors);
+		st->err = RG_H2_ERR_PROTOCOL;
+	}
+	if (!st->err && !st->reject && rg_h2_keep && !st->must_pass && rg_h2_hold(skb, st))
+		return SK_DROP;
+	if (!st->err && !st->reject) {
+		if (st->nops && rg_h2_apply_ops(skb, st)) {
+			rg_global_inc(internal_errors);
+			return SK_DROP;
+		}
+		return SK_PASS;
+	}
+	if (st->err == RG_H2_ERR_UNCOUNTED)
+		rg_global_inc(h2_streams_uncounted);
+	if (st->must_pass) {
+		/* only a pass sticks here: the rest passes, unfollowed */
+		st->lost = 1;
+		if (l.out)
+			l.out->closing = 1; /* its SETTINGS are not counted any more */
+		rg_global_inc(h2_failclosed);
+		rg_global_set(h2_failclosed_err, (__u64)-st->err);
+		return SK_PASS;
+	}
+	if (st->reject) {
+		rg_global_inc(h2_reject_closed);
+	} else {
+		rg_global_inc(h2_failclosed);
+		rg_global_set(h2_failclosed_err, (__u64)-st->err);
+	}
+	st->closing = 1;
+	if (l.out)
+		l.out->closing = 1; /* egress stops following the server's frames */
+	rg_h2_queue_close(skb, cookie);
+	if (rg_h2_goaway(skb, st)) {
+		rg_global_inc(internal_errors);
+		return SK_DROP;
+	}
+	verdict = bpf_sk_redirect_hash(skb, &RG_MAP_SOCKHASH, &cookie, 0);
+	return verdict;
 }
 
 SEC("sk_skb")
@@ -316,26 +385,6 @@ h2:
 	return SK_DROP;
 }
 
-/* verdict_slot: [RG_VERDICT_SLOT] -> the verdict of the running build.
- * Pinned, so it outlives rowgated: a prog array is cleared when its last
- * user reference (fd or pin) goes, not when the programs using it do. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, RG_VERDICT_SLOT + 1);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} RG_MAP_VERDICT_SLOT SEC(".maps");
-
-/* verdict_stats: [0] -> the entry's counters */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct rg_verdict_stats);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} RG_MAP_VERDICT_STATS SEC(".maps");
-
 /*
  * The program attached to the sockhash, identical in every build: open
  * connections keep the program they were accepted with, so it only jumps to
@@ -356,16 +405,6 @@ int rg_entry(struct __sk_buff *skb)
 	return SK_PASS;
 }
 
-/* egress_slot: [RG_VERDICT_SLOT] -> the egress program of the running
- * build, for the same reason as verdict_slot */
-struct {
-	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, RG_VERDICT_SLOT + 1);
-	__type(key, __u32);
-	__type(value, __u32);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} RG_MAP_EGRESS_SLOT SEC(".maps");
-
 /* The sk_msg program attached to the sockhash, identical in every build:
  * it jumps to the egress program in the slot; an empty slot passes the
  * server's bytes untouched, counted. */
@@ -380,29 +419,6 @@ int rg_egress_entry(struct sk_msg_md *msg)
 	if (s)
 		__sync_fetch_and_add(&s->egress_missing, 1);
 	return SK_PASS;
-}
-
-/* --conns-full: 0 = fail-open (an untracked connection passes, counted),
- * 1 = fail-closed (rg_refuse drops its data, rowgated resets it). */
-const volatile __u32 rg_conns_full_close = 0;
-
-/*
- * A connection the full table refused gets none of its data to the server
- * (rg_refuse), but no BPF helper of 6.1 can close it: without more, its
- * client would wait for its own timeout.  It is queued for rowgated, which
- * resets it at once with SOCK_DESTROY (h2_close.c; at_ns 0 marks it).
- */
-static __always_inline void rg_conn_untracked(struct bpf_sock_ops *skops, __u64 cookie)
-{
-	struct rg_h2_goaway ev = { .cookie = cookie };
-
-	if (!rg_conns_full_close) {
-		rg_global_inc(conns_untracked);
-		return;
-	}
-	rg_guard_add(conns_refused, 1);
-	rg_close_event_fill(&ev, skops);
-	bpf_map_push_elem(&RG_MAP_H2_GOAWAY, &ev, 0);
 }
 
 /* Guard accepted connections on our ports: state, sockhash, close callback. */
@@ -482,44 +498,6 @@ int rg_sockops(struct bpf_sock_ops *skops)
 	return 1;
 }
 
-#define RG_ETH_P_IP   0x0800
-#define RG_ETH_P_IPV6 0x86DD
-#define RG_IPPROTO_TCP 6
-#define RG_IPV6_HDR_BYTES 40
-
-/* Where the TCP header of an ingress packet starts (the skb starts at the
- * IP header); -1 when the headers cannot be read. */
-static __always_inline int rg_tcp_header_at(struct __sk_buff *skb)
-{
-	__u8 b;
-
-	if (skb->protocol == bpf_htons(RG_ETH_P_IP)) {
-		if (bpf_skb_load_bytes(skb, 0, &b, 1))
-			return -1;
-		return (b & 0xf) * 4;
-	}
-	if (skb->protocol == bpf_htons(RG_ETH_P_IPV6)) {
-		if (bpf_skb_load_bytes(skb, 6, &b, 1) || b != RG_IPPROTO_TCP)
-			return -1; /* extension headers */
-		return RG_IPV6_HDR_BYTES;
-	}
-	return -1;
-}
-
-/* Bytes of TCP payload in an ingress packet; -1 when the headers cannot be
- * read, which counts as data. */
-static __always_inline int rg_tcp_payload(struct __sk_buff *skb)
-{
-	int at = rg_tcp_header_at(skb);
-	__u8 b;
-
-	if (at < 0 || at > 60 || bpf_skb_load_bytes(skb, at + 12, &b, 1))
-		return -1;
-	return (int)skb->len - at - (int)((b >> 4) * 4);
-}
-
-#define RG_TCP_FLAG_RST 0x04
-
 /*
  * A reset that would close a connection before any verdict saw its data is
  * dropped.  No verdict runs before the server accepts, and a reset then
@@ -597,36 +575,6 @@ int rg_refuse(struct __sk_buff *skb)
 	return 0;
 }
 
-/*
- * accept4() with an address buffer calls getpeername on the grafted socket
- * under its lock: re-setting SO_RCVLOWAT there runs tcp_data_ready(), so the
- * verdict sees data that arrived before accept() outside recvmsg, where its
- * drops and redirects are charged (docs/design.md#pre-accept-data).
- */
-static __always_inline void rg_kick_verdict(struct bpf_sock_addr *ctx)
-{
-	struct bpf_sock *sk = ctx->sk;
-	struct rg_conn *c;
-	__u64 cookie;
-	__u32 port;
-	int lowat = 1;
-
-	if (!sk)
-		return;
-	port = sk->src_port;
-	if (!bpf_map_lookup_elem(&RG_MAP_PORTS, &port))
-		return;
-	cookie = bpf_get_socket_cookie(ctx);
-	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
-	if (!c)
-		return;
-	if (bpf_getsockopt(ctx, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat)))
-		lowat = 1;
-	c->draining = 1;
-	bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof(lowat));
-	c->draining = 0;
-}
-
 SEC("cgroup/getpeername4")
 int rg_getpeername4(struct bpf_sock_addr *ctx)
 {
@@ -648,25 +596,6 @@ int rg_getpeername6(struct bpf_sock_addr *ctx)
  * overcharged, under the bucket's lock, so corrections and admissions never
  * lose each other's updates.
  */
-/* A correction's request and rows in proto_stats: by the difference from
- * the estimate the verdict counted, or whole (rows) when the verdict did
- * not count the request (proto_uncounted: OTLP, Arrow Flight). */
-static __always_inline void rg_reconcile_proto(struct rg_proto_stats *ps,
-					       const struct rg_correction *cr, __u64 est,
-					       __u64 rows)
-{
-	if (!ps)
-		return;
-	if (cr->proto_uncounted) {
-		__sync_fetch_and_add(cr->admitted ? &ps->admitted_requests : &ps->rejected_requests,
-				     1);
-		__sync_fetch_and_add(&ps->estimated_rows, est);
-	} else {
-		rows -= est;
-	}
-	__sync_fetch_and_add(cr->admitted ? &ps->admitted_rows : &ps->rejected_rows, rows);
-}
-
 SEC("xdp")
 int rg_reconcile(struct xdp_md *ctx)
 {

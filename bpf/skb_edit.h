@@ -8,6 +8,7 @@
 #ifndef ROWGATE_BPF_SKB_EDIT_H
 #define ROWGATE_BPF_SKB_EDIT_H
 
+#include "base.h"
 #include "conn.h"
 
 const char spaces[RG_WINDOW_BYTES] = { [0 ... RG_WINDOW_BYTES - 1] = ' ' };
@@ -137,7 +138,7 @@ struct rg_pad_ctx {
 	__s32 err;
 };
 
-static long rg_pad_cb(__u64 idx, void *ctx)
+static __maybe_unused long rg_pad_cb(__u64 idx, void *ctx)
 {
 	struct rg_pad_ctx *p = ctx;
 	__u32 off = p->from + (__u32)idx * RG_WINDOW_BYTES;

@@ -25,6 +25,7 @@
 #ifndef ROWGATE_BPF_TCP_RX_H
 #define ROWGATE_BPF_TCP_RX_H
 
+#include "base.h"
 #include "conn.h"
 #include "maps.h"
 #include "skb_edit.h"

@@ -8,8 +8,10 @@
 #ifndef ROWGATE_BPF_WALK_H
 #define ROWGATE_BPF_WALK_H
 
-#include "admit.h"
+#include "base.h"
+#include "maps.h"
 #include "conn.h"
+#include "request.h"
 
 /* What a bpf_loop callback needs: the skb and its connection.  Kept apart
  * from the walk state, which global functions may write. */
@@ -17,11 +19,6 @@ struct rg_loop {
 	struct __sk_buff *skb;
 	struct rg_conn *conn;
 };
-
-/* One byte of the request stream (all phases); returns 1 to stop. */
-__noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off, __u32 ch);
-/* A line named a database in its db tag (request.h); returns 1 to stop. */
-__noinline int rg_body_db_check(struct __sk_buff *skb, struct rg_conn *arg);
 
 /* Body bytes ahead that are plain data: the rest of a Content-Length body
  * or of the current chunk's data (0 elsewhere). */
@@ -178,7 +175,7 @@ advance:
 #define RG_WINDOW_SEGMENTS 3
 
 /* One window of up to RG_WINDOW_BYTES bytes of the skb. */
-static long rg_window_cb(__u64 idx, void *ctx)
+static __maybe_unused long rg_window_cb(__u64 idx, void *ctx)
 {
 	struct rg_loop *l = ctx;
 	struct rg_conn *c = l->conn;

@@ -4,7 +4,11 @@
 #define ROWGATE_TYPES_H
 
 #ifdef __bpf__
-/* BPF objects include vmlinux.h first, which defines __u8 .. __u64. */
+/* The kernel's __u8 .. __u64 and libbpf's __always_inline/__noinline: a
+ * no-op in the objects, which include both first, but it lets each header
+ * compile alone (make headers-check). */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
 #ifndef RG_INLINE
 #define RG_INLINE static __always_inline
 #endif
