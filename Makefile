@@ -29,7 +29,10 @@ BPF_LIBS      := -lbpf -lelf -lz
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
 SKELS     := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/%.skel.h)
-SHARED_H  := $(wildcard include/rowgate/*.h)
+# Headers shared by BPF and userspace, and the BPF-only ones, with their
+# HTTP/2 wings (include/rowgate/h2/, bpf/h2/).
+SHARED_H  := $(wildcard include/rowgate/*.h include/rowgate/h2/*.h)
+BPF_H     := $(wildcard bpf/*.h bpf/h2/*.h)
 
 # Native unit tests: tests/unit/test_X.c -> build/tests/unit/test_X, built
 # with ASan/UBSan.  A fragment may set UNIT_EXTRA_test_X (more sources) and
@@ -60,19 +63,20 @@ $(BUILD)/vmlinux.h:
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@
 
-$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(SHARED_H) $(wildcard bpf/*.h)
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/vmlinux.h $(SHARED_H) $(BPF_H)
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 # Every header compiles alone, as the only include of an empty file: a
 # header that leans on what its includer happened to include first breaks
-# the build.  bpf/*.h for BPF; include/rowgate/*.h for BPF and natively,
+# the build.  bpf/*.h and bpf/h2/*.h for BPF; include/rowgate/*.h and
+# include/rowgate/h2/*.h for BPF and natively,
 # but for the userspace-only ones (libc headers).  A stamp per header and
 # flavour, redone when any header changes.
-HDR_NATIVE_ONLY := include/rowgate/hpack_huffman.h
-HDR_ALL         := $(wildcard bpf/*.h) $(SHARED_H)
-HDR_STAMPS      := $(patsubst %,$(BUILD)/hdr/%.bpf,$(wildcard bpf/*.h) $(filter-out $(HDR_NATIVE_ONLY),$(SHARED_H))) \
+HDR_NATIVE_ONLY := include/rowgate/h2/hpack_huffman.h
+HDR_ALL         := $(BPF_H) $(SHARED_H)
+HDR_STAMPS      := $(patsubst %,$(BUILD)/hdr/%.bpf,$(BPF_H) $(filter-out $(HDR_NATIVE_ONLY),$(SHARED_H))) \
 		   $(patsubst %,$(BUILD)/hdr/%.native,$(SHARED_H))
 
 headers-check: $(HDR_STAMPS)

@@ -151,7 +151,7 @@ for ((r = 1; r <= RUNS; r++)); do
 	run_writer "$raw.wrgadm" "$GRD_PID" "$BL_PORT" "$WROWS" bench
 done
 
-# The parser the kernel path will run (include/rowgate/h2.h), in an sk_skb
+# The parser the kernel path will run (include/rowgate/h2/), in an sk_skb
 # verdict on the same calls (tests/bpf/h2_kern.c relays them to the
 # admitting server): BPF run time per message and per byte.
 KERN=$BL_BUILD/tests/h2_kern
@@ -351,7 +351,7 @@ EOF
 fi
 cat <<EOF
 
-The parser the kernel path runs (\`include/rowgate/h2.h\` in the
+The parser the kernel path runs (\`include/rowgate/h2/\` in the
 sk_skb test verdict of \`tests/bpf/h2_load.bpf.c\`, driven by
 \`tests/bpf/h2_kern.c\` on the same admitted calls through a relay; BPF
 run time from \`BPF_ENABLE_STATS\`; parsing only, no enforcement):

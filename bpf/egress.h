@@ -19,8 +19,8 @@
 #include "respond.h"
 #include "rowgate/abi.h"
 #include "rowgate/http_resp.h"
-#include "rowgate/h2.h"
-#include "rowgate/h2_answer.h"
+#include "rowgate/h2/frame.h"
+#include "rowgate/h2/answer.h"
 
 #define RG_MSG_WINDOW_BYTES 256	      /* bytes pulled into view per step */
 #define RG_MSG_MAX_STEPS    (1 << 23) /* bpf_loop's limit */

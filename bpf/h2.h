@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The HTTP/2 verdict: connections on a --grpc port that open with the h2c
- * preface are followed frame by frame (rowgate/h2.h), each completed
+ * preface are followed frame by frame (rowgate/h2/frame.h), each completed
  * GreptimeDatabase insert message is charged to its database's bucket, and
  * a message the bucket refuses, or HTTP/2 the parser cannot follow, ends
  * the connection with a kernel GOAWAY (docs/grpc.md#7-what-is-built).
@@ -22,9 +22,10 @@
 #include "respond.h"
 #include "skb_edit.h"
 #include "rowgate/abi.h"
-#include "rowgate/h2.h"
+#include "rowgate/h2/frame.h"
+#include "rowgate/h2/stash.h"
 #include "rowgate/guard.h"
-#include "rowgate/h2_answer.h"
+#include "rowgate/h2/answer.h"
 
 #define RG_H2_WINDOW_BYTES 256 /* bytes loaded from the skb at a time */
 #define RG_H2_GOAWAY_HDR_BYTES 17 /* frame header, last stream id, error code */

@@ -62,7 +62,7 @@ endef
 $(eval $(call grpc_go_prog,$(GRPC_GO_BIN),goclient,grpcclient))
 $(eval $(call grpc_go_prog,$(GRPC_GO_SRV),goserver,grpcserver))
 
-# The parser of include/rowgate/h2.h inside an sk_skb verdict: built here and
+# The parser of include/rowgate/h2/ inside an sk_skb verdict: built here and
 # loaded by tests/bpf/h2_load.sh (vmtest: on 6.1) to keep it BPF-compatible.
 EXTRA_ALL += $(BUILD)/tests/bpf/h2_load.bpf.o $(BUILD)/vmtest/bpf_load
 

@@ -24,7 +24,7 @@ $(BUILD)/tests/unit/test_reconcile: $(RG_D_HDRS)
 RG_V2 := $(BUILD)/tests/v2
 USER_BINS += $(RG_V2)/rowgated
 
-$(RG_V2)/rowgate.bpf.o: bpf/rowgate.bpf.c $(BUILD)/vmlinux.h $(SHARED_H) $(wildcard bpf/*.h)
+$(RG_V2)/rowgate.bpf.o: bpf/rowgate.bpf.c $(BUILD)/vmlinux.h $(SHARED_H) $(BPF_H)
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -DRG_BUILD_ID=2 -c $< -o $@

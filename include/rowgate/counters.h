@@ -234,7 +234,7 @@
 	  "across two skbs (the first one too long to hold back).")                      \
 	X(h2_failclosed_err, "h2_failclosed_err", "h2_failclosed_err", GAUGE,             \
 	  "Why the last HTTP/2 connection that failed closed did: minus its enum "       \
-	  "rg_h2_result (include/rowgate/h2.h; 3 protocol, 4 streams, 6 protobuf).")                     \
+	  "rg_h2_result (include/rowgate/h2/result.h; 3 protocol, 4 streams, 6 protobuf).")                     \
 	X(tcp_old_segments, "tcp_old_segments", "tcp_old_segments_total", COUNTER,        \
 	  "Segments the kernel handed the verdict starting with bytes it had handed "    \
 	  "over already (a retransmission over received data): those were cut off, so " \

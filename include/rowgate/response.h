@@ -29,7 +29,7 @@
 #define RG_HDR_CONNECTION     "\r\nConnection: "
 #define RG_HDR_CONTENT_LENGTH "\r\nContent-Length: "
 #define RG_HEAD_END	      "\r\n\r\n"
-/* the sentence of "error", also a gRPC rejection's grpc-message (h2_answer.h):
+/* the sentence of "error", also a gRPC rejection's grpc-message (h2/answer.h):
  * MSG0 db B1 [estimated] rows B2 quota B3 limit MSG_END */
 #define RG_429_MSG0	      "Ingestion rate limit exceeded for database '"
 #define RG_429_MSG_END	      " rows/s"

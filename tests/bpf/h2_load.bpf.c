@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The HTTP/2 + gRPC parser (rowgate/h2.h) inside an sk_skb verdict, fed
+/* The HTTP/2 + gRPC parser (rowgate/h2/) inside an sk_skb verdict, fed
  * from bpf_loop the way the kernel path will feed it: it builds for BPF and
  * passes the verifier (tests/bpf/h2_load.sh; vmtest runs it on 6.1), and
  * parses real gRPC connections in the kernel (tests/bpf/h2_kern.sh).  It

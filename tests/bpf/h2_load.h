@@ -4,7 +4,7 @@
 #ifndef ROWGATE_TEST_H2_LOAD_H
 #define ROWGATE_TEST_H2_LOAD_H
 
-#include "rowgate/h2.h"
+#include "rowgate/h2/frame.h"
 
 #define H2_WINDOW_BYTES 256 /* bytes loaded from the skb at a time */
 #define H2_MAX_CONNS    1024

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# The HTTP/2 + gRPC parser (include/rowgate/h2.h) inside an sk_skb verdict
+# The HTTP/2 + gRPC parser (include/rowgate/h2/) inside an sk_skb verdict
 # fed from bpf_loop (tests/bpf/h2_load.bpf.c) passes this kernel's verifier:
 # the check that the shared parser stays BPF-compatible (vmtest runs it on
 # 6.1).  Needs root to load BPF; skips otherwise.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# The HTTP/2 + gRPC parser (include/rowgate/h2.h) in the kernel, on real
+# The HTTP/2 + gRPC parser (include/rowgate/h2/) in the kernel, on real
 # connections: the test verdict of tests/bpf/h2_load.bpf.c parses every byte
 # grpc-go and grpc-js clients send to the C-core test server (relayed by
 # build/tests/h2_kern through a socket in its sockhash), and for each

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The HTTP/2 + HPACK + gRPC + GreptimeRequest parser the HTTP/2 verdict
- * runs (rowgate/h2.h, rowgate/hpack.h): fed one byte at a time from one
+ * runs (rowgate/h2/frame.h, rowgate/h2/hpack.h): fed one byte at a time from one
  * piece, against the same bytes cut into pieces as skbs cut them, taking
  * the skip hints the verdict takes, with the state copied between pieces
  * (the kernel keeps it in a map).  Both must find the same frames, the
@@ -18,8 +18,8 @@ struct rg_hpack;
 static int test_route(const struct rg_hpack *t);
 #define RG_HPACK_ROUTE(t) test_route(t)
 
-#include "rowgate/h2.h"
-#include "rowgate/hpack_huffman.h"
+#include "rowgate/h2/frame.h"
+#include "rowgate/h2/hpack_huffman.h"
 #include "h2_routes_ref.h"
 
 /* every message event names a live or just-freed slot of its stream */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Feeding a client's bytes to rowgate/h2.h as the HTTP/2 verdict does, and
+/* Feeding a client's bytes to rowgate/h2/frame.h as the HTTP/2 verdict does, and
  * recording what the parser found, for unit/test_h2 and fuzz_h2.  Include
- * after rowgate/h2.h.  H2_REF_ON_MESSAGE(h, at), when defined, runs at each
+ * after rowgate/h2/frame.h.  H2_REF_ON_MESSAGE(h, at), when defined, runs at each
  * completed message before it is recorded. */
 #ifndef ROWGATE_H2_FEED_REF_H
 #define ROWGATE_H2_FEED_REF_H

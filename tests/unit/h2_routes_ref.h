@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* The h2_routes map as rowgated fills it (rg_h2_route_paths), and the
- * lookups bpf/h2.h makes in it, for the userspace runs of rowgate/hpack.h
+ * lookups bpf/h2.h makes in it, for the userspace runs of rowgate/h2/hpack.h
  * (unit/test_h2, fuzz_h2).  The includer declares
  *	static int test_route(const struct rg_hpack *t);
  *	#define RG_HPACK_ROUTE(t) test_route(t)
- * before rowgate/h2.h, and includes this after rowgate/hpack_huffman.h. */
+ * before rowgate/h2/frame.h, and includes this after rowgate/h2/hpack_huffman.h. */
 #ifndef ROWGATE_H2_ROUTES_REF_H
 #define ROWGATE_H2_ROUTES_REF_H
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The streaming HTTP/2 + gRPC + GreptimeRequest parser (rowgate/h2.h):
+/* The streaming HTTP/2 + gRPC + GreptimeRequest parser (rowgate/h2/):
  * connections built frame by frame, fed whole, split at every byte offset
  * and at random offsets (with and without the skip hints), and malformed
  * input that must be refused with the right error. */
@@ -11,8 +11,9 @@ struct rg_hpack;
 static int test_route(const struct rg_hpack *t);
 #define RG_HPACK_ROUTE(t) test_route(t)
 
-#include "rowgate/h2.h"
-#include "rowgate/hpack_huffman.h"
+#include "rowgate/h2/frame.h"
+#include "rowgate/h2/stash.h"
+#include "rowgate/h2/hpack_huffman.h"
 #include "check.h"
 #include "../../user/decode/count.h"
 #include "../../user/decode/decompress.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* The bytes of a gRPC rejection (rowgate/h2_answer.h): control frames, the
+/* The bytes of a gRPC rejection (rowgate/h2/answer.h): control frames, the
  * in-place rewrite of a DATA frame, HPACK integers, the percent-encoded
  * grpc-message, and the trailers-only HEADERS read back by a decoder for
  * exactly the representations it may use (anything else fails the test:
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rowgate/h2_answer.h"
+#include "rowgate/h2/answer.h"
 #include "check.h"
 
 /* An HPACK integer (RFC 7541 §5.1); -1 past end. */

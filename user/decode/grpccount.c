@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /* A GreptimeDatabase gRPC message (GreptimeRequest, the bytes after the
  * 5-byte prefix, decoded): its rows and database, read by the same walk the
- * kernel verdict runs over plain messages (rowgate/h2.h), so a compressed
+ * kernel verdict runs over plain messages (rowgate/h2/pb.h), so a compressed
  * message is charged exactly as the plain one would have been. */
 #include <string.h>
 
-#include "rowgate/h2.h"
+#include "rowgate/h2/pb.h"
+#include "rowgate/h2/grpc.h"
 #include "internal.h"
 
 int rg_pb_count_greptime(const uint8_t *p, size_t n, struct rg_row_counts *out)

@@ -10,7 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "rowgate.skel.h"
-#include "rowgate/hpack_huffman.h"
+#include "rowgate/h2/hpack_huffman.h"
 #include "rowgate/protocols.h"
 #include "../lib/log.h"
 #include "../lib/maps.h"

@@ -12,9 +12,11 @@
 #ifndef ROWGATE_H2_ANSWER_H
 #define ROWGATE_H2_ANSWER_H
 
-#include "types.h"
-#include "h2.h"
-#include "response.h"
+#include "../types.h"
+#include "../abi.h"
+#include "../response.h"
+#include "frame.h"
+#include "stash.h"
 
 #define RG_H2_RST_STREAM_BYTES	  13
 #define RG_H2_SETTINGS_EMPTY_BYTES 9

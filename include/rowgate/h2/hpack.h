@@ -16,8 +16,8 @@
 #ifndef ROWGATE_HPACK_H
 #define ROWGATE_HPACK_H
 
-#include "types.h"
-#include "abi.h" /* RG_DB_NAME_MAX */
+#include "../types.h"
+#include "../abi.h" /* RG_DB_NAME_MAX */
 
 #define RG_HPACK_STATIC_ENTRIES 61
 /* SETTINGS_HEADER_TABLE_SIZE's initial value (RFC 9113 §6.5.2): a size
