@@ -19,4 +19,19 @@
 #define __maybe_unused __attribute__((__unused__))
 #endif
 
+#define RG_MSG_MAX_STEPS (1 << 23) /* bpf_loop's limit */
+
+/* A field the other side writes: load it once, now. */
+#define RG_READ_ONCE(x) (*(volatile typeof(x) *)&(x))
+/* An atomic add that publishes a store before the loads after it: its old
+ * value is used, so it is BPF_FETCH, ordered on every arch (an add whose
+ * result is dropped compiles to the plain atomic add, a barrier on x86
+ * only). */
+#define RG_FETCH_ADD(p, v)                                       \
+	({                                                       \
+		typeof(*(p)) __old = __sync_fetch_and_add(p, v); \
+		barrier_var(__old);                              \
+		__old;                                           \
+	})
+
 #endif /* ROWGATE_BPF_BASE_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* The close queue: connections no BPF helper of 6.1 can close, queued for
  * rowgated to reset with SOCK_DESTROY (user/rowgated/h2_close.c): HTTP/2
- * connections ended with a GOAWAY (bpf/h2.h) and, under --conns-full
+ * connections ended with a GOAWAY (bpf/h2/verdict.h) and, under --conns-full
  * fail-closed, connections the full table refused (bpf/guard.h).
  */
 #ifndef ROWGATE_BPF_CLOSE_H

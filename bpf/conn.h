@@ -177,7 +177,7 @@ struct rg_conn {
 	__u8 verdict_build; /* low byte of rg_build_id of the verdict that ran last:
 			     * taken from padding, so older builds leave it 0 */
 	__u8 h2;	    /* opened with the HTTP/2 preface on a --grpc port: the
-			     * HTTP/2 verdict follows it (bpf/h2.h); from padding */
+			     * HTTP/2 verdict follows it (bpf/h2/); from padding */
 	__u8 scan_db;	    /* the body's lines may name databases of their own
 			     * (victoria-metrics' db tag): read as they pass */
 	__u8 unlimited;	    /* the current request is a write to a database without a

@@ -17,10 +17,24 @@
 #include "skb_edit.h"
 #include "respond.h"
 #include "copy.h"
+/* before egress.h, which used to include them: the gRPC answer's .rodata
+ * stays ahead of egress's variables */
+#include "rowgate/http_resp.h"
+#include "rowgate/h2/answer.h"
 #include "egress.h"
+#include "h2/egress.h"
 #include "request.h"
 #include "walk.h"
-#include "h2.h"
+/* h2_goaway ahead of the HTTP/2 maps, as when bpf/h2.h included it */
+#include "close.h"
+#include "h2/state.h"
+#include "h2/route.h"
+#include "h2/copy.h"
+#include "h2/judge.h"
+#include "h2/refuse.h"
+#include "h2/early.h"
+#include "h2/verdict.h"
+#include "h2/start.h"
 #include "guard.h"
 #include "tcp_rx.h"
 #include "tcp_hdr.h"
@@ -35,7 +49,7 @@ char LICENSE[] SEC("license") = "GPL";
  * The server sends: follow its responses.  Runs under the sender's socket
  * lock, once per piece tcp_bpf_sendmsg builds (each byte once); data and
  * data_end cover only what bpf_msg_pull_data brought into view.  Its steps:
- * bpf/egress.h.
+ * bpf/egress.h, and bpf/h2/egress.h for HTTP/2.
  */
 SEC("sk_msg")
 int rg_egress(struct sk_msg_md *msg)
@@ -93,7 +107,7 @@ int rg_egress(struct sk_msg_md *msg)
 	return SK_PASS;
 }
 
-/* The HTTP/2 verdict (bpf/h2.h): a program of its own, reached by a tail
+/* The HTTP/2 verdict (bpf/h2/verdict.h): a program of its own, reached by a tail
  * call from rg_verdict through h2_slot. */
 SEC("sk_skb")
 int rg_h2_verdict(struct __sk_buff *skb)

@@ -84,7 +84,7 @@ enum rg_resp_error { /* the message of a 400 */
 		     RG_RESP_ERR_MALFORMED = 0,
 		     RG_RESP_ERR_FRAMING,
 		     RG_RESP_ERR_TOO_LARGE,
-		     RG_RESP_ERR_H2, /* only in an HTTP/2 GOAWAY (bpf/h2.h) */
+		     RG_RESP_ERR_H2, /* only in an HTTP/2 GOAWAY (bpf/h2/verdict.h) */
 		     RG_RESP_ERR_H2_UNCOUNTED, /* the same, for a refused method */
 };
 
@@ -342,7 +342,7 @@ RG_GLOBAL __u32 rg_put_dec(struct rg_resp_buf *o, __u32 off, __u64 v)
 
 /* Write the JSON of a response at off; returns where it ends.  The same
  * text is the debug data of the GOAWAY that closes an HTTP/2 connection
- * (bpf/h2.h), so gRPC clients read what an HTTP client reads. */
+ * (bpf/h2/verdict.h), so gRPC clients read what an HTTP client reads. */
 RG_INLINE __u32 rg_response_write_body(struct rg_resp_buf *o, __u32 off,
 					const struct rg_response *r, const struct rg_db_key *db)
 {

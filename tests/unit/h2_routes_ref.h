@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The h2_routes map as rowgated fills it (rg_h2_route_paths), and the
- * lookups bpf/h2.h makes in it, for the userspace runs of rowgate/h2/hpack.h
+ * lookups bpf/h2/route.h makes in it, for the userspace runs of rowgate/h2/hpack.h
  * (unit/test_h2, fuzz_h2).  The includer declares
  *	static int test_route(const struct rg_hpack *t);
  *	#define RG_HPACK_ROUTE(t) test_route(t)
@@ -47,7 +47,7 @@ static int route_found(const struct rg_h2_route_key *k)
 	return cls;
 }
 
-/* The lookups bpf/h2.h makes in h2_routes: the whole value, then each
+/* The lookups bpf/h2/route.h makes in h2_routes: the whole value, then each
  * prefix length a key has. */
 static int test_route(const struct rg_hpack *t)
 {

@@ -664,7 +664,7 @@ static void test_connection(void)
 }
 
 /*
- * The §6.2.5 stash as bpf/h2.h makes it: the connection cut into two skbs,
+ * The §6.2.5 stash as bpf/h2/early.h makes it: the connection cut into two skbs,
  * the bytes rg_h2_stash_bytes holds back of the first written in front of
  * the second, parsing going on after them.  Counts, per stream, messages
  * completed in the second skb whose frame header is not in it (a refusal
@@ -810,7 +810,7 @@ static int early_at(const struct buf *b, size_t cut)
 
 /*
  * A compressed message in a frame too large to hold back is judged at the
- * frame's header (--grpc-compressed debt, bpf/h2.h rg_h2_early_decide) as
+ * frame's header (--grpc-compressed debt, bpf/h2/early.h rg_h2_early_decide) as
  * soon as its prefix and the frame's first RG_H2_EARLY_HEAD_BYTES are in
  * the skb: its verdict needs nothing inside it.  One that goes on past
  * its frame is judged where it completes.
@@ -867,7 +867,7 @@ static void test_early_compressed(void)
 }
 
 /*
- * The ready-at-frame-end test of bpf/h2.h's rg_h2_frame_tail: b holds one
+ * The ready-at-frame-end test of bpf/h2/early.h's rg_h2_frame_tail: b holds one
  * stream's message in two DATA frames; parse it and return, at the last
  * byte of the first frame, rg_h2_short_tail_ready of its slot (-1: that
  * byte was never the last of an unpadded DATA frame).
@@ -983,7 +983,7 @@ static void test_short_tail(void)
 	freebuf(&cm);
 }
 
-/* A stream the kernel refused gives its slot up to a new stream (bpf/h2.h
+/* A stream the kernel refused gives its slot up to a new stream (bpf/h2/refuse.h
  * marks it): a client that abandons a refused call mid-message never ends
  * its stream (grpc-go 1.33's HandleRequests). */
 static void test_refused_slots(void)

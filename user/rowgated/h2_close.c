@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * After a kernel GOAWAY nothing more of a connection reaches the server
- * (bpf/h2.h), so the streams the GOAWAY names as possibly processed wait
+ * (bpf/h2/verdict.h), so the streams the GOAWAY names as possibly processed wait
  * for bodies that never come, on both sides, until a deadline if the client
  * set one.  No BPF helper of 6.1 can close a socket, so the verdict queues
  * the connection (h2_goaway) and rowgated resets it with sock_diag's

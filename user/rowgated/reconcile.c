@@ -521,7 +521,7 @@ static void finish(struct rg_reconciler *r, struct pending *p, const struct rg_b
 	enum rg_payload_protocol proto = rg_payload_of(s->protocol);
 
 	if (s->protocol == RG_PROTO_GREPTIME_GRPC || (s->h.seq >> 63)) {
-		/* a gRPC message's copy (its id's top bit: bpf/h2.h) */
+		/* a gRPC message's copy (its id's top bit: bpf/h2/state.h) */
 		finish_grpc(r, p, e, lag);
 		return;
 	}

@@ -15,6 +15,7 @@
 #include "../types.h"
 #include "../abi.h"
 #include "../response.h"
+#include "result.h"
 #include "frame.h"
 #include "stash.h"
 

@@ -28,7 +28,7 @@
 #define ROWGATE_H2_FRAME_H
 
 #include "../types.h"
-#include "../abi.h"
+#include "../protocols.h"
 #include "hpack.h"
 #include "result.h"
 #include "msg.h"
@@ -279,7 +279,7 @@ RG_INLINE int rg_h2_find_refused_slot(const struct rg_h2_conn *h)
 
 /* The current DATA frame, its header just read, is passed unread: the
  * kernel reset its stream and the frame is filler to the server
- * (bpf/h2.h rg_h2_keep_frame).  Its stream's slot, and the message
+ * (bpf/h2/refuse.h rg_h2_keep_frame).  Its stream's slot, and the message
  * half-read there, are let go: read on, a frame whose stream lost its
  * slot to a new stream would be taken for a new message. */
 RG_INLINE void rg_h2_frame_unread(struct rg_h2_conn *h)

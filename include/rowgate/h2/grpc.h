@@ -18,7 +18,7 @@ struct rg_h2_stream {
 	__u32 id;            /* 0: free slot */
 	__u8 pfx[5];         /* the gRPC length prefix being read */
 	__u8 pfx_got;        /* 0..5; 5 = inside the message */
-	__u8 refused;        /* the kernel reset it (bpf/h2.h): a new stream may take the slot */
+	__u8 refused;        /* the kernel reset it (bpf/h2/refuse.h): a new stream may take the slot */
 	__u8 hdr;     /* rg_grpc_msg.hdr of its messages */
 	struct rg_pb_walk w;
 	struct rg_grpc_msg m;

@@ -202,7 +202,7 @@ struct rg_hpack {
  * and looked up by rg_h2_route_class() in BPF. */
 #ifndef RG_HPACK_ROUTE
 #ifdef __bpf__
-/* the verdict's lookup in h2_routes (bpf/h2.h) */
+/* the verdict's lookup in h2_routes (bpf/h2/route.h) */
 __attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t);
 #define RG_HPACK_ROUTE(t) rg_h2_route_class(t)
 #else

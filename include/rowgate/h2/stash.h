@@ -8,7 +8,6 @@
 #define ROWGATE_H2_STASH_H
 
 #include "../types.h"
-#include "result.h"
 #include "msg.h"
 #include "pb.h"
 #include "grpc.h"
