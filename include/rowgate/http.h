@@ -694,6 +694,207 @@ RG_INLINE int rg_abs_authority_end(struct rg_http_head *h, __u8 c)
 	return RG_HEAD_ERR_UNMODELED;
 }
 
+/* Request line: a method token up to the SP before the target. */
+RG_INLINE int rg_hs_method(struct rg_http_head *h, __u8 c)
+{
+	/* any token is a method (Go validMethod, httparse) */
+	if (rg_is_tchar(c)) {
+		if (h->method_len >= RG_METHOD_MAX_BYTES)
+			return RG_HEAD_ERR_UNMODELED;
+		if (h->method_len < 8)
+			h->method |= (__u64)c << (h->method_len * 8);
+		h->method_len++;
+		return RG_HEAD_MORE;
+	}
+	if (c == ' ' && h->method_len > 0) {
+		h->method_post = h->method == RG_W8('P', 'O', 'S', 'T', 0, 0, 0, 0);
+		h->is_post = rg_http_write_method(h);
+		h->state = RG_HS_TARGET_START;
+		return RG_HEAD_MORE;
+	}
+	return h->first_request && h->head_bytes <= RG_METHOD_MAX_BYTES + 1 ? RG_HEAD_ERR_NOT_HTTP :
+									      RG_HEAD_ERR_MALFORMED;
+}
+
+/* Request line: the first byte of the target picks origin or absolute form. */
+RG_INLINE int rg_hs_target_start(struct rg_http_head *h, __u8 c)
+{
+	if (c == '/') {
+		h->state = RG_HS_PATH;
+		rg_path_char(h, c);
+		return RG_HEAD_MORE;
+	}
+	if (c == ' ' || c < 0x21 || c == 0x7f)
+		return RG_HEAD_ERR_MALFORMED;
+	if (rg_profile_is_go(h->profile)) {
+		/* url.ParseRequestURI: a scheme, or no write ("*", opaque) */
+		if (!rg_is_alpha(c))
+			return RG_HEAD_ERR_UNMODELED;
+		h->state = RG_HS_ABS_SCHEME;
+		return RG_HEAD_MORE;
+	}
+	h->state = RG_HS_ABS_TARGET; /* scheme://authority/path or '*' */
+	return RG_HEAD_MORE;
+}
+
+/* Request line: an absolute-form target (non-Go profiles) up to its path. */
+RG_INLINE int rg_hs_abs_target(struct rg_http_head *h, __u8 c)
+{
+	if (c == '/' && ++h->abs_slashes == 3) {
+		h->state = RG_HS_PATH;
+		rg_path_char(h, c);
+		return RG_HEAD_MORE;
+	}
+	if (c == '?') {
+		h->state = RG_HS_QUERY_NAME;
+		return RG_HEAD_MORE;
+	}
+	if (c == ' ')
+		return rg_target_end(h);
+	if (c < 0x21 || c == 0x7f)
+		return RG_HEAD_ERR_MALFORMED;
+	return rg_gt_target_byte(c, false);
+}
+
+/* Request line: one byte of the path, undoing escapes where the server does. */
+RG_INLINE int rg_hs_path(struct rg_http_head *h, __u8 c)
+{
+	if (c == ' ')
+		return rg_target_end(h);
+	if (c == '?') {
+		h->state = RG_HS_QUERY_NAME;
+		return RG_HEAD_MORE;
+	}
+	if (c < 0x21 || c == 0x7f)
+		return RG_HEAD_ERR_MALFORMED;
+	if (h->profile == RG_PROFILE_GREPTIMEDB && rg_gt_target_byte(c, false))
+		return rg_gt_target_byte(c, false);
+	/* InfluxDB's router (bmizerany/pat) matches URL.EscapedPath(),
+	 * which is the target as sent whenever it holds an escape, and
+	 * GreptimeDB's (axum) the raw URI path: only the other Go
+	 * servers route on the decoded path */
+	if (c == '%' && h->profile != RG_PROFILE_INFLUXDB && h->profile != RG_PROFILE_GREPTIMEDB) {
+		h->state = RG_HS_PATH_PCT1;
+		return RG_HEAD_MORE;
+	}
+	rg_path_char(h, c);
+	return RG_HEAD_MORE;
+}
+
+/* Request line: the second hex digit of a path escape. */
+RG_INLINE int rg_hs_path_pct2(struct rg_http_head *h, __u8 c)
+{
+	__u8 d;
+
+	if (rg_hex_value(c) < 0)
+		return RG_HEAD_ERR_MALFORMED;
+	d = (__u8)(h->pct_hi << 4 | rg_hex_value(c));
+	/* a NUL would end the route key early */
+	if (d == 0)
+		return RG_HEAD_ERR_UNMODELED;
+	rg_path_char(h, d);
+	h->state = RG_HS_PATH;
+	return RG_HEAD_MORE;
+}
+
+/* Request line: a query parameter's name (non-Go profiles). */
+RG_INLINE int rg_hs_query_name(struct rg_http_head *h, __u8 c)
+{
+	if (c == ' ') {
+		rg_query_param_end(h);
+		return rg_target_end(h);
+	}
+	if (c < 0x21 || c == 0x7f)
+		return RG_HEAD_ERR_MALFORMED;
+	if (rg_gt_target_byte(c, true))
+		return rg_gt_target_byte(c, true);
+	if (c == '&') {
+		rg_query_param_end(h);
+		return RG_HEAD_MORE;
+	}
+	if (c == '=') {
+		rg_query_param_begin(h);
+		h->state = h->qparam ? RG_HS_QUERY_VALUE : RG_HS_QUERY_SKIP;
+		return RG_HEAD_MORE;
+	}
+	if (h->qname_len < RG_QNAME_BYTES)
+		h->qname[h->qname_len] = c;
+	if (h->qname_len < 0xff)
+		h->qname_len++;
+	return RG_HEAD_MORE;
+}
+
+/* Request line: a query parameter's value, kept or skipped (non-Go). */
+RG_INLINE int rg_hs_query_value(struct rg_http_head *h, __u8 c)
+{
+	if (c == ' ' || c == '&') {
+		rg_query_param_end(h);
+		if (c == ' ')
+			return rg_target_end(h);
+		h->state = RG_HS_QUERY_NAME;
+		return RG_HEAD_MORE;
+	}
+	if (c < 0x21 || c == 0x7f)
+		return RG_HEAD_ERR_MALFORMED;
+	if (rg_gt_target_byte(c, true))
+		return rg_gt_target_byte(c, true);
+	if (h->state == RG_HS_QUERY_VALUE)
+		rg_db_value_put(h->qparam == RG_QP_DB ? &h->db_query : &h->bucket_query, c);
+	return RG_HEAD_MORE;
+}
+
+/* Request line: "HTTP/1.0" or "HTTP/1.1" and its CR. */
+RG_INLINE int rg_hs_version(struct rg_http_head *h, __u8 c)
+{
+	__u8 i = h->version_len++;
+
+	if (c == '\r' && i == 8) {
+		h->state = RG_HS_REQLINE_LF;
+		return RG_HEAD_MORE;
+	}
+	if (i < 7 && c == (__u8)(RG_W8('H', 'T', 'T', 'P', '/', '1', '.', 0) >> (i * 8)))
+		return RG_HEAD_MORE;
+	if (i == 7 && (c == '0' || c == '1')) {
+		h->http_minor = c - '0';
+		return RG_HEAD_MORE;
+	}
+	return RG_HEAD_ERR_MALFORMED;
+}
+
+/* Header field: one byte of the name, lowercased into name_words. */
+RG_INLINE int rg_hs_name(struct rg_http_head *h, __u8 c)
+{
+	if (c == ':') {
+		if (h->name_len == 0)
+			return RG_HEAD_ERR_MALFORMED;
+		h->state = RG_HS_VALUE_OWS;
+		return rg_header_begin(h);
+	}
+	if (!rg_is_tchar(c)) /* includes SP before the colon */
+		return RG_HEAD_ERR_MALFORMED;
+	rg_word_put(h->name_words, RG_HDR_NAME_WORDS, h->name_len, rg_lower(c));
+	if (h->name_len < 0xff)
+		h->name_len++;
+	if (h->name_len > RG_HDR_NAME_WORDS * 8)
+		h->name_len = 0xff; /* longer than any name we know */
+	return RG_HEAD_MORE;
+}
+
+/* End of the head: the LF of the empty line. */
+RG_INLINE int rg_hs_end_lf(struct rg_http_head *h, __u8 c)
+{
+	if (c != '\n')
+		return RG_HEAD_ERR_MALFORMED;
+	/* Go refuses these before any handler (server.go readRequest):
+	 * no write, so no charge */
+	if (rg_profile_is_go(h->profile) &&
+	    (h->host_count > 1 || (h->http_minor == 1 && h->host_count == 0)))
+		return RG_HEAD_ERR_MALFORMED;
+	h->state = RG_HS_DONE;
+	/* a body without framing has length 0 (RFC 9112 §6.3 rule 7) */
+	return RG_HEAD_DONE;
+}
+
 /*
  * Feed one byte.  Returns RG_HEAD_MORE, RG_HEAD_DONE once the empty line
  * after the headers is complete (c was its '\n'), or a negative error.
@@ -704,6 +905,7 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		return RG_HEAD_ERR_TOO_LARGE;
 
 	switch (h->state) {
+	/* request line */
 	case RG_HS_LEAD:
 		/* Go skips CR/LF in the 4 bytes after a POST request (for old
 		 * clients); anywhere else an empty request line is malformed */
@@ -715,56 +917,11 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		h->state = RG_HS_METHOD;
 		/* fall through */
 	case RG_HS_METHOD:
-		/* any token is a method (Go validMethod, httparse) */
-		if (rg_is_tchar(c)) {
-			if (h->method_len >= RG_METHOD_MAX_BYTES)
-				return RG_HEAD_ERR_UNMODELED;
-			if (h->method_len < 8)
-				h->method |= (__u64)c << (h->method_len * 8);
-			h->method_len++;
-			return RG_HEAD_MORE;
-		}
-		if (c == ' ' && h->method_len > 0) {
-			h->method_post = h->method == RG_W8('P', 'O', 'S', 'T', 0, 0, 0, 0);
-			h->is_post = rg_http_write_method(h);
-			h->state = RG_HS_TARGET_START;
-			return RG_HEAD_MORE;
-		}
-		return h->first_request && h->head_bytes <= RG_METHOD_MAX_BYTES + 1 ?
-			       RG_HEAD_ERR_NOT_HTTP :
-			       RG_HEAD_ERR_MALFORMED;
+		return rg_hs_method(h, c);
 	case RG_HS_TARGET_START:
-		if (c == '/') {
-			h->state = RG_HS_PATH;
-			rg_path_char(h, c);
-			return RG_HEAD_MORE;
-		}
-		if (c == ' ' || c < 0x21 || c == 0x7f)
-			return RG_HEAD_ERR_MALFORMED;
-		if (rg_profile_is_go(h->profile)) {
-			/* url.ParseRequestURI: a scheme, or no write ("*", opaque) */
-			if (!rg_is_alpha(c))
-				return RG_HEAD_ERR_UNMODELED;
-			h->state = RG_HS_ABS_SCHEME;
-			return RG_HEAD_MORE;
-		}
-		h->state = RG_HS_ABS_TARGET; /* scheme://authority/path or '*' */
-		return RG_HEAD_MORE;
+		return rg_hs_target_start(h, c);
 	case RG_HS_ABS_TARGET:
-		if (c == '/' && ++h->abs_slashes == 3) {
-			h->state = RG_HS_PATH;
-			rg_path_char(h, c);
-			return RG_HEAD_MORE;
-		}
-		if (c == '?') {
-			h->state = RG_HS_QUERY_NAME;
-			return RG_HEAD_MORE;
-		}
-		if (c == ' ')
-			return rg_target_end(h);
-		if (c < 0x21 || c == 0x7f)
-			return RG_HEAD_ERR_MALFORMED;
-		return rg_gt_target_byte(c, false);
+		return rg_hs_abs_target(h, c);
 	case RG_HS_ABS_SCHEME:
 		if (c == ':') {
 			h->state = RG_HS_ABS_COLON;
@@ -802,107 +959,27 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		rg_path_char(h, '/');
 		/* fall through */
 	case RG_HS_PATH:
-		if (c == ' ')
-			return rg_target_end(h);
-		if (c == '?') {
-			h->state = RG_HS_QUERY_NAME;
-			return RG_HEAD_MORE;
-		}
-		if (c < 0x21 || c == 0x7f)
-			return RG_HEAD_ERR_MALFORMED;
-		if (h->profile == RG_PROFILE_GREPTIMEDB && rg_gt_target_byte(c, false))
-			return rg_gt_target_byte(c, false);
-		/* InfluxDB's router (bmizerany/pat) matches URL.EscapedPath(),
-		 * which is the target as sent whenever it holds an escape, and
-		 * GreptimeDB's (axum) the raw URI path: only the other Go
-		 * servers route on the decoded path */
-		if (c == '%' && h->profile != RG_PROFILE_INFLUXDB &&
-		    h->profile != RG_PROFILE_GREPTIMEDB) {
-			h->state = RG_HS_PATH_PCT1;
-			return RG_HEAD_MORE;
-		}
-		rg_path_char(h, c);
-		return RG_HEAD_MORE;
+		return rg_hs_path(h, c);
 	case RG_HS_PATH_PCT1:
 		if (rg_hex_value(c) < 0)
 			return RG_HEAD_ERR_MALFORMED;
 		h->pct_hi = (__u8)rg_hex_value(c);
 		h->state = RG_HS_PATH_PCT2;
 		return RG_HEAD_MORE;
-	case RG_HS_PATH_PCT2: {
-		__u8 d;
-
-		if (rg_hex_value(c) < 0)
-			return RG_HEAD_ERR_MALFORMED;
-		d = (__u8)(h->pct_hi << 4 | rg_hex_value(c));
-		/* a NUL would end the route key early */
-		if (d == 0)
-			return RG_HEAD_ERR_UNMODELED;
-		rg_path_char(h, d);
-		h->state = RG_HS_PATH;
-		return RG_HEAD_MORE;
-	}
+	case RG_HS_PATH_PCT2:
+		return rg_hs_path_pct2(h, c);
 	case RG_HS_QUERY_NAME:
 		if (rg_profile_is_go(h->profile))
 			return rg_query_step_go(h, c);
-		if (c == ' ') {
-			rg_query_param_end(h);
-			return rg_target_end(h);
-		}
-		if (c < 0x21 || c == 0x7f)
-			return RG_HEAD_ERR_MALFORMED;
-		if (rg_gt_target_byte(c, true))
-			return rg_gt_target_byte(c, true);
-		if (c == '&') {
-			rg_query_param_end(h);
-			return RG_HEAD_MORE;
-		}
-		if (c == '=') {
-			rg_query_param_begin(h);
-			h->state = h->qparam ? RG_HS_QUERY_VALUE : RG_HS_QUERY_SKIP;
-			return RG_HEAD_MORE;
-		}
-		if (h->qname_len < RG_QNAME_BYTES)
-			h->qname[h->qname_len] = c;
-		if (h->qname_len < 0xff)
-			h->qname_len++;
-		return RG_HEAD_MORE;
+		return rg_hs_query_name(h, c);
 	case RG_HS_QUERY_VALUE:
 	case RG_HS_QUERY_SKIP:
 		if (rg_profile_is_go(h->profile))
 			return rg_query_step_go(h, c);
-		if (c == ' ' || c == '&') {
-			rg_query_param_end(h);
-			if (c == ' ')
-				return rg_target_end(h);
-			h->state = RG_HS_QUERY_NAME;
-			return RG_HEAD_MORE;
-		}
-		if (c < 0x21 || c == 0x7f)
-			return RG_HEAD_ERR_MALFORMED;
-		if (rg_gt_target_byte(c, true))
-			return rg_gt_target_byte(c, true);
-		if (h->state == RG_HS_QUERY_VALUE)
-			rg_db_value_put(h->qparam == RG_QP_DB ? &h->db_query :
-								&h->bucket_query,
-					c);
-		return RG_HEAD_MORE;
-	case RG_HS_VERSION: {
-		/* "HTTP/1.0" or "HTTP/1.1" */
-		__u8 i = h->version_len++;
-
-		if (c == '\r' && i == 8) {
-			h->state = RG_HS_REQLINE_LF;
-			return RG_HEAD_MORE;
-		}
-		if (i < 7 && c == (__u8)(RG_W8('H', 'T', 'T', 'P', '/', '1', '.', 0) >> (i * 8)))
-			return RG_HEAD_MORE;
-		if (i == 7 && (c == '0' || c == '1')) {
-			h->http_minor = c - '0';
-			return RG_HEAD_MORE;
-		}
-		return RG_HEAD_ERR_MALFORMED;
-	}
+		return rg_hs_query_value(h, c);
+	case RG_HS_VERSION:
+		return rg_hs_version(h, c);
+	/* header fields */
 	case RG_HS_REQLINE_LF:
 	case RG_HS_LINE_LF:
 		if (c != '\n')
@@ -922,20 +999,7 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 		h->state = RG_HS_NAME;
 		/* fall through */
 	case RG_HS_NAME:
-		if (c == ':') {
-			if (h->name_len == 0)
-				return RG_HEAD_ERR_MALFORMED;
-			h->state = RG_HS_VALUE_OWS;
-			return rg_header_begin(h);
-		}
-		if (!rg_is_tchar(c)) /* includes SP before the colon */
-			return RG_HEAD_ERR_MALFORMED;
-		rg_word_put(h->name_words, RG_HDR_NAME_WORDS, h->name_len, rg_lower(c));
-		if (h->name_len < 0xff)
-			h->name_len++;
-		if (h->name_len > RG_HDR_NAME_WORDS * 8)
-			h->name_len = 0xff; /* longer than any name we know */
-		return RG_HEAD_MORE;
+		return rg_hs_name(h, c);
 	case RG_HS_VALUE_OWS:
 		if (c == ' ' || c == '\t')
 			return RG_HEAD_MORE;
@@ -950,16 +1014,7 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 			return RG_HEAD_ERR_MALFORMED;
 		return rg_header_value_byte(h, c);
 	case RG_HS_END_LF:
-		if (c != '\n')
-			return RG_HEAD_ERR_MALFORMED;
-		/* Go refuses these before any handler (server.go readRequest):
-		 * no write, so no charge */
-		if (rg_profile_is_go(h->profile) &&
-		    (h->host_count > 1 || (h->http_minor == 1 && h->host_count == 0)))
-			return RG_HEAD_ERR_MALFORMED;
-		h->state = RG_HS_DONE;
-		/* a body without framing has length 0 (RFC 9112 §6.3 rule 7) */
-		return RG_HEAD_DONE;
+		return rg_hs_end_lf(h, c);
 	}
 	return RG_HEAD_ERR_MALFORMED;
 }
