@@ -230,6 +230,37 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	return verdict;
 }
 
+/* The first skb of a connection: an adopted connection was made without
+ * sockops, so it takes its port's profile here; then its first request. */
+RG_INLINE void rg_conn_first_skb(struct __sk_buff *skb, struct rg_conn *c)
+{
+	__u32 port = skb->local_port;
+	struct rg_port *pv = bpf_map_lookup_elem(&RG_MAP_PORTS, &port);
+
+	if (pv) {
+		c->profile = pv->profile;
+		c->port_flags = pv->flags;
+		c->header_timeout_s = pv->header_timeout_s;
+		c->idle_timeout_s = pv->idle_timeout_s;
+	}
+	rg_request_reset(c);
+}
+
+/* A rejected body is dropped, but up to the reserve is withheld so the
+ * final skb can carry a full-size 429. */
+RG_INLINE void rg_reject_withhold(struct __sk_buff *skb, struct rg_conn *c, __u32 len)
+{
+	__u32 hold = 0;
+
+	if (c->uncharged < RG_RESERVE_BYTES) {
+		hold = RG_RESERVE_BYTES - c->uncharged;
+		if (hold > len)
+			hold = len;
+		if (hold && bpf_skb_adjust_room(skb, -(__s32)hold, 0, 0) == 0)
+			c->uncharged += hold;
+	}
+}
+
 SEC("sk_skb")
 int rg_verdict(struct __sk_buff *skb)
 {
@@ -259,20 +290,8 @@ int rg_verdict(struct __sk_buff *skb)
 		return SK_PASS; /* adopted mid-stream: no request boundary yet */
 	if (c->mode == RG_MODE_CLOSING)
 		return SK_DROP; /* after a close response nothing reaches the server */
-	if (!c->started) {
-		__u32 port = skb->local_port;
-		struct rg_port *pv = bpf_map_lookup_elem(&RG_MAP_PORTS, &port);
-
-		/* an adopted connection was made without sockops: its port's
-		 * profile too */
-		if (pv) {
-			c->profile = pv->profile;
-			c->port_flags = pv->flags;
-			c->header_timeout_s = pv->header_timeout_s;
-			c->idle_timeout_s = pv->idle_timeout_s;
-		}
-		rg_request_reset(c);
-	}
+	if (!c->started)
+		rg_conn_first_skb(skb, c);
 	/* h2 is stored before started: egress on another CPU that sees a
 	 * started connection sees it is HTTP/2 (rg_egress) */
 	if ((c->port_flags & RG_PORT_GRPC) && c->requests == 0 && c->phase == RG_PHASE_HEAD &&
@@ -329,19 +348,10 @@ int rg_verdict(struct __sk_buff *skb)
 	}
 
 	if (c->verdict == RG_REQ_REJECT && c->phase != RG_PHASE_HEAD) {
-		/* a rejected body: drop it, withholding up to the reserve so
-		 * the final skb can carry a full-size 429 */
-		__u32 hold = 0;
-
+		/* a rejected body */
 		if (w->must_pass)
 			goto failopen;
-		if (c->uncharged < RG_RESERVE_BYTES) {
-			hold = RG_RESERVE_BYTES - c->uncharged;
-			if (hold > len)
-				hold = len;
-			if (hold && bpf_skb_adjust_room(skb, -(__s32)hold, 0, 0) == 0)
-				c->uncharged += hold;
-		}
+		rg_reject_withhold(skb, c, len);
 		return SK_DROP;
 	}
 
