@@ -102,70 +102,133 @@ static int parse_ms(const char *opt, const char *s, __u64 *out, __u64 min, __u64
 	return 0;
 }
 
-int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
+static void meta_config_defaults(struct meta_config *cfg)
 {
-	enum {
-		OPT_LISTEN = 256,
-		OPT_ADVERTISE,
-		OPT_ETCD,
-		OPT_ETCD_PREFIX,
-		OPT_STATE,
-		OPT_HB,
-		OPT_LEASE,
-		OPT_LEARNING,
-		OPT_TTL,
-		OPT_STRATEGY,
-		OPT_TOKEN,
-		OPT_AGENT_TOKEN,
-		OPT_ADMIN_TOKEN,
-		OPT_TLS_CERT,
-		OPT_TLS_KEY,
-		OPT_TLS_CLIENT_CA,
-		OPT_ETCD_CA,
-		OPT_ETCD_CERT,
-		OPT_ETCD_KEY,
-		OPT_ETCD_USER,
-		OPT_ETCD_PASSWORD,
-	};
-	static const struct option opts[] = {
-		{ "listen", required_argument, NULL, OPT_LISTEN },
-		{ "advertise", required_argument, NULL, OPT_ADVERTISE },
-		{ "etcd", required_argument, NULL, OPT_ETCD },
-		{ "etcd-prefix", required_argument, NULL, OPT_ETCD_PREFIX },
-		{ "state-file", required_argument, NULL, OPT_STATE },
-		{ "heartbeat-interval", required_argument, NULL, OPT_HB },
-		{ "lease", required_argument, NULL, OPT_LEASE },
-		{ "learning", required_argument, NULL, OPT_LEARNING },
-		{ "election-ttl", required_argument, NULL, OPT_TTL },
-		{ "strategy", required_argument, NULL, OPT_STRATEGY },
-		{ "token-file", required_argument, NULL, OPT_TOKEN },
-		{ "agent-token-file", required_argument, NULL, OPT_AGENT_TOKEN },
-		{ "admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN },
-		{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
-		{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
-		{ "tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA },
-		{ "etcd-ca", required_argument, NULL, OPT_ETCD_CA },
-		{ "etcd-cert", required_argument, NULL, OPT_ETCD_CERT },
-		{ "etcd-key", required_argument, NULL, OPT_ETCD_KEY },
-		{ "etcd-user", required_argument, NULL, OPT_ETCD_USER },
-		{ "etcd-password-file", required_argument, NULL, OPT_ETCD_PASSWORD },
-		{ "log-level", required_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{},
-	};
-	enum rg_log_level level;
-	int opt, s;
-
 	cfg->listen = RG_META_LISTEN_DEFAULT;
 	cfg->etcd_prefix = RG_META_ETCD_PREFIX;
 	cfg->state_file = RG_META_STATE_DEFAULT;
 	cfg->heartbeat_interval_ms = RG_META_HEARTBEAT_INTERVAL_MS_DEFAULT;
 	cfg->lease_ms = RG_ALLOC_LEASE_MS_DEFAULT;
-	cfg->learning_ms = RG_U64_MAX;
+	cfg->learning_ms = RG_U64_MAX; /* not given: the lease (meta_check_config) */
 	cfg->election_ttl_s = RG_META_ELECTION_TTL_S_DEFAULT;
 	cfg->strategy = RG_ALLOC_WATERFILL;
-	while ((opt = getopt_long(argc, argv, "l:hV", opts, NULL)) != -1) {
+}
+
+/* The options that only make sense together, and the defaults that
+ * depend on other options. */
+static int meta_check_config(struct meta_config *cfg)
+{
+	if (cfg->token_file && (cfg->agent_token_file || cfg->admin_token_file)) {
+		pr_err("--token-file is the legacy form of --agent-token-file and "
+		       "--admin-token-file together: give either it or them");
+		return -EINVAL;
+	}
+	if (cfg->token_file)
+		cfg->agent_token_file = cfg->admin_token_file = cfg->token_file;
+	/* heartbeats behind a token but limit changes open to anyone would be
+	 * the opposite of the point */
+	if (cfg->agent_token_file && !cfg->admin_token_file) {
+		pr_err("--agent-token-file needs --admin-token-file: without it anyone "
+		       "could change the cluster's limits");
+		return -EINVAL;
+	}
+	if (!cfg->tls_cert != !cfg->tls_key) {
+		pr_err("--tls-cert and --tls-key go together");
+		return -EINVAL;
+	}
+	if (cfg->tls_client_ca && !cfg->tls_cert) {
+		pr_err("--tls-client-ca needs --tls-cert and --tls-key: client certificates "
+		       "are a TLS matter");
+		return -EINVAL;
+	}
+	if (!cfg->etcd_url && (cfg->etcd_ca || cfg->etcd_cert || cfg->etcd_key || cfg->etcd_user ||
+			       cfg->etcd_password_file)) {
+		pr_err("--etcd-ca, --etcd-cert, --etcd-key, --etcd-user and "
+		       "--etcd-password-file need --etcd");
+		return -EINVAL;
+	}
+	if (!cfg->etcd_user != !cfg->etcd_password_file) {
+		pr_err("--etcd-user and --etcd-password-file go together");
+		return -EINVAL;
+	}
+	if (cfg->etcd_key && !cfg->etcd_cert) {
+		pr_err("--etcd-key needs --etcd-cert");
+		return -EINVAL;
+	}
+	if (cfg->learning_ms == RG_U64_MAX)
+		cfg->learning_ms = cfg->lease_ms;
+	if (cfg->heartbeat_interval_ms >= cfg->lease_ms)
+		pr_warn("--heartbeat-interval %llu ms >= --lease %llu ms: grants expire between "
+			"heartbeats and frontends fall back to the full limit",
+			(unsigned long long)cfg->heartbeat_interval_ms,
+			(unsigned long long)cfg->lease_ms);
+	if (!cfg->advertise) {
+		snprintf(cfg->advertise_buf, sizeof(cfg->advertise_buf), "%s://%s",
+			 cfg->tls_cert ? "https" : "http", cfg->listen);
+		cfg->advertise = cfg->advertise_buf;
+	}
+	return 0;
+}
+
+/* getopt codes of the long-only options */
+enum {
+	OPT_LISTEN = 256,
+	OPT_ADVERTISE,
+	OPT_ETCD,
+	OPT_ETCD_PREFIX,
+	OPT_STATE,
+	OPT_HB,
+	OPT_LEASE,
+	OPT_LEARNING,
+	OPT_TTL,
+	OPT_STRATEGY,
+	OPT_TOKEN,
+	OPT_AGENT_TOKEN,
+	OPT_ADMIN_TOKEN,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
+	OPT_TLS_CLIENT_CA,
+	OPT_ETCD_CA,
+	OPT_ETCD_CERT,
+	OPT_ETCD_KEY,
+	OPT_ETCD_USER,
+	OPT_ETCD_PASSWORD,
+};
+static const struct option meta_opts[] = {
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "advertise", required_argument, NULL, OPT_ADVERTISE },
+	{ "etcd", required_argument, NULL, OPT_ETCD },
+	{ "etcd-prefix", required_argument, NULL, OPT_ETCD_PREFIX },
+	{ "state-file", required_argument, NULL, OPT_STATE },
+	{ "heartbeat-interval", required_argument, NULL, OPT_HB },
+	{ "lease", required_argument, NULL, OPT_LEASE },
+	{ "learning", required_argument, NULL, OPT_LEARNING },
+	{ "election-ttl", required_argument, NULL, OPT_TTL },
+	{ "strategy", required_argument, NULL, OPT_STRATEGY },
+	{ "token-file", required_argument, NULL, OPT_TOKEN },
+	{ "agent-token-file", required_argument, NULL, OPT_AGENT_TOKEN },
+	{ "admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "tls-client-ca", required_argument, NULL, OPT_TLS_CLIENT_CA },
+	{ "etcd-ca", required_argument, NULL, OPT_ETCD_CA },
+	{ "etcd-cert", required_argument, NULL, OPT_ETCD_CERT },
+	{ "etcd-key", required_argument, NULL, OPT_ETCD_KEY },
+	{ "etcd-user", required_argument, NULL, OPT_ETCD_USER },
+	{ "etcd-password-file", required_argument, NULL, OPT_ETCD_PASSWORD },
+	{ "log-level", required_argument, NULL, 'l' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{},
+};
+
+int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
+{
+	enum rg_log_level level;
+	int opt, s;
+
+	meta_config_defaults(cfg);
+	while ((opt = getopt_long(argc, argv, "l:hV", meta_opts, NULL)) != -1) {
 		switch (opt) {
 		case OPT_LISTEN:
 			cfg->listen = optarg;
@@ -183,8 +246,8 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 			cfg->state_file = optarg;
 			break;
 		case OPT_HB:
-			if (parse_ms("--heartbeat-interval", optarg, &cfg->heartbeat_interval_ms, 10,
-				     3600000))
+			if (parse_ms("--heartbeat-interval", optarg, &cfg->heartbeat_interval_ms,
+				     10, 3600000))
 				return -EINVAL;
 			break;
 		case OPT_LEASE:
@@ -265,56 +328,7 @@ int meta_parse_args(int argc, char **argv, struct meta_config *cfg)
 		pr_err("unexpected argument '%s'; try 'rowgate-meta --help'", argv[optind]);
 		return -EINVAL;
 	}
-	if (cfg->token_file && (cfg->agent_token_file || cfg->admin_token_file)) {
-		pr_err("--token-file is the legacy form of --agent-token-file and "
-		       "--admin-token-file together: give either it or them");
-		return -EINVAL;
-	}
-	if (cfg->token_file)
-		cfg->agent_token_file = cfg->admin_token_file = cfg->token_file;
-	/* heartbeats behind a token but limit changes open to anyone would be
-	 * the opposite of the point */
-	if (cfg->agent_token_file && !cfg->admin_token_file) {
-		pr_err("--agent-token-file needs --admin-token-file: without it anyone "
-		       "could change the cluster's limits");
-		return -EINVAL;
-	}
-	if (!cfg->tls_cert != !cfg->tls_key) {
-		pr_err("--tls-cert and --tls-key go together");
-		return -EINVAL;
-	}
-	if (cfg->tls_client_ca && !cfg->tls_cert) {
-		pr_err("--tls-client-ca needs --tls-cert and --tls-key: client certificates "
-		       "are a TLS matter");
-		return -EINVAL;
-	}
-	if (!cfg->etcd_url && (cfg->etcd_ca || cfg->etcd_cert || cfg->etcd_key || cfg->etcd_user ||
-			       cfg->etcd_password_file)) {
-		pr_err("--etcd-ca, --etcd-cert, --etcd-key, --etcd-user and "
-		       "--etcd-password-file need --etcd");
-		return -EINVAL;
-	}
-	if (!cfg->etcd_user != !cfg->etcd_password_file) {
-		pr_err("--etcd-user and --etcd-password-file go together");
-		return -EINVAL;
-	}
-	if (cfg->etcd_key && !cfg->etcd_cert) {
-		pr_err("--etcd-key needs --etcd-cert");
-		return -EINVAL;
-	}
-	if (cfg->learning_ms == RG_U64_MAX)
-		cfg->learning_ms = cfg->lease_ms;
-	if (cfg->heartbeat_interval_ms >= cfg->lease_ms)
-		pr_warn("--heartbeat-interval %llu ms >= --lease %llu ms: grants expire between "
-			"heartbeats and frontends fall back to the full limit",
-			(unsigned long long)cfg->heartbeat_interval_ms,
-			(unsigned long long)cfg->lease_ms);
-	if (!cfg->advertise) {
-		snprintf(cfg->advertise_buf, sizeof(cfg->advertise_buf), "%s://%s",
-			 cfg->tls_cert ? "https" : "http", cfg->listen);
-		cfg->advertise = cfg->advertise_buf;
-	}
-	return 0;
+	return meta_check_config(cfg);
 }
 
 /* "ADDR:PORT" or "[V6ADDR]:PORT" into a socket address. */
