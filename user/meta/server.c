@@ -166,6 +166,80 @@ static char *read_pem(const char *opt, const char *path)
 	return buf;
 }
 
+/* The agent and admin tokens, from their files; warns about a weak pair. */
+static int meta_read_tokens(struct meta *m)
+{
+	char err[512];
+
+	if (m->cfg.agent_token_file &&
+	    rg_meta_read_token(m->cfg.agent_token_file, m->agent_token, sizeof(m->agent_token), err,
+			       sizeof(err))) {
+		pr_err("--agent-token-file: %s", err);
+		return 1;
+	}
+	if (m->cfg.admin_token_file &&
+	    rg_meta_read_token(m->cfg.admin_token_file, m->admin_token, sizeof(m->admin_token), err,
+			       sizeof(err))) {
+		pr_err("--admin-token-file: %s", err);
+		return 1;
+	}
+	if (m->admin_token[0] && !m->agent_token[0])
+		pr_warn("--admin-token-file without --agent-token-file: heartbeats and reads "
+			"need no token");
+	else if (m->admin_token[0] && !m->cfg.token_file && !strcmp(m->admin_token, m->agent_token))
+		pr_warn("the agent and admin tokens are the same: every frontend can change "
+			"the cluster's limits");
+	return 0;
+}
+
+/* Where the limits live: etcd (loaded by the leader) or the state file
+ * (loaded now).  Returns main's exit code on failure, else 0. */
+static int meta_open_store(struct meta *m)
+{
+	char err[512];
+	int ret;
+
+	if (m->cfg.etcd_url) {
+		if (rg_etcd_init(&m->etcd, m->cfg.etcd_url, m->cfg.etcd_prefix)) {
+			pr_err("--etcd '%s': expected http(s)://HOST:PORT[,http(s)://HOST:PORT...] "
+			       "(at most %d, and a non-empty prefix)",
+			       m->cfg.etcd_url, RG_ETCD_ENDPOINTS_MAX);
+			return 2;
+		}
+		m->etcd.ca_file = m->cfg.etcd_ca;
+		m->etcd.cert_file = m->cfg.etcd_cert;
+		m->etcd.key_file = m->cfg.etcd_key;
+		if (m->cfg.etcd_user) {
+			ret = rg_etcd_set_auth(&m->etcd, m->cfg.etcd_user,
+					       m->cfg.etcd_password_file, err, sizeof(err));
+			/* a wrong user or password will not get better */
+			if (ret == -EACCES || ret == -EINVAL) {
+				pr_err("%s", err);
+				return 1;
+			}
+			if (ret)
+				pr_warn("etcd: cannot authenticate yet (%s): retrying with every "
+					"call",
+					err);
+		}
+		m->use_etcd = true;
+	} else {
+		struct rg_limit_list limits;
+
+		rg_limit_list_init(&limits);
+		if (rg_state_load(m->cfg.state_file, &limits, err, sizeof(err))) {
+			pr_err("%s", err);
+			return 1;
+		}
+		if (rg_cluster_replace_limits(&m->cl, &limits)) {
+			pr_err("out of memory");
+			return 1;
+		}
+		rg_limit_list_free(&limits);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	char *tls_cert = NULL, *tls_key = NULL, *tls_ca = NULL;
@@ -186,24 +260,8 @@ int main(int argc, char **argv)
 		       m.cfg.listen);
 		return 2;
 	}
-	if (m.cfg.agent_token_file &&
-	    rg_meta_read_token(m.cfg.agent_token_file, m.agent_token, sizeof(m.agent_token), err,
-			       sizeof(err))) {
-		pr_err("--agent-token-file: %s", err);
+	if (meta_read_tokens(&m))
 		return 1;
-	}
-	if (m.cfg.admin_token_file &&
-	    rg_meta_read_token(m.cfg.admin_token_file, m.admin_token, sizeof(m.admin_token), err,
-			       sizeof(err))) {
-		pr_err("--admin-token-file: %s", err);
-		return 1;
-	}
-	if (m.admin_token[0] && !m.agent_token[0])
-		pr_warn("--admin-token-file without --agent-token-file: heartbeats and reads "
-			"need no token");
-	else if (m.admin_token[0] && !m.cfg.token_file && !strcmp(m.admin_token, m.agent_token))
-		pr_warn("the agent and admin tokens are the same: every frontend can change "
-			"the cluster's limits");
 	pthread_mutex_init(&m.lock, NULL);
 	if (rg_http_global_init()) {
 		pr_err("cannot initialise libcurl");
@@ -214,45 +272,10 @@ int main(int argc, char **argv)
 		pr_err("invalid lease or heartbeat interval");
 		return 2;
 	}
-	if (m.cfg.etcd_url) {
-		if (rg_etcd_init(&m.etcd, m.cfg.etcd_url, m.cfg.etcd_prefix)) {
-			pr_err("--etcd '%s': expected http(s)://HOST:PORT[,http(s)://HOST:PORT...] "
-			       "(at most %d, and a non-empty prefix)",
-			       m.cfg.etcd_url, RG_ETCD_ENDPOINTS_MAX);
-			return 2;
-		}
-		m.etcd.ca_file = m.cfg.etcd_ca;
-		m.etcd.cert_file = m.cfg.etcd_cert;
-		m.etcd.key_file = m.cfg.etcd_key;
-		if (m.cfg.etcd_user) {
-			ret = rg_etcd_set_auth(&m.etcd, m.cfg.etcd_user, m.cfg.etcd_password_file,
-					       err, sizeof(err));
-			/* a wrong user or password will not get better */
-			if (ret == -EACCES || ret == -EINVAL) {
-				pr_err("%s", err);
-				return 1;
-			}
-			if (ret)
-				pr_warn("etcd: cannot authenticate yet (%s): retrying with every "
-					"call",
-					err);
-			ret = 1;
-		}
-		m.use_etcd = true;
-	} else {
-		struct rg_limit_list limits;
-
-		rg_limit_list_init(&limits);
-		if (rg_state_load(m.cfg.state_file, &limits, err, sizeof(err))) {
-			pr_err("%s", err);
-			return 1;
-		}
-		if (rg_cluster_replace_limits(&m.cl, &limits)) {
-			pr_err("out of memory");
-			return 1;
-		}
-		rg_limit_list_free(&limits);
-	}
+	ret = meta_open_store(&m);
+	if (ret)
+		return ret;
+	ret = 1;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -293,31 +316,34 @@ int main(int argc, char **argv)
 			{ MHD_OPTION_END, 0, NULL },
 		};
 
-		httpd = MHD_start_daemon(
-			MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | (v6 ? MHD_USE_IPv6 : 0) |
-				(tls_cert ? MHD_USE_TLS : 0),
-			0, NULL, NULL, meta_on_request, &m, MHD_OPTION_SOCK_ADDR, &ss,
-			MHD_OPTION_NOTIFY_COMPLETED, meta_on_completed, &m,
-			MHD_OPTION_UNESCAPE_CALLBACK, meta_unescape_keep_nul, NULL,
-			MHD_OPTION_CONNECTION_LIMIT, (unsigned int)RG_META_CONNECTION_LIMIT,
-			MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30, MHD_OPTION_ARRAY,
-			tls_cert ? tls : &tls[3], MHD_OPTION_END);
+		httpd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+						 (v6 ? MHD_USE_IPv6 : 0) |
+						 (tls_cert ? MHD_USE_TLS : 0),
+					 0, NULL, NULL, meta_on_request, &m, MHD_OPTION_SOCK_ADDR,
+					 &ss, MHD_OPTION_NOTIFY_COMPLETED, meta_on_completed, &m,
+					 MHD_OPTION_UNESCAPE_CALLBACK, meta_unescape_keep_nul, NULL,
+					 MHD_OPTION_CONNECTION_LIMIT,
+					 (unsigned int)RG_META_CONNECTION_LIMIT,
+					 MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+					 MHD_OPTION_ARRAY, tls_cert ? tls : &tls[3],
+					 MHD_OPTION_END);
 	}
 	if (!httpd) {
-		pr_err("cannot listen on %s (address in use, not a local address%s?)",
-		       m.cfg.listen,
+		pr_err("cannot listen on %s (address in use, not a local address%s?)", m.cfg.listen,
 		       tls_cert ? ", or a certificate and key that do not match or parse" : "");
 		return 1;
 	}
 	if (!m.use_etcd)
 		become_leader(&m);
 	pr_warn("serving %s on %s (%s store, %s)",
-		!tls_cert ? "HTTP" : tls_ca ? "HTTPS, client certificates required" : "HTTPS",
+		!tls_cert ? "HTTP" :
+		tls_ca	  ? "HTTPS, client certificates required" :
+			    "HTTPS",
 		m.cfg.listen, m.use_etcd ? "etcd" : "file",
-		!m.admin_token[0]                       ? "no token required" :
-		!strcmp(m.admin_token, m.agent_token)   ? "one token for agents and admins" :
-		m.agent_token[0]                        ? "agent and admin tokens" :
-							  "admin token only");
+		!m.admin_token[0]		      ? "no token required" :
+		!strcmp(m.admin_token, m.agent_token) ? "one token for agents and admins" :
+		m.agent_token[0]		      ? "agent and admin tokens" :
+							"admin token only");
 	rg_sd_notify("READY=1");
 	pfd = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	for (;;) {
