@@ -105,9 +105,6 @@ for s in $SERVERS; do
 		view="whole $(rg_jget "$RG_TMP/$s-$c-whole.json" "d['status']")"
 		for db in $(tr , ' ' <<<"$dbs"); do
 			one=$(stored "$DA" "$db") all=$(stored "$GA" "$db")
-			# the server's last answer may precede rowgated's view of the
-			# charge by nothing, but the admin read is a second socket
-			rg_wait_for 5 eval "[ \"\$(rg_stat $db admitted_rows)\" = \"\$(stored $GA $db)\" ]" || true
 			view+=", $db: $one stored whole, $all in $n splits, $(rg_stat "$db" admitted_rows) charged"
 			if [ -n "${KNOWN[$s $c]:-}" ]; then
 				# refused by this server alone: stored nothing, charged
@@ -115,7 +112,7 @@ for s in $SERVERS; do
 				[ "$all" = 0 ] && [ "$one" = 0 ] || rg_fail "$s, $c: stored $all, known as refused (${KNOWN[$s $c]})"
 				continue
 			fi
-			[ "$all" = $((one * n)) ] && [ "$(rg_stat "$db" admitted_rows)" = "$all" ] || {
+			[ "$all" = $((one * n)) ] && rg_wait_charged "$db" "$all" || {
 				rg_log "$s $c: $view; answers $got"
 				rg_fail "$s, $c: $db stored $all (want $one x $n), charged $(rg_stat "$db" admitted_rows)"
 			}

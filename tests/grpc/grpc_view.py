@@ -27,7 +27,8 @@ import hpack
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from h2_probe import (CONTINUATION, DATA, END_HEADERS, END_STREAM, GOAWAY,  # noqa: E402
-                      HEADERS, PREFACE, RST_STREAM, SETTINGS, frame, message, pb)
+                      HEADERS, PREFACE, RST_STREAM, SETTINGS, frame, frames_of, message,
+                      pb)
 
 PADDED = 0x8
 SERVICE = "/greptime.v1.GreptimeDatabase/"
@@ -118,27 +119,10 @@ def case_bytes(case, port, a, b):
 def answers(s, streams, timeout):
     """grpc-status per stream, read until every stream has one, or the
     server closes or sends GOAWAY."""
-    dec, got, buf, block = hpack.Decoder(), {}, b"", None
-    deadline = time.monotonic() + timeout
-    while len(got) < len(streams):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        s.settimeout(left)
-        try:
-            b = s.recv(65536)
-        except OSError:
-            break
-        if not b:
-            break
-        buf += b
-        while len(buf) >= 9:
-            n = buf[0] << 16 | buf[1] << 8 | buf[2]
-            if len(buf) < 9 + n:
-                break
-            ftype, flags = buf[3], buf[4]
-            sid = struct.unpack(">I", buf[5:9])[0] & 0x7fffffff
-            payload, buf = buf[9:9 + n], buf[9 + n:]
+    dec, got, block = hpack.Decoder(), {}, None
+    s.settimeout(timeout)
+    try:
+        for ftype, flags, sid, payload in frames_of(s):
             if ftype == SETTINGS and not flags & 1:
                 s.sendall(frame(SETTINGS, 1, 0))
             elif ftype in (HEADERS, CONTINUATION):
@@ -157,8 +141,12 @@ def answers(s, streams, timeout):
             elif ftype == RST_STREAM and sid in streams:
                 got.setdefault(sid, "rst")
             elif ftype == GOAWAY:
-                for sid in streams:
-                    got.setdefault(sid, "goaway")
+                for g in streams:
+                    got.setdefault(g, "goaway")
+            if len(got) == len(streams):
+                break
+    except OSError:
+        pass
     return {sid: got.get(sid, "none") for sid in streams}
 
 
