@@ -36,6 +36,7 @@
 #include "h2/verdict.h"
 #include "h2/start.h"
 #include "guard.h"
+#include "lifecycle.h"
 #include "tcp_rx.h"
 #include "tcp_hdr.h"
 #include "pre_accept.h"
@@ -445,45 +446,19 @@ int rg_egress_entry(struct sk_msg_md *msg)
 	return SK_PASS;
 }
 
-/* Guard accepted connections on our ports: state, sockhash, close callback. */
+/* Guard accepted connections on our ports: their state (bpf/lifecycle.h),
+ * every segment's header (bpf/tcp_rx.h) and the close callback. */
 SEC("sockops")
 int rg_sockops(struct bpf_sock_ops *skops)
 {
-	__u32 port = skops->local_port, zero = 0;
+	struct rg_conn *c;
 	__u64 cookie;
-	struct rg_conn *tmpl, *c;
-	struct rg_port *pv;
 
 	switch (skops->op) {
 	case BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB:
-		pv = bpf_map_lookup_elem(&RG_MAP_PORTS, &port);
-		if (!pv)
+		c = rg_conn_open(skops);
+		if (!c)
 			break;
-		cookie = bpf_get_socket_cookie(skops);
-		tmpl = bpf_map_lookup_elem(&conn_zero, &zero);
-		if (!tmpl)
-			break;
-		if (bpf_map_update_elem(&RG_MAP_CONNS, &cookie, tmpl, BPF_NOEXIST)) {
-			rg_conn_untracked(skops, cookie);
-			break;
-		}
-		c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
-		if (c) {
-			c->profile = pv->profile;
-			c->port_flags = pv->flags;
-			c->header_timeout_s = pv->header_timeout_s;
-			c->idle_timeout_s = pv->idle_timeout_s;
-			/* the server's header timer runs from about now */
-			c->server_timer = RG_TIMER_HEADER;
-			c->timer_from_ns = bpf_ktime_get_ns();
-			/* egress follows it from the server's first byte */
-			c->eg.armed = rg_egress_on;
-		}
-		if (!c || bpf_sock_hash_update(skops, &RG_MAP_SOCKHASH, &cookie, BPF_NOEXIST)) {
-			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
-			rg_conn_untracked(skops, cookie);
-			break;
-		}
 		/* every segment's header too: see bpf/tcp_rx.h */
 		if (!bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
 							      BPF_SOCK_OPS_STATE_CB_FLAG |
@@ -498,25 +473,8 @@ int rg_sockops(struct bpf_sock_ops *skops)
 			rg_rx_record(skops, c);
 		break;
 	case BPF_SOCK_OPS_STATE_CB:
-		if (skops->args[1] == BPF_TCP_CLOSE) {
-			cookie = bpf_get_socket_cookie(skops);
-			/* only the HTTP/2 verdict creates HTTP/2 state, once h2
-			 * is set, and egress on a --grpc port: a lookup is
-			 * cheaper than two deletes */
-			c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
-			if (c)
-				rg_copy_aborted(c, cookie);
-			/* the verdict runs only once the server accepted; data
-			 * queued before a reset is still read by the server */
-			if (c && !c->started && skops->bytes_received)
-				rg_global_inc(closed_unseen);
-			if (!c || c->h2 || (c->port_flags & RG_PORT_GRPC)) {
-				bpf_map_delete_elem(&RG_MAP_H2_CONNS, &cookie);
-				bpf_map_delete_elem(&RG_MAP_H2_OUT, &cookie);
-				bpf_map_delete_elem(&RG_MAP_H2_CDB, &cookie);
-			}
-			bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
-		}
+		if (skops->args[1] == BPF_TCP_CLOSE)
+			rg_conn_close(skops);
 		break;
 	}
 	return 1;
