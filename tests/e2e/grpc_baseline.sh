@@ -14,13 +14,12 @@ RG_PROFILE=greptimedb # the gRPC port of a GreptimeDB-compatible server
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd node curl ss "$RG_PY"
 GRPC_PY=$RG_BUILD/grpc/py
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
 JS_CLIENT=$RG_ROOT/tests/grpc/client.js
 "$RG_PY" -c 'import grpc, google.protobuf' 2>/dev/null ||
 	rg_skip "needs python3-grpcio and python3-protobuf for $RG_PY (make deps)"
 [ -d "$RG_ROOT/tests/grpc/node_modules/@grpc/grpc-js" ] ||
 	rg_skip "needs @grpc/grpc-js in tests/grpc/node_modules (make deps)"
-[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
+rg_require_grpc_go client
 [ -f "$GRPC_PY/greptime/v1/ingest_pb2.py" ] || rg_fail "build first: $GRPC_PY is missing"
 
 PORT=$(rg_free_port) || rg_fail "no free port"

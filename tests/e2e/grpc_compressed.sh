@@ -15,11 +15,8 @@ RG_PROFILE=greptimedb
 source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd curl bpftool "$RG_PY"
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
-GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
 JS_CLIENT=$RG_ROOT/tests/grpc/client.js
-[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
-[ -x "$GO_SERVER" ] || rg_skip "needs the grpc-go server $GO_SERVER (make)"
+rg_require_grpc_go client server
 [ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
 JS=1
 if ! command -v node >/dev/null 2>&1 || [ ! -d "$RG_ROOT/tests/grpc/node_modules/@grpc/grpc-js" ]; then

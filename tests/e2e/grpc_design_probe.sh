@@ -23,11 +23,10 @@
 source "$(dirname "$0")/lib.sh"
 rg_require_cmd curl ss "$RG_PY"
 GRPC_PY=$RG_BUILD/grpc/py
-GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
 PROBE=$RG_ROOT/tests/grpc/h2_probe.py
 "$RG_PY" -c 'import grpc, google.protobuf, hpack' 2>/dev/null ||
 	rg_skip "needs python3-grpcio, python3-protobuf and python3-hpack for $RG_PY (make deps)"
-[ -x "$GO_SERVER" ] || rg_skip "needs the grpc-go server $GO_SERVER (golang-go, golang-google-grpc-dev; make)"
+rg_require_grpc_go server
 [ -f "$GRPC_PY/greptime/v1/ingest_pb2.py" ] || rg_fail "build first: $GRPC_PY is missing"
 
 ports() { # NAME: NAME_PORT and NAME_ADMIN, distinct free ports

@@ -22,10 +22,9 @@ source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd curl "$RG_PY"
 GT_BIN=$RG_BUILD/greptime/rg-greptime
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
 JS_CLIENT=$RG_ROOT/tests/grpc/client.js
 [ -x "$GT_BIN" ] || rg_skip "needs $GT_BIN (cargo and Debian's librust-hyper-dev, librust-h2-dev, librust-tokio-dev; make)"
-[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
+rg_require_grpc_go client
 "$GT_BIN" --help | grep -q -- --grpc-port || rg_fail "$GT_BIN has no --grpc-port: rebuild"
 # grpc-js needs node and npm's grpc-js; the vmtest guest has neither, and
 # runs the grpc-go client alone

@@ -12,7 +12,6 @@ source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd node curl ss "$RG_PY"
 GRPC_PY=$RG_BUILD/grpc/py
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
 JS_CLIENT=$RG_ROOT/tests/grpc/client.js
 KERN=$RG_BUILD/tests/h2_kern
 OBJ=$RG_BUILD/tests/bpf/h2_load.bpf.o
@@ -20,7 +19,7 @@ OBJ=$RG_BUILD/tests/bpf/h2_load.bpf.o
 	rg_skip "needs python3-grpcio and python3-protobuf for $RG_PY (make deps)"
 [ -d "$RG_ROOT/tests/grpc/node_modules/@grpc/grpc-js" ] ||
 	rg_skip "needs @grpc/grpc-js in tests/grpc/node_modules (make deps)"
-[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
+rg_require_grpc_go client
 [ -x "$KERN" ] && [ -f "$OBJ" ] || rg_fail "build first: $KERN or $OBJ is missing"
 
 PORT=$(rg_free_port) || rg_fail "no free port"

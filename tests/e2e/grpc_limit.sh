@@ -23,11 +23,8 @@ source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd curl ss bpftool "$RG_PY"
 GRPC_PY=$RG_BUILD/grpc/py
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
-GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
 JS_CLIENT=$RG_ROOT/tests/grpc/client.js
-[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
-[ -x "$GO_SERVER" ] || rg_skip "needs the grpc-go server $GO_SERVER (make)"
+rg_require_grpc_go client server
 CC=1 JS=1
 if ! "$RG_PY" -c 'import grpc, google.protobuf, hpack' 2>/dev/null; then
 	[ -n "${VMTEST:-}" ] || rg_skip "needs python3-grpcio, python3-protobuf and python3-hpack for $RG_PY (make deps)"

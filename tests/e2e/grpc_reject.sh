@@ -19,11 +19,8 @@ source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd curl "$RG_PY"
 GRPC_PY=$RG_BUILD/grpc/py
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
-GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
 JS_CLIENT=$RG_ROOT/tests/grpc/client.js
-[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
-[ -x "$GO_SERVER" ] || rg_skip "needs the grpc-go server $GO_SERVER (make)"
+rg_require_grpc_go client server
 # The grpc-go server and client are built binaries; the C-core server and
 # the grpc-js client need python3-grpcio and node.  Where those are missing
 # (the vmtest guest) the grpc-go pair runs alone, so the kernel path is

@@ -20,10 +20,7 @@ RG_PROFILE=greptimedb
 source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd ip tc curl "$RG_PY"
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
-GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
-[ -x "$GO_CLIENT" ] && [ -x "$GO_SERVER" ] ||
-	rg_skip "needs the grpc-go client and server (golang-go, golang-google-grpc-dev; make)"
+rg_require_grpc_go client server
 
 rg_seg_namespace rg-grtx-$$
 

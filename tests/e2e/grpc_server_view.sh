@@ -19,10 +19,9 @@ source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd curl "$RG_PY"
 GRPC_PY=$RG_BUILD/grpc/py
-GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
 GT_BIN=$RG_BUILD/greptime/rg-greptime
 VIEW=$RG_ROOT/tests/grpc/grpc_view.py
-[ -x "$GO_SERVER" ] || rg_skip "needs the grpc-go server $GO_SERVER (golang-go, golang-google-grpc-dev; make)"
+rg_require_grpc_go server
 [ -x "$GT_BIN" ] || rg_skip "needs rg-greptime $GT_BIN (cargo and Debian's librust-*-dev; make)"
 "$RG_PY" -c 'import grpc, google.protobuf, hpack' 2>/dev/null ||
 	rg_skip "needs python3-grpcio, python3-protobuf and python3-hpack (make deps)"

@@ -19,11 +19,8 @@ RG_PROFILE=greptimedb
 source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd curl "$RG_PY"
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
-GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
 PROBE=$RG_ROOT/tests/grpc/h2_probe.py
-[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
-[ -x "$GO_SERVER" ] || rg_skip "needs the grpc-go server $GO_SERVER (make)"
+rg_require_grpc_go client server
 "$RG_PY" -c 'import hpack, google.protobuf' 2>/dev/null ||
 	rg_skip "needs python3-hpack and python3-protobuf (make deps)"
 curl -V | grep -qw HTTP2 || rg_skip "needs a curl with HTTP/2"

@@ -19,10 +19,9 @@ source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd curl node "$RG_PY"
 GT_BIN=$RG_BUILD/greptime/rg-greptime
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
 JS_CLIENT=$RG_ROOT/tests/grpc/client.js
 [ -x "$GT_BIN" ] || rg_skip "needs $GT_BIN (cargo and Debian's librust-hyper-dev, librust-h2-dev, librust-tokio-dev; make)"
-[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
+rg_require_grpc_go client
 [ -d "$RG_ROOT/tests/grpc/node_modules/@grpc/grpc-js" ] ||
 	rg_skip "needs @grpc/grpc-js in tests/grpc/node_modules (make deps)"
 SECS=${WRITER_SECONDS:-60}

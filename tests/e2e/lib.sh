@@ -78,6 +78,46 @@ rg_require_cmd() {
 	done
 }
 
+# The grpc-go client and server tests/grpc builds (make): GO_CLIENT and
+# GO_SERVER; rg_require_grpc_go client|server... skips without them.
+GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
+GO_SERVER=$RG_BUILD/grpc/rg-grpc-go-server
+rg_require_grpc_go() {
+	local w exe
+	for w in "$@"; do
+		case $w in
+		client) exe=$GO_CLIENT ;;
+		server) exe=$GO_SERVER ;;
+		*) rg_fail "rg_require_grpc_go: client or server, not '$w'" ;;
+		esac
+		[ -x "$exe" ] || rg_skip "needs the grpc-go $w $exe (golang-go, golang-google-grpc-dev; make)"
+	done
+}
+
+# The summary of an rgclient.py load run (its JSON in file $1): admitted
+# rows, rejected requests, errors, connections made.
+rg_load_summary() {
+	"$RG_PY" -c '
+import json,sys; s=json.load(open(sys.argv[1]))
+print(s["admitted_rows"], s["rejected_requests"], len(s["errors"]), s["connects"])' "$1"
+}
+
+# The differential suites' databases (e2e/server_view*): t limited to 1
+# row/s and left ~20,000 s in debt by one admitted batch of 20,000 rows
+# written to URL (its db=t write path), free and public unlimited in effect.
+rg_view_limits() { # URL
+	local code debt
+	rg_ctl limit set t 1 >/dev/null || rg_fail "limit set t"
+	rg_ctl limit set free 1000000000000 >/dev/null || rg_fail "limit set free"
+	rg_ctl limit set public 1000000000000 >/dev/null || rg_fail "limit set public"
+	"$RG_PY" -c 'import sys; sys.stdout.write("".join("seed_debt,k=%d v=1\n" % i for i in range(20000)))' \
+		>"$RG_TMP/seed.lp"
+	code=$(curl -s -o /dev/null -w '%{http_code}' --data-binary @"$RG_TMP/seed.lp" "$1")
+	rg_check "the seed batch is admitted ($code)" [ "$code" = 204 ]
+	debt=$(rg_stat t debt_rows)
+	rg_check "t is in debt ($debt rows)" [ "$debt" -ge 19000 ]
+}
+
 # The cgroup v2 mount point (a hybrid host mounts it at /sys/fs/cgroup/unified).
 rg_cgroup2_root() { awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts; }
 

@@ -13,9 +13,7 @@ RG_PROFILE=victoriametrics
 source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd victoria-metrics curl "$RG_PY"
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
-[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
-[ -x "$RG_BUILD/grpc/rg-grpc-go-server" ] || rg_skip "needs $RG_BUILD/grpc/rg-grpc-go-server (make)"
+rg_require_grpc_go client server
 
 rg_mount_bpffs
 rg_start_vm

@@ -15,9 +15,7 @@ source "$(dirname "$0")/lib.sh"
 rg_require_root
 rg_require_cmd influxd curl gzip "$RG_PY"
 [ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
-GO_CLIENT=$RG_BUILD/grpc/rg-grpc-go
-[ -x "$GO_CLIENT" ] || rg_skip "needs the grpc-go client $GO_CLIENT (golang-go, golang-google-grpc-dev; make)"
-[ -x "$RG_BUILD/grpc/rg-grpc-go-server" ] || rg_skip "needs $RG_BUILD/grpc/rg-grpc-go-server (make)"
+rg_require_grpc_go client server
 
 rg_mount_bpffs
 rg_make_cgroup

@@ -113,9 +113,7 @@ done
 touch "$RG_TMP/stop"
 wait "$load_pid" || rg_fail "load client failed"
 t1=$(date +%s.%N)
-read -r adm_rows rej_req errors connects < <("$RG_PY" -c '
-import json,sys; s=json.load(open(sys.argv[1]))
-print(s["admitted_rows"], s["rejected_requests"], len(s["errors"]), s["connects"])' "$RG_TMP/load.json")
+read -r adm_rows rej_req errors connects < <(rg_load_summary "$RG_TMP/load.json")
 elapsed_ms=$("$RG_PY" -c "print(int(($t1 - $t0) * 1000))")
 allowed=$(( LIMIT * elapsed_ms / 1000 + LIMIT + MAXROWS ))
 rg_log "admitted $adm_rows rows in $elapsed_ms ms (allowance $allowed), rejected $rej_req requests, $connects connections"
