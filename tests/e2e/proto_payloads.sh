@@ -191,24 +191,9 @@ expect_exact ingest ndjson 3333
 # series labelled x_greptime_database=tenant_a / __database__=tenant_b, and
 # unlabelled ones that stay in the request's database prom_def
 for db in prom_def tenant_a tenant_b; do rg_ctl limit set $db $BIG >/dev/null; done
-"$RG_PY" - "$RG_TMP/promrw.bin" rg_prw <<'PY'
-import struct, sys, time
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7f; n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n: return bytes(out)
-def fld(num, payload): return varint(num << 3 | 2) + varint(len(payload)) + payload
-def label(k, v): return fld(1, fld(1, k.encode()) + fld(2, v.encode()))
-def sample(v, ts): return fld(2, b"\x09" + struct.pack("<d", v) + b"\x10" + varint(ts))
-def snappy_literal(raw):  # valid snappy block: literals only
-    out = bytearray(varint(len(raw)))
-    for i in range(0, len(raw), 60000):
-        chunk = raw[i:i + 60000]; n = len(chunk) - 1
-        out += bytes([61 << 2]) + struct.pack("<H", n) if n >= 60 else bytes([n << 2])
-        out += chunk
-    return bytes(out)
+PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_TMP/promrw.bin" rg_prw <<'PY'
+import sys, time
+from remote_write import fld, label, sample, snappy_literal
 path, metric = sys.argv[1], sys.argv[2]
 t0 = int(time.time() * 1000) - 3600_000
 req = b""

@@ -104,17 +104,9 @@ post "$RG_TMP/fields.zst" "$BASE/write?db=lpzstd" -H 'Content-Encoding: zstd' >/
 same lpzstd '{db="lpzstd"}' "zstd: read as raw line protocol"
 
 # remote write: 3 series of 10 samples, one NaN and one staleness marker each
-"$RG_PY" - "$RG_TMP/nan.bin" <<'PY'
+PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_TMP/nan.bin" <<'PY'
 import struct, sys, time
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7f; n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n: return bytes(out)
-def fld(num, payload): return varint(num << 3 | 2) + varint(len(payload)) + payload
-def label(k, v): return fld(1, fld(1, k.encode()) + fld(2, v.encode()))
-def sample(bits, ts): return fld(2, b"\x09" + struct.pack("<Q", bits) + b"\x10" + varint(ts))
+from remote_write import fld, label, sample_bits, snappy_literal
 NAN, STALE = 0x7ff8000000000001, 0x7ff0000000000002
 t0 = int(time.time() * 1000) - 600_000
 req = b""
@@ -122,15 +114,9 @@ for s in range(3):
     ts = label("__name__", "rg_nan") + label("series", str(s))
     for j in range(10):
         v = NAN if j == 3 else STALE if j == 9 else struct.unpack("<Q", struct.pack("<d", j))[0]
-        ts += sample(v, t0 + j * 1000)
+        ts += sample_bits(v, t0 + j * 1000)
     req += fld(1, ts)
-raw = req
-out = bytearray(varint(len(raw)))  # snappy block of literals
-for i in range(0, len(raw), 60000):
-    chunk = raw[i:i + 60000]; n = len(chunk) - 1
-    out += (bytes([61 << 2]) + struct.pack("<H", n)) if n >= 60 else bytes([n << 2])
-    out += chunk
-open(sys.argv[1], "wb").write(bytes(out))
+open(sys.argv[1], "wb").write(snappy_literal(req))
 PY
 rg_check "remote write with NaN samples admitted" \
 	[ "$(post "$RG_TMP/nan.bin" "$BASE/api/v1/write?db=prom_nan" -H 'Content-Encoding: snappy' -H 'Content-Type: application/x-protobuf')" = 204 ]
@@ -174,24 +160,14 @@ rg_check "dbg not charged for greptime-dbg ($(rg_stat dbg admitted_rows))" \
 
 # remote write: victoria-metrics ignores the query's db; a series' `db`
 # label files it
-"$RG_PY" - "$RG_TMP/dblabel.bin" <<'PY'
-import struct, sys, time
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7f; n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n: return bytes(out)
-def fld(num, payload): return varint(num << 3 | 2) + varint(len(payload)) + payload
-def label(k, v): return fld(1, fld(1, k.encode()) + fld(2, v.encode()))
-def sample(v, ts): return fld(2, b"\x09" + struct.pack("<d", v) + b"\x10" + varint(ts))
+PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_TMP/dblabel.bin" <<'PY'
+import sys, time
+from remote_write import fld, label, sample, snappy_literal
 t0 = int(time.time() * 1000) - 600_000
 ts = label("__name__", "rg_dbl") + label("db", "dbr")
 for j in range(5):
     ts += sample(j, t0 + j * 1000)
-raw = fld(1, ts)
-out = bytearray(varint(len(raw))) + bytes([61 << 2]) + struct.pack("<H", len(raw) - 1) + raw  # snappy literal
-open(sys.argv[1], "wb").write(bytes(out))
+open(sys.argv[1], "wb").write(snappy_literal(fld(1, ts)))
 PY
 rg_check "remote write with a db label admitted" \
 	[ "$(post "$RG_TMP/dblabel.bin" "$BASE/api/v1/write?db=dbq" -H 'Content-Encoding: snappy' -H 'Content-Type: application/x-protobuf')" = 204 ]
