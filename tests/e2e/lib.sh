@@ -263,9 +263,15 @@ rg_stop_vm() {
 
 # Start InfluxDB 1.x on 127.0.0.1:PORT (a free port for its RPC) inside the
 # cgroup rowgated guards (RG_CGROUP must exist); sets INFLUX_PID.
-# RG_INFLUX_HTTP: more lines of its [http] section (e.g. auth-enabled = true).
+# RG_INFLUX_HTTP: more lines of its [http] section (e.g. auth-enabled = true);
+# RG_INFLUX_MORE: more sections ([[udp]] listeners); RG_INFLUX_NETNS: the
+# network namespace it runs in, listening on all its addresses.
 rg_start_influxd() {
-	local port=$1 rpc
+	local port=$1 rpc bind=127.0.0.1 in=()
+	if [ -n "${RG_INFLUX_NETNS:-}" ]; then
+		in=(ip netns exec "$RG_INFLUX_NETNS")
+		bind= # every address of the namespace
+	fi
 	rpc=$(rg_free_port) || rg_fail "no free port"
 	mkdir -p "$RG_TMP/influx"
 	cat >"$RG_TMP/influxdb.conf" <<CONF
@@ -282,19 +288,21 @@ bind-address = "127.0.0.1:$rpc"
 [continuous_queries]
   enabled = false
 [http]
-  bind-address = "127.0.0.1:$port"
+  bind-address = "$bind:$port"
   log-enabled = false
 ${RG_INFLUX_HTTP:-}
 [logging]
   level = "warn"
+${RG_INFLUX_MORE:-}
 CONF
 	(
 		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-		exec influxd -config "$RG_TMP/influxdb.conf"
+		exec "${in[@]}" influxd -config "$RG_TMP/influxdb.conf"
 	) >"$RG_TMP/influxd.log" 2>&1 &
 	INFLUX_PID=$!
 	rg_on_exit "kill -9 $INFLUX_PID; wait $INFLUX_PID"
-	rg_wait_for 30 curl -sf "http://127.0.0.1:$port/ping" || rg_fail "influxd did not come up"
+	rg_wait_for 30 "${in[@]}" curl -sf "http://127.0.0.1:$port/ping" ||
+		rg_fail "influxd did not come up"
 }
 
 rg_mount_bpffs() {

@@ -51,46 +51,19 @@ rg_wait_for 10 sh -c "ip -n '$NS_CLI' link show '$IF_CLI' | grep -q LOWER_UP" ||
 
 # ---- InfluxDB in the server namespace, in a cgroup rowgated guards ----
 rg_make_cgroup
-mkdir -p "$RG_TMP/influx"
-cat >"$RG_TMP/influxdb.conf" <<EOF
-reporting-disabled = true
-bind-address = "127.0.0.1:8088"
-[meta]
-  dir = "$RG_TMP/influx/meta"
-[data]
-  dir = "$RG_TMP/influx/data"
-  wal-dir = "$RG_TMP/influx/wal"
-  query-log-enabled = false
-[monitor]
-  store-enabled = false
-[continuous_queries]
-  enabled = false
-[http]
-  bind-address = ":$HTTP_PORT"
-  log-enabled = false
-[logging]
-  level = "warn"
-[[udp]]
+RG_INFLUX_NETNS=$NS_SRV RG_INFLUX_MORE="[[udp]]
   enabled = true
-  bind-address = ":$UDP_PORT"
-  database = "udpdb"
+  bind-address = \":$UDP_PORT\"
+  database = \"udpdb\"
   batch-size = 1000
-  batch-timeout = "50ms"
+  batch-timeout = \"50ms\"
   read-buffer = 8388608
 [[udp]]
   enabled = true
-  bind-address = ":$UDP_PORT_MIX"
-  database = "mixed"
+  bind-address = \":$UDP_PORT_MIX\"
+  database = \"mixed\"
   batch-size = 1000
-  batch-timeout = "50ms"
-EOF
-(
-	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-	exec ip netns exec "$NS_SRV" influxd -config "$RG_TMP/influxdb.conf"
-) >"$RG_TMP/influxd.log" 2>&1 &
-INFLUX_PID=$!
-rg_on_exit "kill -9 $INFLUX_PID; wait $INFLUX_PID"
-rg_wait_for 30 in_srv curl -sf "http://127.0.0.1:$HTTP_PORT/ping" || rg_fail "influxd did not come up"
+  batch-timeout = \"50ms\"" rg_start_influxd "$HTTP_PORT"
 rg_wait_for 10 sh -c "ip netns exec '$NS_SRV' ss -Hlun 'sport = :$UDP_PORT' | grep -q ." ||
 	rg_fail "influxd's UDP listener did not come up"
 
