@@ -77,39 +77,6 @@ static int set_u64(json_t *obj, const char *key, __u64 v)
 	return json_object_set_new(obj, key, rg_json_u64(v));
 }
 
-json_t *rg_meta_hb_req_encode(const struct rg_meta_hb_req *req)
-{
-	json_t *obj = json_object(), *arr = json_array(), *d;
-	size_t i;
-
-	if (!obj || !arr)
-		goto nomem;
-	if (json_object_set_new(obj, "node_id", json_string(req->node_id)) ||
-	    set_u64(obj, "interval_ms", req->interval_ms))
-		goto nomem;
-	for (i = 0; i < req->count; i++) {
-		const struct rg_meta_hb_db *e = &req->dbs[i];
-
-		d = json_object();
-		if (!d || json_array_append_new(arr, d))
-			goto nomem;
-		if (json_object_set_new(d, "db", json_string(e->db.name)) ||
-		    set_u64(d, "admitted_rows_per_s", e->admitted_rows_per_s) ||
-		    set_u64(d, "rejected_rows_per_s", e->rejected_rows_per_s) ||
-		    set_u64(d, "debt_rows", e->debt_rows) ||
-		    set_u64(d, "quota_rows_per_s", e->quota_rows_per_s))
-			goto nomem;
-	}
-	if (json_object_set_new(obj, "databases", arr))
-		goto nomem_obj;
-	return obj;
-nomem:
-	json_decref(arr);
-nomem_obj:
-	json_decref(obj);
-	return NULL;
-}
-
 void rg_meta_hb_req_free(struct rg_meta_hb_req *req)
 {
 	free(req->dbs);
@@ -141,12 +108,139 @@ static int sort_unique(void *base, size_t count, size_t size, char *err, size_t 
 	return 0;
 }
 
-int rg_meta_hb_req_decode(const json_t *obj, struct rg_meta_hb_req *req, char *err,
-			  size_t errlen)
+/* One entry of a "databases" array: @d is its JSON object. */
+typedef int (*db_encode_fn)(json_t *d, const void *entry);
+/* Fills @entry from @d; @err names the member at fault. */
+typedef int (*db_decode_fn)(const json_t *d, void *entry, char *err, size_t errlen);
+
+/*
+ * The "databases" member of @obj: an object per entry of @dbs (@count of
+ * @size bytes, each starting with its struct rg_db_key), "db" first.
+ */
+static int encode_dbs(json_t *obj, const void *dbs, size_t count, size_t size, db_encode_fn encode)
 {
-	const json_t *arr, *d;
+	json_t *arr = json_array(), *d;
+	size_t i;
+
+	if (!arr)
+		return -1;
+	for (i = 0; i < count; i++) {
+		const void *entry = (const char *)dbs + i * size;
+
+		d = json_object();
+		if (!d || json_array_append_new(arr, d) ||
+		    json_object_set_new(d, "db",
+					json_string(((const struct rg_db_key *)entry)->name)) ||
+		    encode(d, entry)) {
+			json_decref(arr);
+			return -1;
+		}
+	}
+	return json_object_set_new(obj, "databases", arr);
+}
+
+/*
+ * A "databases" array into *@dbs (calloc'd, freed by the caller even on
+ * failure), @count counting the entries decoded, sorted and unique by name;
+ * @what names the message in the error for a long array.
+ */
+static int decode_dbs(const json_t *arr, const char *what, void **dbs, size_t *count, size_t size,
+		      db_decode_fn decode, char *err, size_t errlen)
+{
+	const json_t *d;
 	char sub[192];
 	size_t i;
+	int ret;
+
+	if (json_array_size(arr) > RG_MAX_DATABASES) {
+		snprintf(err, errlen, "a %s lists at most %d databases", what, RG_MAX_DATABASES);
+		return -E2BIG;
+	}
+	/* + 1: calloc(0) may return NULL */
+	*dbs = calloc(json_array_size(arr) + 1, size);
+	if (!*dbs) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	json_array_foreach(arr, i, d) {
+		void *entry = (char *)*dbs + i * size;
+
+		if (!json_is_object(d)) {
+			snprintf(err, errlen, "databases[%zu] must be an object", i);
+			return -EINVAL;
+		}
+		ret = get_db(d, entry, sub, sizeof(sub));
+		if (!ret)
+			ret = decode(d, entry, sub, sizeof(sub));
+		if (ret) {
+			snprintf(err, errlen, "databases[%zu]: %s", i, sub);
+			return ret;
+		}
+		(*count)++;
+	}
+	return sort_unique(*dbs, *count, size, err, errlen);
+}
+
+static int hb_db_encode(json_t *d, const void *entry)
+{
+	const struct rg_meta_hb_db *e = entry;
+
+	return set_u64(d, "admitted_rows_per_s", e->admitted_rows_per_s) ||
+	       set_u64(d, "rejected_rows_per_s", e->rejected_rows_per_s) ||
+	       set_u64(d, "debt_rows", e->debt_rows) ||
+	       set_u64(d, "quota_rows_per_s", e->quota_rows_per_s);
+}
+
+static int hb_db_decode(const json_t *d, void *entry, char *err, size_t errlen)
+{
+	struct rg_meta_hb_db *e = entry;
+	int ret;
+
+	if ((ret = get_u64(d, "admitted_rows_per_s", &e->admitted_rows_per_s, true, err, errlen)) ||
+	    (ret = get_u64(d, "rejected_rows_per_s", &e->rejected_rows_per_s, true, err, errlen)) ||
+	    (ret = get_u64(d, "debt_rows", &e->debt_rows, false, err, errlen)) ||
+	    (ret = get_u64(d, "quota_rows_per_s", &e->quota_rows_per_s, false, err, errlen)))
+		return ret;
+	return 0;
+}
+
+static int hb_grant_encode(json_t *d, const void *entry)
+{
+	const struct rg_meta_hb_grant *g = entry;
+
+	return set_u64(d, "limit", g->limit_rows_per_s) || set_u64(d, "quota", g->quota_rows_per_s);
+}
+
+static int hb_grant_decode(const json_t *d, void *entry, char *err, size_t errlen)
+{
+	struct rg_meta_hb_grant *g = entry;
+	int ret;
+
+	if ((ret = get_u64(d, "limit", &g->limit_rows_per_s, true, err, errlen)) ||
+	    (ret = get_u64(d, "quota", &g->quota_rows_per_s, false, err, errlen)))
+		return ret;
+	return 0;
+}
+
+json_t *rg_meta_hb_req_encode(const struct rg_meta_hb_req *req)
+{
+	json_t *obj = json_object();
+
+	if (!obj)
+		return NULL;
+	if (json_object_set_new(obj, "node_id", json_string(req->node_id)) ||
+	    set_u64(obj, "interval_ms", req->interval_ms) ||
+	    encode_dbs(obj, req->dbs, req->count, sizeof(req->dbs[0]), hb_db_encode)) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+int rg_meta_hb_req_decode(const json_t *obj, struct rg_meta_hb_req *req, char *err, size_t errlen)
+{
+	const json_t *arr;
+	void *dbs = NULL;
 	int ret;
 
 	memset(req, 0, sizeof(*req));
@@ -172,69 +266,27 @@ int rg_meta_hb_req_decode(const json_t *obj, struct rg_meta_hb_req *req, char *e
 		snprintf(err, errlen, "\"databases\" must be an array");
 		return -EINVAL;
 	}
-	if (json_array_size(arr) > RG_MAX_DATABASES) {
-		snprintf(err, errlen, "a heartbeat lists at most %d databases", RG_MAX_DATABASES);
-		return -E2BIG;
-	}
-	req->dbs = calloc(json_array_size(arr) + 1, sizeof(req->dbs[0]));
-	if (!req->dbs) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	json_array_foreach(arr, i, d) {
-		struct rg_meta_hb_db *e = &req->dbs[i];
-
-		if (!json_is_object(d)) {
-			snprintf(err, errlen, "databases[%zu] must be an object", i);
-			return -EINVAL;
-		}
-		if ((ret = get_db(d, &e->db, sub, sizeof(sub))) ||
-		    (ret = get_u64(d, "admitted_rows_per_s", &e->admitted_rows_per_s, true, sub,
-				   sizeof(sub))) ||
-		    (ret = get_u64(d, "rejected_rows_per_s", &e->rejected_rows_per_s, true, sub,
-				   sizeof(sub))) ||
-		    (ret = get_u64(d, "debt_rows", &e->debt_rows, false, sub, sizeof(sub))) ||
-		    (ret = get_u64(d, "quota_rows_per_s", &e->quota_rows_per_s, false, sub,
-				   sizeof(sub)))) {
-			snprintf(err, errlen, "databases[%zu]: %s", i, sub);
-			return ret;
-		}
-		req->count++;
-	}
-	return sort_unique(req->dbs, req->count, sizeof(req->dbs[0]), err, errlen);
+	ret = decode_dbs(arr, "heartbeat", &dbs, &req->count, sizeof(req->dbs[0]), hb_db_decode,
+			 err, errlen);
+	req->dbs = dbs;
+	return ret;
 }
 
 json_t *rg_meta_hb_reply_encode(const struct rg_meta_hb_reply *reply)
 {
-	json_t *obj = json_object(), *arr = json_array(), *d;
-	size_t i;
+	json_t *obj = json_object();
 
-	if (!obj || !arr)
-		goto nomem;
+	if (!obj)
+		return NULL;
 	if (json_object_set_new(obj, "ok", json_true()) ||
 	    set_u64(obj, "lease_ms", reply->lease_ms) ||
 	    set_u64(obj, "heartbeat_interval_ms", reply->heartbeat_interval_ms) ||
-	    json_object_set_new(obj, "learning", json_boolean(reply->learning)))
-		goto nomem;
-	for (i = 0; i < reply->count; i++) {
-		const struct rg_meta_hb_grant *g = &reply->dbs[i];
-
-		d = json_object();
-		if (!d || json_array_append_new(arr, d))
-			goto nomem;
-		if (json_object_set_new(d, "db", json_string(g->db.name)) ||
-		    set_u64(d, "limit", g->limit_rows_per_s) ||
-		    set_u64(d, "quota", g->quota_rows_per_s))
-			goto nomem;
+	    json_object_set_new(obj, "learning", json_boolean(reply->learning)) ||
+	    encode_dbs(obj, reply->dbs, reply->count, sizeof(reply->dbs[0]), hb_grant_encode)) {
+		json_decref(obj);
+		return NULL;
 	}
-	if (json_object_set_new(obj, "databases", arr))
-		goto nomem_obj;
 	return obj;
-nomem:
-	json_decref(arr);
-nomem_obj:
-	json_decref(obj);
-	return NULL;
 }
 
 void rg_meta_hb_reply_free(struct rg_meta_hb_reply *reply)
@@ -247,9 +299,8 @@ void rg_meta_hb_reply_free(struct rg_meta_hb_reply *reply)
 int rg_meta_hb_reply_decode(const json_t *obj, struct rg_meta_hb_reply *reply, char *err,
 			    size_t errlen)
 {
-	const json_t *arr, *d;
-	char sub[192];
-	size_t i;
+	const json_t *arr;
+	void *dbs = NULL;
 	int ret;
 
 	memset(reply, 0, sizeof(*reply));
@@ -273,31 +324,10 @@ int rg_meta_hb_reply_decode(const json_t *obj, struct rg_meta_hb_reply *reply, c
 		snprintf(err, errlen, "\"databases\" is missing or not an array");
 		return -EINVAL;
 	}
-	if (json_array_size(arr) > RG_MAX_DATABASES) {
-		snprintf(err, errlen, "a reply lists at most %d databases", RG_MAX_DATABASES);
-		return -E2BIG;
-	}
-	reply->dbs = calloc(json_array_size(arr) + 1, sizeof(reply->dbs[0]));
-	if (!reply->dbs) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	json_array_foreach(arr, i, d) {
-		struct rg_meta_hb_grant *g = &reply->dbs[i];
-
-		if (!json_is_object(d)) {
-			snprintf(err, errlen, "databases[%zu] must be an object", i);
-			return -EINVAL;
-		}
-		if ((ret = get_db(d, &g->db, sub, sizeof(sub))) ||
-		    (ret = get_u64(d, "limit", &g->limit_rows_per_s, true, sub, sizeof(sub))) ||
-		    (ret = get_u64(d, "quota", &g->quota_rows_per_s, false, sub, sizeof(sub)))) {
-			snprintf(err, errlen, "databases[%zu]: %s", i, sub);
-			return ret;
-		}
-		reply->count++;
-	}
-	return sort_unique(reply->dbs, reply->count, sizeof(reply->dbs[0]), err, errlen);
+	ret = decode_dbs(arr, "reply", &dbs, &reply->count, sizeof(reply->dbs[0]), hb_grant_decode,
+			 err, errlen);
+	reply->dbs = dbs;
+	return ret;
 }
 
 int rg_meta_limit_body_decode(const json_t *obj, __u64 *limit, char *err, size_t errlen)
