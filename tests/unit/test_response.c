@@ -54,6 +54,20 @@ static uint64_t any_u64(uint64_t *s)
 	}
 }
 
+/* The numbers of a random response and its database: a name of random
+ * length, all one letter (picked by i). */
+static void any_response(struct rg_response *r, struct rg_db_key *db, uint64_t *s, int i)
+{
+	memset(db, 0, sizeof(*db));
+	r->retry_after_s = any_u64(s);
+	r->rows = any_u64(s);
+	r->quota_rows_per_s = any_u64(s);
+	r->limit_rows_per_s = any_u64(s);
+	r->estimated = xorshift(s) & 1;
+	r->db_len = (uint32_t)(xorshift(s) % RG_DB_NAME_MAX);
+	memset(db->name, 'a' + i % 26, r->db_len);
+}
+
 static void test_digits(void)
 {
 	char buf[32];
@@ -95,17 +109,10 @@ static void test_plan_and_write(void)
 		bool want_close;
 
 		memset(&out, 0x5a, sizeof(out));
-		memset(&db, 0, sizeof(db));
 		r.kind = xorshift(&s) % 4 ? RG_RESP_429 : RG_RESP_400;
 		r.error = (uint8_t)(xorshift(&s) % (RG_RESP_ERR_H2_UNCOUNTED + 1));
-		r.retry_after_s = any_u64(&s);
-		r.rows = any_u64(&s);
-		r.quota_rows_per_s = any_u64(&s);
-		r.limit_rows_per_s = any_u64(&s);
-		r.estimated = xorshift(&s) & 1;
+		any_response(&r, &db, &s, i);
 		r.close = want_close = xorshift(&s) & 1;
-		r.db_len = (uint32_t)(xorshift(&s) % RG_DB_NAME_MAX);
-		memset(db.name, 'a' + i % 26, r.db_len);
 		db.name[0] = r.db_len ? '_' : '\0';
 		/* targets around the sizes that matter: tiny, ~the short and
 		 * long forms, whole skbs */
@@ -185,15 +192,8 @@ static void test_unpadded(void)
 		struct rg_db_key db;
 		uint32_t len;
 
-		memset(&db, 0, sizeof(db));
 		r.kind = RG_RESP_429;
-		r.retry_after_s = any_u64(&s);
-		r.rows = any_u64(&s);
-		r.quota_rows_per_s = any_u64(&s);
-		r.limit_rows_per_s = any_u64(&s);
-		r.estimated = xorshift(&s) & 1;
-		r.db_len = (uint32_t)(xorshift(&s) % RG_DB_NAME_MAX);
-		memset(db.name, 'a' + i % 26, r.db_len);
+		any_response(&r, &db, &s, i);
 		CHECK(rg_response_plan_unpadded(&r) == 0, "refused: %u bytes", r.text_len);
 		CHECK(!r.short_form && r.close && !r.ows && r.total_len == r.text_len,
 		      "short %d close %d ows %d text %u total %u", r.short_form, r.close, r.ows,
