@@ -205,26 +205,27 @@ static int serve(struct daemon *d, int notify_fd)
 	return 0;
 }
 
-/* What /metrics reads: it outlives every listener (rgd_metrics_move). */
-static struct rg_metrics_maps metrics_maps;
-
-int rgd_metrics_move(struct daemon *d, const char *addr)
+/* The /metrics endpoint over the maps and rowgated's own counters; even
+ * without --metrics, as SIGHUP may give it an address (rgd_reload). */
+static int metrics_start(struct daemon *d)
 {
-	struct rg_metrics *m = NULL;
+	struct rg_metrics_maps mm = {
+		.limits_fd = bpf_map__fd(d->skel->maps.RG_MAP_LIMITS),
+		.buckets_fd = bpf_map__fd(d->skel->maps.RG_MAP_BUCKETS),
+		.db_stats_fd = bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS),
+		.global_fd = bpf_map__fd(d->skel->maps.RG_MAP_GLOBAL),
+		.proto_stats_fd = bpf_map__fd(d->skel->maps.RG_MAP_PROTO_STATS),
+		.bpffs = d->cfg->bpffs,
+		.reconciler = d->rec,
+		.closer = d->closer,
+		.agent = d->agent,
+	};
 	int err;
 
-	/* the new listener first: if it cannot listen, the old one stays */
-	if (addr) {
-		err = rg_metrics_start(addr, &metrics_maps, &m);
-		if (err) {
-			pr_err("/metrics stays %s%s", d->cfg->metrics_addr ? "on " : "off",
-			       d->cfg->metrics_addr ? d->cfg->metrics_addr : "");
-			return err;
-		}
-	}
-	rg_metrics_stop(d->metrics);
-	d->metrics = m;
-	return 0;
+	err = rg_metrics_new(&mm, &d->metrics);
+	if (!err && d->cfg->metrics_addr)
+		err = rg_metrics_listen(d->metrics, d->cfg->metrics_addr);
+	return err;
 }
 
 int main(int argc, char **argv)
@@ -308,7 +309,7 @@ int main(int argc, char **argv)
 	 * 0).  serve() reads them from a signalfd. */
 	stop_signals(&mask);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	/* the agent first: /metrics reads it until rg_metrics_stop */
+	/* the agent first: /metrics reads it until rg_metrics_free */
 	if (cfg.meta_url) {
 		struct rg_meta_agent_config mc = {
 			.urls = cfg.meta_url,
@@ -327,22 +328,11 @@ int main(int argc, char **argv)
 		if (rg_meta_agent_start(&mc, &d.agent))
 			goto stop;
 	}
-	metrics_maps = (struct rg_metrics_maps){
-		.limits_fd = bpf_map__fd(d.skel->maps.RG_MAP_LIMITS),
-		.buckets_fd = bpf_map__fd(d.skel->maps.RG_MAP_BUCKETS),
-		.db_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_DB_STATS),
-		.global_fd = bpf_map__fd(d.skel->maps.RG_MAP_GLOBAL),
-		.proto_stats_fd = bpf_map__fd(d.skel->maps.RG_MAP_PROTO_STATS),
-		.bpffs = cfg.bpffs,
-		.reconciler = d.rec,
-		.closer = d.closer,
-		.agent = d.agent,
-	};
-	if (cfg.metrics_addr && rg_metrics_start(cfg.metrics_addr, &metrics_maps, &d.metrics))
+	if (metrics_start(&d))
 		goto stop_threads;
 	ret = serve(&d, notify_fd) ? 1 : 0;
 stop_threads:
-	rg_metrics_stop(d.metrics);
+	rg_metrics_free(d.metrics);
 	d.metrics = NULL;
 	rg_meta_agent_stop(d.agent);
 	d.agent = NULL;
@@ -356,7 +346,7 @@ stop:
 out:
 	if (d.cgroup_watch_fd >= 0)
 		close(d.cgroup_watch_fd);
-	rg_metrics_stop(d.metrics);
+	rg_metrics_free(d.metrics);
 	rg_reconciler_free(d.rec);
 	rg_h2_closer_free(d.closer);
 	if (d.admin_fd >= 0) {

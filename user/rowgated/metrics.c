@@ -416,11 +416,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *conn, const char
 	return ret;
 }
 
-int rg_metrics_start(const char *addr, const struct rg_metrics_maps *maps, struct rg_metrics **out)
+/* *mhd serving m on addr; 0 or negative errno (logged). */
+static int listen_on(struct rg_metrics *m, const char *addr, struct MHD_Daemon **mhd)
 {
 	unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
 	struct rg_listen_addr la;
-	struct rg_metrics *m;
 	char err[300];
 
 	if (rg_listen_addr_parse(addr, &la, err, sizeof(err))) {
@@ -429,40 +429,61 @@ int rg_metrics_start(const char *addr, const struct rg_metrics_maps *maps, struc
 		       addr, err);
 		return -EINVAL;
 	}
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->maps = *maps;
 	if (la.any) {
 		/* IPv6 and IPv4 on one socket; IPv4 alone where IPv6 is off */
-		m->mhd = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, la.port, NULL, NULL, handle,
-					  m, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
-		if (!m->mhd)
-			m->mhd = MHD_start_daemon(flags, la.port, NULL, NULL, handle, m,
-						  MHD_OPTION_CONNECTION_TIMEOUT, 10u,
-						  MHD_OPTION_END);
+		*mhd = MHD_start_daemon(flags | MHD_USE_DUAL_STACK, la.port, NULL, NULL, handle, m,
+					MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+		if (!*mhd)
+			*mhd = MHD_start_daemon(flags, la.port, NULL, NULL, handle, m,
+						MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
 	} else {
 		if (la.ss.ss_family == AF_INET6)
 			flags |= MHD_USE_IPv6;
-		m->mhd = MHD_start_daemon(flags, la.port, NULL, NULL, handle, m,
-					  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&la.ss,
-					  MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+		*mhd = MHD_start_daemon(flags, la.port, NULL, NULL, handle, m, MHD_OPTION_SOCK_ADDR,
+					(struct sockaddr *)&la.ss, MHD_OPTION_CONNECTION_TIMEOUT,
+					10u, MHD_OPTION_END);
 	}
-	if (!m->mhd) {
+	if (!*mhd) {
 		pr_err("cannot serve metrics on %s (address in use, or not an address of "
 		       "this host?)",
 		       addr);
-		free(m);
 		return -EADDRINUSE;
 	}
+	return 0;
+}
+
+int rg_metrics_new(const struct rg_metrics_maps *maps, struct rg_metrics **out)
+{
+	struct rg_metrics *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	m->maps = *maps;
 	*out = m;
 	return 0;
 }
 
-void rg_metrics_stop(struct rg_metrics *m)
+int rg_metrics_listen(struct rg_metrics *m, const char *addr)
+{
+	struct MHD_Daemon *mhd = NULL;
+	int err;
+
+	/* the new listener first: if it cannot listen, the old one stays */
+	if (addr) {
+		err = listen_on(m, addr, &mhd);
+		if (err)
+			return err;
+	}
+	if (m->mhd)
+		MHD_stop_daemon(m->mhd);
+	m->mhd = mhd;
+	return 0;
+}
+
+void rg_metrics_free(struct rg_metrics *m)
 {
 	if (!m)
 		return;
-	MHD_stop_daemon(m->mhd);
+	rg_metrics_listen(m, NULL);
 	free(m);
 }

@@ -21,13 +21,16 @@ struct rg_metrics_maps {
 	struct rg_meta_agent *agent;		/* --meta's agent; NULL: none */
 };
 
-/* Serve http://ADDR/metrics; addr is "IP:PORT", "[IPv6]:PORT",
- * "HOST:PORT" (its first address) or ":PORT" (every address of the host):
- * rg_listen_addr_parse.  maps (and what it points to) must outlive the
- * listener.  Returns 0 or negative errno (logged). */
-int rg_metrics_start(const char *addr, const struct rg_metrics_maps *maps,
-		     struct rg_metrics **out);
-void rg_metrics_stop(struct rg_metrics *m);
+/* The /metrics endpoint over maps (copied; what it points to must outlive
+ * the endpoint), listening nowhere yet.  0 or -ENOMEM. */
+int rg_metrics_new(const struct rg_metrics_maps *maps, struct rg_metrics **out);
+/* Serve http://ADDR/metrics, and no longer the address before; NULL: serve
+ * nowhere.  addr is "IP:PORT", "[IPv6]:PORT", "HOST:PORT" (its first
+ * address) or ":PORT" (every address of the host): rg_listen_addr_parse.
+ * The new listener opens first, so on failure the old one stays.  Returns 0
+ * or negative errno (logged). */
+int rg_metrics_listen(struct rg_metrics *m, const char *addr);
+void rg_metrics_free(struct rg_metrics *m);
 
 /* The exposition text (malloc'd, NUL-terminated); NULL on allocation failure. */
 char *rg_metrics_render(const struct rg_metrics_maps *maps);

@@ -305,7 +305,7 @@ static int opt_metrics(struct config *cfg, const char *v, char *err, size_t len)
 	struct rg_listen_addr la;
 	char why[300];
 
-	/* refused before anything is attached; rg_metrics_start resolves it
+	/* refused before anything is attached; rg_metrics_listen resolves it
 	 * again when it listens */
 	if (rg_listen_addr_parse(v, &la, why, sizeof(why)))
 		return EXPECT("%s (e.g. :9464, 127.0.0.1:9464, [::1]:9464, localhost:9464)", why);
@@ -1255,8 +1255,11 @@ int rgd_reload(struct daemon *d, int argc, char **argv)
 	if (!same_str(cur->metrics_addr, next->metrics_addr)) {
 		const char *addr = next->metrics_addr ? own(cur, next->metrics_addr) : NULL;
 
-		err = rgd_metrics_move(d, addr);
-		if (!err) {
+		err = rg_metrics_listen(d->metrics, addr);
+		if (err) {
+			pr_err("/metrics stays %s%s", cur->metrics_addr ? "on " : "off",
+			       cur->metrics_addr ? cur->metrics_addr : "");
+		} else {
 			cur->metrics_addr = addr;
 			pr_notice("SIGHUP: /metrics %s%s", addr ? "now on " : "off", addr ? addr : "");
 		}

@@ -120,8 +120,6 @@ void rgd_config_free(struct config *cfg);
 /* SIGHUP: read both again; apply routes, log level and the metrics
  * address, log what waits for a restart.  0 or negative errno (logged). */
 int rgd_reload(struct daemon *d, int argc, char **argv);
-/* main.c: /metrics moved to addr (NULL: off); 0 or negative errno. */
-int rgd_metrics_move(struct daemon *d, const char *addr);
 
 /* routes.c: one --route PATH=PROTO (0 or negative errno), a routes file
  * (logged), and the ports and routes maps written from cfg. */
