@@ -676,7 +676,7 @@ RG_INLINE bool rg_http_write_method(const struct rg_http_head *h)
 	return h->method == RG_W8('P', 'O', 'S', 'T', 0, 0, 0, 0);
 }
 
-/* Host and port of an absolute-form target ended at c (Go profiles). */
+/* The authority of an absolute-form target ended at c. */
 RG_INLINE int rg_abs_authority_end(struct rg_http_head *h, __u8 c)
 {
 	if (c == '/') {
@@ -740,17 +740,9 @@ RG_INLINE int rg_hs_target_start(struct rg_http_head *h, __u8 c)
 /* Request line: an absolute-form target (non-Go profiles) up to its path. */
 RG_INLINE int rg_hs_abs_target(struct rg_http_head *h, __u8 c)
 {
-	if (c == '/' && ++h->abs_slashes == 3) {
-		h->state = RG_HS_PATH;
-		rg_path_char(h, c);
-		return RG_HEAD_MORE;
-	}
-	if (c == '?') {
-		h->state = RG_HS_QUERY_NAME;
-		return RG_HEAD_MORE;
-	}
-	if (c == ' ')
-		return rg_target_end(h);
+	/* the authority ends at the third slash, '?' or SP */
+	if ((c == '/' && ++h->abs_slashes == 3) || c == '?' || c == ' ')
+		return rg_abs_authority_end(h, c);
 	if (c < 0x21 || c == 0x7f)
 		return RG_HEAD_ERR_MALFORMED;
 	return rg_gt_target_byte(c, false);
