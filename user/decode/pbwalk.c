@@ -69,6 +69,17 @@ static inline int pb_varint(struct pbr *r, uint64_t *out)
 
 static int pb_skip_group(struct pbr *r, uint32_t num, int depth);
 
+/* The next n bytes of r as f's payload: 0, or -1 if r ends before. */
+static int pb_take(struct pbr *r, struct pbf *f, uint64_t n)
+{
+	if (n > (uint64_t)(r->end - r->p))
+		return -1;
+	f->sub.p = r->p;
+	f->sub.end = r->p + n;
+	r->p += n;
+	return 0;
+}
+
 /* Read the next field; returns 0, or -1 with *why set. */
 static int pb_next(struct pbr *r, struct pbf *f, const char **why)
 {
@@ -96,30 +107,21 @@ static int pb_next(struct pbr *r, struct pbf *f, const char **why)
 		}
 		return 0;
 	case WT_I64:
-	case WT_I32: {
-		size_t n = f->wt == WT_I64 ? 8 : 4;
-
-		if ((size_t)(r->end - r->p) < n) {
+	case WT_I32:
+		if (pb_take(r, f, f->wt == WT_I64 ? 8 : 4)) {
 			*why = "truncated fixed-width field";
 			return -1;
 		}
-		f->sub.p = r->p;
-		f->sub.end = r->p + n;
-		r->p += n;
 		return 0;
-	}
 	case WT_LEN:
 		if (pb_varint(r, &len)) {
 			*why = "truncated length";
 			return -1;
 		}
-		if (len > (uint64_t)(r->end - r->p)) {
+		if (pb_take(r, f, len)) {
 			*why = "length runs past its message";
 			return -1;
 		}
-		f->sub.p = r->p;
-		f->sub.end = r->p + len;
-		r->p += len;
 		return 0;
 	case WT_SGROUP:
 		if (pb_skip_group(r, f->num, RG_PB_MAX_GROUP_DEPTH)) {
