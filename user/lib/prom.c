@@ -89,13 +89,20 @@ void rg_prom_sample(struct rg_prom *t, const char *name, unsigned long long valu
 	rg_prom_printf(t, "%s %llu\n", name, value);
 }
 
+void rg_prom_one(struct rg_prom *t, const char *name, const char *type, const char *help,
+		 unsigned long long value)
+{
+	rg_prom_header(t, name, type, help);
+	rg_prom_sample(t, name, value);
+}
+
 void rg_prom_table(struct rg_prom *t, const struct rg_counter_table *tab, const void *st)
 {
 	for (size_t i = 0; i < tab->n; i++) {
 		const struct rg_counter_desc *d = &tab->d[i];
 
-		rg_prom_header(t, d->series, rg_counter_kind_name(d->kind), d->help);
-		rg_prom_sample(t, d->series, (unsigned long long)rg_counter_get(d, st));
+		rg_prom_one(t, d->series, rg_counter_kind_name(d->kind), d->help,
+			    (unsigned long long)rg_counter_get(d, st));
 	}
 }
 

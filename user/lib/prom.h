@@ -32,6 +32,9 @@ void rg_prom_header(struct rg_prom *t, const char *name, const char *type, const
 void rg_prom_label(struct rg_prom *t, const char *name, const char *value);
 /* A sample without labels: "name value\n". */
 void rg_prom_sample(struct rg_prom *t, const char *name, unsigned long long value);
+/* One series without labels: its HELP, TYPE and sample, the name once. */
+void rg_prom_one(struct rg_prom *t, const char *name, const char *type, const char *help,
+		 unsigned long long value);
 
 /* Every series of table tab from the struct st, without labels (host-wide
  * counters): HELP, TYPE and one sample each. */

@@ -100,45 +100,37 @@ char *meta_metrics_render(struct meta *m, __u64 now)
 	if (rg_prom_init(&t))
 		return NULL;
 	rg_prom_build_info(&t, RG_VERSION);
-	rg_prom_header(&t, "rowgate_meta_leader", "gauge",
-		       "1 on the replica that allocates (the others redirect to it).");
-	rg_prom_sample(&t, "rowgate_meta_leader", m->leader);
-	rg_prom_header(&t, "rowgate_meta_learning", "gauge",
-		       "1 while a new leader adopts the quotas frontends hold.");
-	rg_prom_sample(&t, "rowgate_meta_learning", m->leader && rg_cluster_learning(cl, now));
-	rg_prom_header(&t, "rowgate_meta_elections_won_total", "counter",
-		       "Times this replica became the leader.");
-	rg_prom_sample(&t, "rowgate_meta_elections_won_total", m->elections_won);
-	rg_prom_header(&t, "rowgate_meta_etcd_errors_total", "counter",
-		       "etcd calls that failed (unreachable, timeout, or an error answer).");
-	rg_prom_sample(&t, "rowgate_meta_etcd_errors_total",
-		       __atomic_load_n(&m->etcd_errors, __ATOMIC_RELAXED));
-	rg_prom_header(&t, "rowgate_meta_heartbeats_total", "counter",
-		       "Frontend heartbeats this replica answered as the leader.");
-	rg_prom_sample(&t, "rowgate_meta_heartbeats_total", cl->heartbeats);
-	rg_prom_header(&t, "rowgate_meta_heartbeats_learning_total", "counter",
-		       "Of them, answered in a learning phase.");
-	rg_prom_sample(&t, "rowgate_meta_heartbeats_learning_total", cl->heartbeats_learning);
-	rg_prom_header(&t, "rowgate_meta_unauthorized_total", "counter",
-		       "Requests refused for a missing or wrong bearer token.");
-	rg_prom_sample(&t, "rowgate_meta_unauthorized_total", m->unauthorized);
-	rg_prom_header(&t, "rowgate_meta_forbidden_total", "counter",
-		       "Requests refused because an agent's token may not make them "
-		       "(a limit change).");
-	rg_prom_sample(&t, "rowgate_meta_forbidden_total", m->forbidden);
-	rg_prom_header(&t, "rowgate_meta_client_cert_refused_total", "counter",
-		       "Requests refused for want of a valid client certificate "
-		       "(--tls-client-ca).");
-	rg_prom_sample(&t, "rowgate_meta_client_cert_refused_total", m->no_client_cert);
-	rg_prom_header(&t, "rowgate_meta_redirects_total", "counter",
-		       "Requests redirected to the leader.");
-	rg_prom_sample(&t, "rowgate_meta_redirects_total", m->redirects);
+	rg_prom_one(&t, "rowgate_meta_leader", "gauge",
+		    "1 on the replica that allocates (the others redirect to it).", m->leader);
+	rg_prom_one(&t, "rowgate_meta_learning", "gauge",
+		    "1 while a new leader adopts the quotas frontends hold.",
+		    m->leader && rg_cluster_learning(cl, now));
+	rg_prom_one(&t, "rowgate_meta_elections_won_total", "counter",
+		    "Times this replica became the leader.", m->elections_won);
+	rg_prom_one(&t, "rowgate_meta_etcd_errors_total", "counter",
+		    "etcd calls that failed (unreachable, timeout, or an error answer).",
+		    __atomic_load_n(&m->etcd_errors, __ATOMIC_RELAXED));
+	rg_prom_one(&t, "rowgate_meta_heartbeats_total", "counter",
+		    "Frontend heartbeats this replica answered as the leader.", cl->heartbeats);
+	rg_prom_one(&t, "rowgate_meta_heartbeats_learning_total", "counter",
+		    "Of them, answered in a learning phase.", cl->heartbeats_learning);
+	rg_prom_one(&t, "rowgate_meta_unauthorized_total", "counter",
+		    "Requests refused for a missing or wrong bearer token.", m->unauthorized);
+	rg_prom_one(&t, "rowgate_meta_forbidden_total", "counter",
+		    "Requests refused because an agent's token may not make them "
+		    "(a limit change).",
+		    m->forbidden);
+	rg_prom_one(&t, "rowgate_meta_client_cert_refused_total", "counter",
+		    "Requests refused for want of a valid client certificate "
+		    "(--tls-client-ca).",
+		    m->no_client_cert);
+	rg_prom_one(&t, "rowgate_meta_redirects_total", "counter",
+		    "Requests redirected to the leader.", m->redirects);
 	for (__u32 i = 0; i < cl->nr_nodes; i++)
 		if (cl->nodes[i].id[0] && now - cl->nodes[i].last_hb_ns < cl->params.lease_ns)
 			live++;
-	rg_prom_header(&t, "rowgate_meta_frontends_live", "gauge",
-		       "Frontends whose last heartbeat is younger than the lease.");
-	rg_prom_sample(&t, "rowgate_meta_frontends_live", live);
+	rg_prom_one(&t, "rowgate_meta_frontends_live", "gauge",
+		    "Frontends whose last heartbeat is younger than the lease.", live);
 	rg_prom_header(&t, "rowgate_meta_frontend_heartbeats_total", "counter",
 		       "Heartbeats answered, by frontend (since this replica first saw it).");
 	for (__u32 i = 0; i < cl->nr_nodes; i++) {

@@ -342,21 +342,20 @@ static void put_health(struct rg_prom *t, const char *bpffs)
 	if (h.entry)
 		put_bool(t, "rowgate_program_attached", "program", "verdict_slot",
 			 h.slot_prog_id != 0);
-	rg_prom_header(t, "rowgate_cgroup_present", "gauge",
-		       "1 while the guarded cgroup exists (its path as recorded at attach).");
-	rg_prom_sample(t, "rowgate_cgroup_present", h.cgroup_present);
-	rg_prom_header(t, "rowgate_connections_adopting", "gauge",
-		       "Connections adopted at a start, not yet at a request boundary.");
-	rg_prom_sample(t, "rowgate_connections_adopting", h.adopting_now);
-	rg_prom_header(t, "rowgate_connections_guarded", "gauge",
-		       "Connections with state now, adopting ones not included.");
-	rg_prom_sample(t, "rowgate_connections_guarded", h.conns_now - h.adopting_now);
-	rg_prom_header(t, "rowgate_connection_table_size", "gauge",
-		       "Connections the table holds (--max-conns); beyond: --conns-full.");
-	rg_prom_sample(t, "rowgate_connection_table_size", h.max_conns);
-	rg_prom_header(t, "rowgate_connections_adopted_total", "counter",
-		       "Connections that predate a start, adopted.");
-	rg_prom_sample(t, "rowgate_connections_adopted_total", h.adopted);
+	rg_prom_one(t, "rowgate_cgroup_present", "gauge",
+		    "1 while the guarded cgroup exists (its path as recorded at attach).",
+		    h.cgroup_present);
+	rg_prom_one(t, "rowgate_connections_adopting", "gauge",
+		    "Connections adopted at a start, not yet at a request boundary.",
+		    h.adopting_now);
+	rg_prom_one(t, "rowgate_connections_guarded", "gauge",
+		    "Connections with state now, adopting ones not included.",
+		    h.conns_now - h.adopting_now);
+	rg_prom_one(t, "rowgate_connection_table_size", "gauge",
+		    "Connections the table holds (--max-conns); beyond: --conns-full.",
+		    h.max_conns);
+	rg_prom_one(t, "rowgate_connections_adopted_total", "counter",
+		    "Connections that predate a start, adopted.", h.adopted);
 }
 
 char *rg_metrics_render(const struct rg_metrics_maps *maps)
