@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* gRPC method routes (docs/grpc.md#7-path-routing): h2_routes, written
- * by rowgated, and rg_h2_route_class, the lookup of the `:path` the HPACK
+ * by rowgated, and rg_h2_route_kind, the lookup of the `:path` the HPACK
  * shadow read. */
 #ifndef ROWGATE_BPF_H2_ROUTE_H
 #define ROWGATE_BPF_H2_ROUTE_H
@@ -28,16 +28,10 @@ struct {
 	__type(value, struct rg_h2_route_key);
 } h2_route_key SEC(".maps");
 
-/* The class of a route found in h2_routes. */
-static __always_inline int rg_h2_route_found(const struct rg_h2_route *r)
-{
-	return rg_h2_route_flags_class(r->flags);
-}
-
-/* The class of the `:path` the HPACK shadow just read: the whole value,
+/* The kind (enum rg_h2_path) of the `:path` the HPACK shadow just read: the whole value,
  * then each prefix length, looked up in h2_routes.  A global function:
  * verified once. */
-__attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t)
+__attribute__((noinline)) int rg_h2_route_kind(struct rg_hpack *t)
 {
 	struct rg_h2_route_key *k;
 	struct rg_h2_route *lens, *r;
@@ -45,10 +39,10 @@ __attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t)
 	__u8 huff, l;
 
 	if (!t)
-		return RG_HPACK_PATH_ROUTED;
+		return RG_PROTO_GREPTIME_GRPC;
 	k = bpf_map_lookup_elem(&h2_route_key, &zero);
 	if (!k)
-		return RG_HPACK_PATH_ROUTED; /* cannot happen: followed, the safe side */
+		return RG_PROTO_GREPTIME_GRPC; /* cannot happen: followed, the safe side */
 	huff = t->huff ? RG_H2_ROUTE_HUFFMAN : 0;
 	__builtin_memset(k, 0, sizeof(*k));
 	if (t->slen <= RG_HPACK_PATH_BYTES) {
@@ -57,12 +51,12 @@ __attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t)
 		__builtin_memcpy(k->b, t->path, RG_HPACK_PATH_BYTES);
 		r = bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k);
 		if (r)
-			return rg_h2_route_found(r);
+			return r->kind;
 	}
 	__builtin_memset(k, 0, sizeof(*k));
 	lens = bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k);
 	if (!lens)
-		return RG_HPACK_PATH_ROUTED; /* routes not written yet: follow all */
+		return RG_PROTO_GREPTIME_GRPC; /* routes not written yet: follow all */
 	for (j = 0; j < RG_H2_ROUTE_LENS; j++) {
 		l = lens->prefix_lens[j];
 		if (l == 0 || l > t->slen || l > RG_HPACK_PATH_BYTES)
@@ -74,9 +68,9 @@ __attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t)
 			k->b[i] = t->path[i] & (__u8)(0 - rg_hpack_ge(l, i + 1));
 		r = bpf_map_lookup_elem(&RG_MAP_H2_ROUTES, k);
 		if (r)
-			return rg_h2_route_found(r);
+			return r->kind;
 	}
-	return RG_HPACK_PATH_OTHER;
+	return RG_H2_PATH_OTHER;
 }
 
 #endif /* ROWGATE_BPF_H2_ROUTE_H */

@@ -22,7 +22,7 @@
 #include "../skb_edit.h"
 #include "egress.h"
 #include "state.h"
-#include "route.h" /* rg_h2_route_class, which the HPACK shadow calls */
+#include "route.h" /* rg_h2_route_kind, which the HPACK shadow calls */
 #include "copy.h"
 #include "judge.h"
 #include "refuse.h"

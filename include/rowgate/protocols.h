@@ -47,6 +47,12 @@ RG_INLINE bool rg_protocol_grpc_only(__u32 p)
 	return p == RG_PROTO_GREPTIME_GRPC || p == RG_PROTO_ARROW_FLIGHT;
 }
 
+/* Whether a protocol is one of OTLP's signals. */
+RG_INLINE bool rg_protocol_otlp(__u32 p)
+{
+	return p >= RG_PROTO_OTLP_METRICS && p <= RG_PROTO_OTLP_TRACES;
+}
+
 /* Whether the kernel counts a protocol's rows itself. */
 RG_INLINE bool rg_protocol_in_kernel(__u32 p)
 {

@@ -7,7 +7,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 /* every stream is followed as a GreptimeDatabase call */
-#define RG_HPACK_ROUTE(t) RG_HPACK_PATH_ROUTED
+#define RG_HPACK_ROUTE(t) RG_PROTO_GREPTIME_GRPC
 #include "h2_load.h"
 
 /* sockets whose received bytes the verdict parses (tests/bpf/h2_kern.c) */

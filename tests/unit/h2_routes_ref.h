@@ -15,7 +15,7 @@
 #define ROUTE_HANDLE_REQUESTS "/greptime.v1.GreptimeDatabase/HandleRequests"
 
 static struct rg_h2_route_key route_keys[RG_H2_ROUTE_PATHS * RG_H2_ROUTE_KEYS_PER_PATH];
-static uint32_t route_flags[RG_H2_ROUTE_PATHS * RG_H2_ROUTE_KEYS_PER_PATH];
+static uint32_t route_kinds[RG_H2_ROUTE_PATHS * RG_H2_ROUTE_KEYS_PER_PATH];
 static int nroute_keys;
 
 /* rowgated's rg_h2_route_paths, as rgd_populate_h2_routes writes them
@@ -30,21 +30,21 @@ static void routes_init(void)
 		int n = rg_h2_route_keys(rg_h2_route_paths[i].path, route_keys + nroute_keys);
 
 		for (int k = 0; k < n; k++)
-			route_flags[nroute_keys + k] = rg_h2_route_paths[i].flags;
+			route_kinds[nroute_keys + k] = rg_h2_route_paths[i].kind;
 		if (n > 0)
 			nroute_keys += n;
 	}
 }
 
-/* The class of key k in the map, 0 if absent. */
+/* The kind of key k in the map, 0 if absent. */
 static int route_found(const struct rg_h2_route_key *k)
 {
-	int i, cls = 0;
+	int i, kind = 0;
 
 	for (i = 0; i < nroute_keys; i++)
 		if (!memcmp(&route_keys[i], k, sizeof(*k)))
-			cls = rg_h2_route_flags_class(route_flags[i]);
-	return cls;
+			kind = (int)route_kinds[i];
+	return kind;
 }
 
 /* The lookups bpf/h2/route.h makes in h2_routes: the whole value, then each
@@ -52,16 +52,16 @@ static int route_found(const struct rg_h2_route_key *k)
 static int test_route(const struct rg_hpack *t)
 {
 	struct rg_h2_route_key k;
-	int i, cls;
+	int i, kind;
 
 	memset(&k, 0, sizeof(k));
 	if (t->slen <= RG_HPACK_PATH_BYTES) {
 		k.len = (uint8_t)t->slen;
 		k.coding = t->huff ? RG_H2_ROUTE_HUFFMAN : 0;
 		memcpy(k.b, t->path, t->slen);
-		cls = route_found(&k);
-		if (cls)
-			return cls;
+		kind = route_found(&k);
+		if (kind)
+			return kind;
 	}
 	for (i = 0; i < nroute_keys; i++) {
 		uint8_t l = route_keys[i].len;
@@ -72,11 +72,11 @@ static int test_route(const struct rg_hpack *t)
 		k.len = l;
 		k.coding = (t->huff ? RG_H2_ROUTE_HUFFMAN : 0) | RG_H2_ROUTE_PREFIX;
 		memcpy(k.b, t->path, l);
-		cls = route_found(&k);
-		if (cls)
-			return cls;
+		kind = route_found(&k);
+		if (kind)
+			return kind;
 	}
-	return RG_HPACK_PATH_OTHER;
+	return RG_H2_PATH_OTHER;
 }
 
 #endif

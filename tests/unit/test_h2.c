@@ -1456,7 +1456,7 @@ static void test_hpack_rfc(void)
 		uint32_t max;
 		const char *hex[3];
 		uint32_t count[3], used[3];
-		int cls[3];
+		int kind[3];
 	} v[] = {
 		{ "C.3",
 		  4096,
@@ -1464,14 +1464,14 @@ static void test_hpack_rfc(void)
 		    "828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565" },
 		  { 1, 2, 3 },
 		  { 57, 110, 164 },
-		  { RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER } },
+		  { RG_H2_PATH_OTHER, RG_H2_PATH_OTHER, RG_H2_PATH_OTHER } },
 		{ "C.4",
 		  4096,
 		  { "828684418cf1e3c2e5f23a6ba0ab90f4ff", "828684be5886a8eb10649cbf",
 		    "828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf" },
 		  { 1, 2, 3 },
 		  { 57, 110, 164 },
-		  { RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER, RG_HPACK_PATH_OTHER } },
+		  { RG_H2_PATH_OTHER, RG_H2_PATH_OTHER, RG_H2_PATH_OTHER } },
 		{ "C.5",
 		  256,
 		  { "4803333032580770726976617465611d4d6f6e2c203231204f637420323031332032303a31333a323120474d546e1768747470733a2f2f7777772e6578616d706c652e636f6d",
@@ -1479,7 +1479,7 @@ static void test_hpack_rfc(void)
 		    "88c1611d4d6f6e2c203231204f637420323031332032303a31333a323220474d54c05a04677a69707738666f6f3d4153444a4b48514b425a584f5157454f50495541585157454f49553b206d61782d6167653d333630303b2076657273696f6e3d31" },
 		  { 4, 4, 3 },
 		  { 222, 222, 215 },
-		  { RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED } },
+		  { RG_PROTO_GREPTIME_GRPC, RG_PROTO_GREPTIME_GRPC, RG_PROTO_GREPTIME_GRPC } },
 		{ "C.6",
 		  256,
 		  { "488264025885aec3771a4b6196d07abe941054d444a8200595040b8166e082a62d1bff6e919d29ad171863c78f0b97c8e9ae82ae43d3",
@@ -1487,7 +1487,7 @@ static void test_hpack_rfc(void)
 		    "88c16196d07abe941054d444a8200595040b8166e084a62d1bffc05a839bd9ab77ad94e7821dd7f2e6c7b335dfdfcd5b3960d5af27087f3672c1ab270fb5291f9587316065c003ed4ee5b1063d5007" },
 		  { 4, 4, 3 },
 		  { 222, 222, 215 },
-		  { RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED, RG_HPACK_PATH_ROUTED } },
+		  { RG_PROTO_GREPTIME_GRPC, RG_PROTO_GREPTIME_GRPC, RG_PROTO_GREPTIME_GRPC } },
 	};
 	struct rg_hpack t;
 	uint8_t b[256];
@@ -1500,7 +1500,7 @@ static void test_hpack_rfc(void)
 		for (j = 0; j < 3; j++) {
 			n = unhex(v[i].hex[j], b);
 			r = hpack_block(&t, b, n);
-			CHECK(r == v[i].cls[j], "%s block %zu: class %d", v[i].what, j + 1, r);
+			CHECK(r == v[i].kind[j], "%s block %zu: kind %d", v[i].what, j + 1, r);
 			CHECK_EQ_U64(t.count, v[i].count[j], v[i].what);
 			CHECK_EQ_U64(t.used, v[i].used[j], v[i].what);
 		}

@@ -217,14 +217,14 @@ int rgd_populate_h2_routes(struct daemon *d)
 	int n, k, j, nlens = 0;
 
 	for (i = 0; i < RG_H2_ROUTE_PATHS; i++) {
-		route.flags = rg_h2_route_paths[i].flags;
+		route.kind = rg_h2_route_paths[i].kind;
 		/* OTLP exports are counted unless --grpc-otlp refuse */
-		if ((route.flags & RG_H2_ROUTE_F_OTLP) && !d->cfg->grpc_otlp_count)
-			route.flags = RG_H2_ROUTE_F_UNCOUNTED;
+		if (rg_protocol_otlp(route.kind) && !d->cfg->grpc_otlp_count)
+			route.kind = RG_H2_PATH_UNCOUNTED;
 		/* DoPut too, unless --grpc-flight refuse */
-		if ((route.flags & RG_H2_ROUTE_F_FLIGHT) && !d->cfg->grpc_flight_count)
-			route.flags = RG_H2_ROUTE_F_UNCOUNTED;
-		if ((route.flags & RG_H2_ROUTE_F_UNCOUNTED) && d->cfg->grpc_uncounted_pass)
+		if (route.kind == RG_PROTO_ARROW_FLIGHT && !d->cfg->grpc_flight_count)
+			route.kind = RG_H2_PATH_UNCOUNTED;
+		if (route.kind == RG_H2_PATH_UNCOUNTED && d->cfg->grpc_uncounted_pass)
 			continue;
 		n = rg_h2_route_keys(rg_h2_route_paths[i].path, keys);
 		if (n < 0)

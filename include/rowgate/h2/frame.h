@@ -296,10 +296,10 @@ RG_INLINE void rg_h2_frame_unread(struct rg_h2_conn *h)
 
 /* ---- frames -------------------------------------------------------------- */
 
-/* A new OTLP/gRPC stream (class cls) with DATA to come: it joins the OTLP
- * set with the database its block names (none: greptime-public, as the
- * server's default). */
-RG_INLINE int rg_h2_hdb_open(struct rg_h2_conn *h, int cls)
+/* A new OTLP/gRPC or DoPut stream (kind: its protocol) with DATA to come:
+ * it joins the header-database set with the database its block names
+ * (none: greptime-public, as the server's default). */
+RG_INLINE int rg_h2_hdb_open(struct rg_h2_conn *h, int kind)
 {
 	__u32 len = 0, s = h->hp.blk_db - 1;
 	struct rg_h2_hdb *e;
@@ -317,10 +317,7 @@ RG_INLINE int rg_h2_hdb_open(struct rg_h2_conn *h, int cls)
 	else
 		__builtin_memset(&e->v, 0, sizeof(e->v));
 	e->len = (__u8)len;
-	e->proto = cls == RG_HPACK_PATH_OTLP_METRICS ? RG_PROTO_OTLP_METRICS :
-		   cls == RG_HPACK_PATH_OTLP_LOGS    ? RG_PROTO_OTLP_LOGS :
-		   cls == RG_HPACK_PATH_OTLP_TRACES  ? RG_PROTO_OTLP_TRACES :
-						       RG_PROTO_ARROW_FLIGHT;
+	e->proto = (__u8)kind;
 	e->sid = h->hb_sid;
 	return 0;
 }
@@ -379,13 +376,13 @@ RG_INLINE int rg_h2_block_end(struct rg_h2_conn *h)
 
 	if (r < 0)
 		return RG_H2_ERR_HPACK;
-	if (h->hb_new && r == RG_HPACK_PATH_UNCOUNTED)
+	if (h->hb_new && r == RG_H2_PATH_UNCOUNTED)
 		return RG_H2_ERR_UNCOUNTED;
-	if (h->hb_new && r >= RG_HPACK_PATH_OTLP_METRICS)
+	if (h->hb_new && rg_h2_path_header_db(r))
 		return h->hb_end ? 0 : rg_h2_hdb_open(h, r);
-	if (h->hb_new && !h->hb_end && r == RG_HPACK_PATH_ROUTED && rg_hpack_block_unary(&h->hp))
+	if (h->hb_new && !h->hb_end && r == RG_PROTO_GREPTIME_GRPC && rg_hpack_block_unary(&h->hp))
 		rg_h2_unary_open(h);
-	if (!h->hb_new || r != RG_HPACK_PATH_OTHER)
+	if (!h->hb_new || r != RG_H2_PATH_OTHER)
 		return 0;
 	h->unrouted_streams++;
 	if (h->hb_end)

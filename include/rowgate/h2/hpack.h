@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1 OR BSD-2-Clause */
 /* HPACK (RFC 7541) of a client's header blocks, read one byte per step as
  * the server's decoder reads them, for one thing: each block's `:path`
- * class (not a path, a routed gRPC method, another path).  It keeps a
+ * kind (the protocol of a routed gRPC method, another path).  It keeps a
  * shadow of the client->server dynamic table: per entry its size (name +
  * value + 32, decoded lengths), its name's length and whether it is a
- * `:path` and of which class, evicted exactly as RFC 7541 §4.  Huffman
+ * `:path` and of which kind, evicted exactly as RFC 7541 §4.  Huffman
  * strings are not decoded: their decoded length is counted (the code is
  * canonical: a symbol's length follows from its first 30 bits), and a
  * `:path` is compared by its wire bytes with the route paths' raw and
@@ -34,31 +34,44 @@
 
 #define RG_HPACK_ERR -7 /* same value as RG_H2_ERR_HPACK */
 
-/* What a field's value is. */
-enum rg_hpack_cls {
-	RG_HPACK_NOT_PATH = 0,
-	RG_HPACK_PATH_OTHER = 1,  /* a `:path` no route names */
-	RG_HPACK_PATH_ROUTED = 2, /* a routed gRPC method */
+/* The kind of a `:path`, one encoding for the route that names it
+ * (h2_routes), the shadow's fields, dynamic-table entries and blocks: the
+ * enum rg_protocol of the gRPC method (RG_PROTO_GREPTIME_GRPC: followed,
+ * each message read; RG_PROTO_OTLP_* and RG_PROTO_ARROW_FLIGHT: their
+ * database is the block's `x-greptime-db-name`, docs/grpc.md#otlp),
+ * RG_PROTO_NONE for a field that is no `:path`, or one of the outcomes
+ * that are no protocol: */
+enum rg_h2_path {
+	RG_H2_PATH_OTHER = 14, /* a `:path` no route names: passed unread */
 	/* a method that writes rows the kernel cannot count: refused */
-	RG_HPACK_PATH_UNCOUNTED = 3,
-	/* an OTLP/gRPC export: its database is `x-greptime-db-name`, its rows
-	 * are counted by rowgated from a copy (docs/grpc.md#otlp) */
-	RG_HPACK_PATH_OTLP_METRICS = 4,
-	RG_HPACK_PATH_OTLP_LOGS = 5,
-	RG_HPACK_PATH_OTLP_TRACES = 6,
-	/* an Arrow Flight DoPut: the same, rows of its record batches */
-	RG_HPACK_PATH_FLIGHT = 7,
-	RG_HPACK_CLS_MASK = 7,
-	/* beside RG_HPACK_PATH_ROUTED: a unary method, whose server takes the
-	 * first request message only (rg_h2_unary_open) */
-	RG_HPACK_CLS_UNARY = 16,
+	RG_H2_PATH_UNCOUNTED = 15,
 };
+_Static_assert((int)RG_PROTO_MAX <= (int)RG_H2_PATH_OTHER, "protocol ids below `:path` outcomes");
+#define RG_H2_PATH_KIND 15 /* the bits of a kind (4 in ent_bits) */
+/* beside a kind: a unary method (GreptimeDatabase/Handle): tonic and
+ * grpc-go hand its handler the first request message and drop the rest
+ * (rg_h2_unary_open) */
+#define RG_H2_PATH_UNARY 16
 
-/* ent_flags: bit 0 the name is `:path`, bits 1-3 enum rg_hpack_cls, bit 4
- * the name is `x-greptime-db-name`, bit 5 RG_HPACK_CLS_UNARY (0 in what
- * builds before it wrote: such a stream is charged every message) */
-#define RG_HPACK_F_PATH_NAME 1
-#define RG_HPACK_F_DB_NAME   16
+/* Whether a kind's database is its block's `x-greptime-db-name`: its
+ * messages do not name one (an OTLP export, a Flight DoPut). */
+RG_INLINE bool rg_h2_path_header_db(__u32 k)
+{
+	return rg_protocol_otlp(k) || k == RG_PROTO_ARROW_FLIGHT;
+}
+
+/* ent_bits: bit 0 the name is `:path`, bits 1-5 its kind and
+ * RG_H2_PATH_UNARY, bit 6 the name is `x-greptime-db-name` */
+#define RG_HPACK_F_PATH_NAME  1
+#define RG_HPACK_F_KIND_SHIFT 1
+#define RG_HPACK_F_DB_NAME    64
+
+/* blk_bits: a `:path` of another kind than the block's first (blk_kind)
+ * came, both mixable (rg_hpack_mixable): the block is followed; either
+ * not (an uncounted method, an export's or DoPut's `:path` beside any
+ * other: not ours to guess): refused.  And RG_H2_PATH_UNARY. */
+#define RG_HPACK_BLK_MIXED    1
+#define RG_HPACK_BLK_CONFLICT 2
 
 /* Values of `x-greptime-db-name` the connection's fields carry, decoded:
  * dynamic-table entries and the block refer to them by slot.  A slot is
@@ -106,40 +119,8 @@ struct rg_h2_route_key {
 	__u8 b[RG_HPACK_PATH_BYTES];
 };
 
-/* route.flags: the method writes rows the kernel cannot count (its
- * database or rows are out of the verdict's reach): its streams are refused */
-#define RG_H2_ROUTE_F_UNCOUNTED 1
-/* route.flags: an OTLP/gRPC export of metrics, logs, traces */
-#define RG_H2_ROUTE_F_OTLP_METRICS 2
-#define RG_H2_ROUTE_F_OTLP_LOGS	   4
-#define RG_H2_ROUTE_F_OTLP_TRACES  8
-#define RG_H2_ROUTE_F_OTLP \
-	(RG_H2_ROUTE_F_OTLP_METRICS | RG_H2_ROUTE_F_OTLP_LOGS | RG_H2_ROUTE_F_OTLP_TRACES)
-/* route.flags: an Arrow Flight DoPut */
-#define RG_H2_ROUTE_F_FLIGHT 16
-/* route.flags: a unary method (GreptimeDatabase/Handle): tonic and
- * grpc-go hand its handler the first request message and drop the rest */
-#define RG_H2_ROUTE_F_UNARY 32
-/* The class of a `:path` a route with these flags names. */
-RG_INLINE int rg_h2_route_flags_class(__u32 flags)
-{
-	if (flags & RG_H2_ROUTE_F_UNCOUNTED)
-		return RG_HPACK_PATH_UNCOUNTED;
-	if (flags & RG_H2_ROUTE_F_OTLP_METRICS)
-		return RG_HPACK_PATH_OTLP_METRICS;
-	if (flags & RG_H2_ROUTE_F_OTLP_LOGS)
-		return RG_HPACK_PATH_OTLP_LOGS;
-	if (flags & RG_H2_ROUTE_F_OTLP_TRACES)
-		return RG_HPACK_PATH_OTLP_TRACES;
-	if (flags & RG_H2_ROUTE_F_FLIGHT)
-		return RG_HPACK_PATH_FLIGHT;
-	if (flags & RG_H2_ROUTE_F_UNARY)
-		return RG_HPACK_PATH_ROUTED | RG_HPACK_CLS_UNARY;
-	return RG_HPACK_PATH_ROUTED;
-}
-
 struct rg_h2_route {
-	__u32 flags;			    /* RG_H2_ROUTE_F_* */
+	__u32 kind; /* enum rg_h2_path: a protocol or uncounted, | RG_H2_PATH_UNARY */
 	__u8 prefix_lens[RG_H2_ROUTE_LENS]; /* lengths of prefix keys, 0: none */
 };
 
@@ -172,8 +153,8 @@ struct rg_hpack {
 	__u8 in_value; /* the string is the value (else the name) */
 	__u8 is_path;  /* the field's name is `:path` */
 	__u8 name_pos; /* literal name bytes equal to `:path` so far; 0xff: differs */
-	__u8 cls;      /* enum rg_hpack_cls of the field */
-	__u8 blk;      /* bit per enum rg_hpack_cls of the block's fields */
+	__u8 kind;     /* the field's `:path` kind (enum rg_h2_path) */
+	__u8 blk_kind; /* the kind of the block's first `:path`, 0: none */
 	__u8 is_db;    /* the field's name is `x-greptime-db-name` */
 	__u8 db_pos;   /* literal name bytes equal to it so far; 0xff: differs */
 	__u8 db_slot;  /* the field's value: its slot */
@@ -181,12 +162,11 @@ struct rg_hpack {
 			* or RG_HPACK_DB_MANY, RG_HPACK_DB_LOST */
 	__u8 db_next;  /* the slot a new value takes */
 	__u8 db_used;  /* bit per slot holding a value */
-	/* [0]: RG_HPACK_CLS_UNARY when the block's `:path` is a unary method;
-	 * [1]: free (an array: the pinned layout of the pad it was) */
-	__u8 blk_path[2];
+	__u8 blk_bits; /* RG_HPACK_BLK_*, RG_H2_PATH_UNARY */
+	__u8 pad3;
 	__u16 ent_size[RG_HPACK_ENTRIES];
 	__u16 ent_name[RG_HPACK_ENTRIES];
-	__u8 ent_flags[RG_HPACK_ENTRIES];
+	__u8 ent_bits[RG_HPACK_ENTRIES];
 	/* a db-name entry's value: its slot, RG_HPACK_DB_LOST once the slot
 	 * took another value */
 	__u8 ent_db[RG_HPACK_ENTRIES];
@@ -196,17 +176,17 @@ struct rg_hpack {
 	struct rg_hpack_db db[RG_HPACK_DB_SLOTS]; /* the slots' values */
 };
 
-/* The class of the `:path` in t->path (t->slen wire bytes, t->huff): the
+/* The kind of the `:path` in t->path (t->slen wire bytes, t->huff): the
  * includer may define RG_HPACK_ROUTE(t) before including; without it
  * every path is routed (followed as a GreptimeDatabase call) in userspace,
- * and looked up by rg_h2_route_class() in BPF. */
+ * and looked up by rg_h2_route_kind() in BPF. */
 #ifndef RG_HPACK_ROUTE
 #ifdef __bpf__
 /* the verdict's lookup in h2_routes (bpf/h2/route.h) */
-__attribute__((noinline)) int rg_h2_route_class(struct rg_hpack *t);
-#define RG_HPACK_ROUTE(t) rg_h2_route_class(t)
+__attribute__((noinline)) int rg_h2_route_kind(struct rg_hpack *t);
+#define RG_HPACK_ROUTE(t) rg_h2_route_kind(t)
 #else
-#define RG_HPACK_ROUTE(t) RG_HPACK_PATH_ROUTED
+#define RG_HPACK_ROUTE(t) RG_PROTO_GREPTIME_GRPC
 #endif
 #endif
 
@@ -526,7 +506,7 @@ RG_HPACK_FN int rg_hpack_evict(struct rg_hpack *t, __u32 extra)
 	return 0;
 }
 
-RG_INLINE void rg_hpack_insert(struct rg_hpack *t, __u32 size, __u32 name_len, __u8 flags,
+RG_INLINE void rg_hpack_insert(struct rg_hpack *t, __u32 size, __u32 name_len, __u8 bits,
 			       __u8 db_slot)
 {
 	__u32 pos;
@@ -547,7 +527,7 @@ RG_INLINE void rg_hpack_insert(struct rg_hpack *t, __u32 size, __u32 name_len, _
 	pos = t->head & (RG_HPACK_ENTRIES - 1);
 	t->ent_size[pos] = (__u16)size;
 	t->ent_name[pos] = (__u16)name_len;
-	t->ent_flags[pos] = flags;
+	t->ent_bits[pos] = bits;
 	t->ent_db[pos] = db_slot;
 	t->head++;
 	t->count++;
@@ -562,18 +542,40 @@ RG_INLINE int rg_hpack_dyn(const struct rg_hpack *t, __u32 i)
 	return (int)((t->head - i) & (RG_HPACK_ENTRIES - 1));
 }
 
+/* Whether a `:path` of this kind may share a block with one of another:
+ * a routed method's and an unrouted path's (the block is followed, the
+ * safe side), never an uncounted method's or one whose database is the
+ * block's. */
+RG_INLINE bool rg_hpack_mixable(__u32 k)
+{
+	return k == RG_PROTO_GREPTIME_GRPC || k == RG_H2_PATH_OTHER;
+}
+
+/* The block has a `:path` of the field's kind. */
+RG_INLINE void rg_hpack_block_path(struct rg_hpack *t)
+{
+	__u8 k = t->kind & RG_H2_PATH_KIND;
+
+	t->blk_bits |= t->kind & RG_H2_PATH_UNARY;
+	if (!t->blk_kind)
+		t->blk_kind = k;
+	else if (k != t->blk_kind)
+		t->blk_bits |= rg_hpack_mixable(k) && rg_hpack_mixable(t->blk_kind) ?
+				       RG_HPACK_BLK_MIXED :
+				       RG_HPACK_BLK_CONFLICT;
+}
+
 /* A field is complete. */
 RG_INLINE void rg_hpack_field_done(struct rg_hpack *t, __u32 value_len)
 {
 	if (t->rep == RG_HPR_INC)
 		rg_hpack_insert(t, t->name_len + value_len + RG_HPACK_ENTRY_OVERHEAD, t->name_len,
 				(__u8)((t->is_path ? RG_HPACK_F_PATH_NAME : 0) |
-				       (t->is_db ? RG_HPACK_F_DB_NAME : 0) | (t->cls << 1)),
+				       (t->is_db ? RG_HPACK_F_DB_NAME : 0) |
+				       (t->kind << RG_HPACK_F_KIND_SHIFT)),
 				t->db_slot);
-	if (t->is_path) {
-		t->blk |= (__u8)(1U << (t->cls & RG_HPACK_CLS_MASK));
-		t->blk_path[0] |= t->cls & RG_HPACK_CLS_UNARY;
-	}
+	if (t->is_path)
+		rg_hpack_block_path(t);
 	if (t->is_db)
 		t->blk_db = t->blk_db			    ? RG_HPACK_DB_MANY :
 			    t->db_slot >= RG_HPACK_DB_SLOTS ? RG_HPACK_DB_LOST :
@@ -604,7 +606,7 @@ RG_HPACK_FN int rg_hpack_db_store(struct rg_hpack *t)
 	}
 	i = t->db_next++ & (RG_HPACK_DB_SLOTS - 1);
 	for (j = 0; j < RG_HPACK_ENTRIES; j++)
-		if ((t->ent_flags[j] & RG_HPACK_F_DB_NAME) && t->ent_db[j] == i)
+		if ((t->ent_bits[j] & RG_HPACK_F_DB_NAME) && t->ent_db[j] == i)
 			t->ent_db[j] = RG_HPACK_DB_LOST;
 	t->db_used |= (__u8)(1U << i);
 	t->db_len[i] = (__u8)len;
@@ -629,23 +631,23 @@ RG_INLINE int rg_hpack_int_done(struct rg_hpack *t, __u32 v)
 			/* static 4 and 5: `:path /` and `:path /index.html` */
 			t->is_path = v == 4 || v == 5;
 			t->is_db = 0;
-			t->cls = t->is_path ? RG_HPACK_PATH_OTHER : RG_HPACK_NOT_PATH;
+			t->kind = t->is_path ? RG_H2_PATH_OTHER : RG_PROTO_NONE;
 		} else {
 			pos = rg_hpack_dyn(t, v - RG_HPACK_STATIC_ENTRIES);
 			if (pos < 0)
 				return RG_HPACK_ERR;
 			pos &= RG_HPACK_ENTRIES - 1;
-			t->is_path = t->ent_flags[pos] & RG_HPACK_F_PATH_NAME;
-			t->is_db = !!(t->ent_flags[pos] & RG_HPACK_F_DB_NAME);
-			t->cls = (t->ent_flags[pos] >> 1) &
-				 (RG_HPACK_CLS_MASK | RG_HPACK_CLS_UNARY);
+			t->is_path = t->ent_bits[pos] & RG_HPACK_F_PATH_NAME;
+			t->is_db = !!(t->ent_bits[pos] & RG_HPACK_F_DB_NAME);
+			t->kind = (t->ent_bits[pos] >> RG_HPACK_F_KIND_SHIFT) &
+				  (RG_H2_PATH_KIND | RG_H2_PATH_UNARY);
 			t->db_slot = t->ent_db[pos];
 		}
 		t->rep = RG_HPR_NOIDX; /* nothing added */
 		rg_hpack_field_done(t, 0);
 		return 0;
 	case RG_HPI_NAME_INDEX:
-		t->cls = RG_HPACK_NOT_PATH;
+		t->kind = RG_PROTO_NONE;
 		t->st = RG_HPS_STRLEN;
 		if (v == 0) {
 			t->in_value = 0;
@@ -663,8 +665,8 @@ RG_INLINE int rg_hpack_int_done(struct rg_hpack *t, __u32 v)
 			if (pos < 0)
 				return RG_HPACK_ERR;
 			pos &= RG_HPACK_ENTRIES - 1;
-			t->is_path = t->ent_flags[pos] & RG_HPACK_F_PATH_NAME;
-			t->is_db = !!(t->ent_flags[pos] & RG_HPACK_F_DB_NAME);
+			t->is_path = t->ent_bits[pos] & RG_HPACK_F_PATH_NAME;
+			t->is_db = !!(t->ent_bits[pos] & RG_HPACK_F_DB_NAME);
 			t->name_len = t->ent_name[pos];
 		}
 		return 0;
@@ -708,7 +710,7 @@ RG_INLINE int rg_hpack_str_done(struct rg_hpack *t)
 		return 0;
 	}
 	if (t->is_path)
-		t->cls = (__u8)RG_HPACK_ROUTE(t);
+		t->kind = (__u8)RG_HPACK_ROUTE(t);
 	if (t->is_db)
 		rg_hpack_db_store(t);
 	rg_hpack_field_done(t, t->dlen);
@@ -842,9 +844,9 @@ RG_INLINE void rg_hpack_skip(struct rg_hpack *t, __u32 n)
 /* A header block starts. */
 RG_INLINE void rg_hpack_block_start(struct rg_hpack *t)
 {
-	t->blk = 0;
+	t->blk_kind = 0;
 	t->blk_db = 0;
-	t->blk_path[0] = 0;
+	t->blk_bits = 0;
 }
 
 /* The block's `x-greptime-db-name` value, if it has exactly one the shadow
@@ -863,39 +865,28 @@ RG_INLINE const char *rg_hpack_block_db(const struct rg_hpack *t, __u32 *len)
 }
 
 /* The block ended: -1 if it ended inside a representation, else its
- * `:path` class: an uncounted method's path anywhere in it makes
- * RG_HPACK_PATH_UNCOUNTED (refused); a routed path, or no `:path` (the
- * server refuses the request), is RG_HPACK_PATH_ROUTED (followed); only
- * `:path`s no route names make RG_HPACK_PATH_OTHER. */
+ * `:path` kind: an uncounted method's path anywhere in it, or an export's
+ * or DoPut's beside another kind, makes RG_H2_PATH_UNCOUNTED (refused); a
+ * routed path, or no `:path` (the server refuses the request), is
+ * RG_PROTO_GREPTIME_GRPC (followed); only `:path`s no route names make
+ * RG_H2_PATH_OTHER. */
 RG_INLINE int rg_hpack_block_end(const struct rg_hpack *t)
 {
-	__u8 hdr = t->blk & ((1U << RG_HPACK_PATH_OTLP_METRICS) | (1U << RG_HPACK_PATH_OTLP_LOGS) |
-			     (1U << RG_HPACK_PATH_OTLP_TRACES) | (1U << RG_HPACK_PATH_FLIGHT));
-
 	if (t->st != RG_HPS_REP)
 		return RG_HPACK_ERR;
-	if (t->blk & (1U << RG_HPACK_PATH_UNCOUNTED))
-		return RG_HPACK_PATH_UNCOUNTED;
-	if (hdr) {
-		/* an export's or DoPut's `:path` beside any other: not ours
-		 * to guess */
-		if (t->blk != hdr || (hdr & (hdr - 1)))
-			return RG_HPACK_PATH_UNCOUNTED;
-		return hdr == (1U << RG_HPACK_PATH_OTLP_METRICS) ? RG_HPACK_PATH_OTLP_METRICS :
-		       hdr == (1U << RG_HPACK_PATH_OTLP_LOGS)	 ? RG_HPACK_PATH_OTLP_LOGS :
-		       hdr == (1U << RG_HPACK_PATH_OTLP_TRACES)	 ? RG_HPACK_PATH_OTLP_TRACES :
-								   RG_HPACK_PATH_FLIGHT;
-	}
-	if (t->blk == (1U << RG_HPACK_PATH_OTHER))
-		return RG_HPACK_PATH_OTHER;
-	return RG_HPACK_PATH_ROUTED;
+	if (t->blk_bits & RG_HPACK_BLK_CONFLICT)
+		return RG_H2_PATH_UNCOUNTED;
+	if (!t->blk_kind || (t->blk_bits & RG_HPACK_BLK_MIXED))
+		return RG_PROTO_GREPTIME_GRPC;
+	return t->blk_kind;
 }
 
-/* Whether the block that ended (rg_hpack_block_end: RG_HPACK_PATH_ROUTED)
- * calls a unary method: its one `:path` names one. */
+/* Whether the block that ended (rg_hpack_block_end: RG_PROTO_GREPTIME_GRPC)
+ * calls a unary method: its one `:path` kind names one. */
 RG_INLINE bool rg_hpack_block_unary(const struct rg_hpack *t)
 {
-	return t->blk == (1U << RG_HPACK_PATH_ROUTED) && (t->blk_path[0] & RG_HPACK_CLS_UNARY);
+	return t->blk_kind == RG_PROTO_GREPTIME_GRPC && (t->blk_bits & RG_H2_PATH_UNARY) &&
+	       !(t->blk_bits & (RG_HPACK_BLK_MIXED | RG_HPACK_BLK_CONFLICT));
 }
 
 #endif /* ROWGATE_HPACK_H */

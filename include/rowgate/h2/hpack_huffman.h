@@ -107,23 +107,22 @@ static inline int rg_huff_encode(const void *s, size_t n, uint8_t *out, size_t c
  */
 struct rg_h2_route_path {
 	const char *path;
-	uint32_t flags; /* RG_H2_ROUTE_F_* */
+	uint32_t kind; /* struct rg_h2_route's */
 };
 
 static const struct rg_h2_route_path rg_h2_route_paths[] = {
-	{ "/greptime.v1.GreptimeDatabase/Handle", RG_H2_ROUTE_F_UNARY },
-	{ "/greptime.v1.GreptimeDatabase/HandleRequests", 0 },
-	{ "/arrow.flight.protocol.FlightService/DoPut", RG_H2_ROUTE_F_FLIGHT },
-	{ "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
-	  RG_H2_ROUTE_F_OTLP_METRICS },
-	{ "/opentelemetry.proto.collector.trace.v1.TraceService/Export", RG_H2_ROUTE_F_OTLP_TRACES },
-	{ "/opentelemetry.proto.collector.logs.v1.LogsService/Export", RG_H2_ROUTE_F_OTLP_LOGS },
+	{ "/greptime.v1.GreptimeDatabase/Handle", RG_PROTO_GREPTIME_GRPC | RG_H2_PATH_UNARY },
+	{ "/greptime.v1.GreptimeDatabase/HandleRequests", RG_PROTO_GREPTIME_GRPC },
+	{ "/arrow.flight.protocol.FlightService/DoPut", RG_PROTO_ARROW_FLIGHT },
+	{ "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export", RG_PROTO_OTLP_METRICS },
+	{ "/opentelemetry.proto.collector.trace.v1.TraceService/Export", RG_PROTO_OTLP_TRACES },
+	{ "/opentelemetry.proto.collector.logs.v1.LogsService/Export", RG_PROTO_OTLP_LOGS },
 	{ "/opentelemetry.proto.experimental.arrow.v1.ArrowMetricsService/ArrowMetrics",
-	  RG_H2_ROUTE_F_UNCOUNTED },
+	  RG_H2_PATH_UNCOUNTED },
 	{ "/opentelemetry.proto.experimental.arrow.v1.ArrowTracesService/ArrowTraces",
-	  RG_H2_ROUTE_F_UNCOUNTED },
+	  RG_H2_PATH_UNCOUNTED },
 	{ "/opentelemetry.proto.experimental.arrow.v1.ArrowLogsService/ArrowLogs",
-	  RG_H2_ROUTE_F_UNCOUNTED },
+	  RG_H2_PATH_UNCOUNTED },
 };
 
 #define RG_H2_ROUTE_PATHS    (sizeof(rg_h2_route_paths) / sizeof(rg_h2_route_paths[0]))
