@@ -2040,6 +2040,57 @@ static void test_h2_otlp(void)
 	freebuf(&big);
 }
 
+/* A block's `:path` kind for every sequence of up to three `:path`s, as
+ * the set of their kinds decides it: an uncounted method's anywhere, or
+ * an export's or DoPut's beside another kind, refused; only unrouted
+ * ones, passed; else (none, or a routed one, beside unrouted ones or not)
+ * followed, unary when a unary method's is its only kind. */
+static void test_hpack_block_kinds(void)
+{
+	static const uint8_t kinds[] = {
+		RG_H2_PATH_OTHER,
+		RG_PROTO_GREPTIME_GRPC,
+		RG_PROTO_GREPTIME_GRPC | RG_H2_PATH_UNARY,
+		RG_H2_PATH_UNCOUNTED,
+		RG_PROTO_OTLP_METRICS,
+		RG_PROTO_OTLP_LOGS,
+		RG_PROTO_OTLP_TRACES,
+		RG_PROTO_ARROW_FLIGHT,
+	};
+	const int nk = (int)sizeof(kinds);
+
+	for (int code = 0; code < 4 * nk * nk * nk; code++) {
+		int n = code % 4, c = code / 4, want;
+		uint32_t set = 0, hdr;
+		bool unary = false, want_unary;
+		struct rg_hpack t;
+
+		rg_hpack_init(&t);
+		rg_hpack_block_start(&t);
+		for (int i = 0; i < n; i++, c /= nk) {
+			t.kind = kinds[c % nk];
+			set |= 1U << (t.kind & RG_H2_PATH_KIND);
+			unary |= t.kind & RG_H2_PATH_UNARY;
+			rg_hpack_block_path(&t);
+		}
+		hdr = set & ((1U << RG_PROTO_OTLP_METRICS) | (1U << RG_PROTO_OTLP_LOGS) |
+			     (1U << RG_PROTO_OTLP_TRACES) | (1U << RG_PROTO_ARROW_FLIGHT));
+		if ((set & (1U << RG_H2_PATH_UNCOUNTED)) ||
+		    (hdr && (set != hdr || (hdr & (hdr - 1)))))
+			want = RG_H2_PATH_UNCOUNTED;
+		else if (hdr)
+			want = __builtin_ctz(hdr);
+		else if (set == 1U << RG_H2_PATH_OTHER)
+			want = RG_H2_PATH_OTHER;
+		else
+			want = RG_PROTO_GREPTIME_GRPC;
+		want_unary = set == 1U << RG_PROTO_GREPTIME_GRPC && unary;
+		CHECK(rg_hpack_block_end(&t) == want && rg_hpack_block_unary(&t) == want_unary,
+		      "block of %d paths (code %d): kind %d unary %d, want %d %d", n, code,
+		      rg_hpack_block_end(&t), rg_hpack_block_unary(&t), want, want_unary);
+	}
+}
+
 /* x-greptime-db-name read as the server reads it: raw and Huffman names and
  * values, kept with dynamic-table entries and referred to by index, lost
  * once its slot is reused, and refused when ambiguous or too long. */
@@ -2322,6 +2373,7 @@ int main(void)
 	test_hpack_paths();
 	test_hpack_errors();
 	test_hpack_db();
+	test_hpack_block_kinds();
 	test_h2_otlp();
 	test_preface_prefix();
 	test_unary_and_db_resolution();
