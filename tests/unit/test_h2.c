@@ -1038,8 +1038,7 @@ static void expect_err(const char *what, const struct buf *c, int err)
 
 static void test_malformed(void)
 {
-	struct buf c = { 0 }, req = { 0 }, g = { 0 };
-	int i;
+	struct buf c = { 0 };
 
 #define CASE(what, err, build)             \
 	do {                               \
@@ -1105,7 +1104,16 @@ static void test_malformed(void)
 	CASE("gRPC length just over the max", RG_H2_ERR_GRPC,
 	     (start(&c), headers(&c, 1, 0), frame(&c, RG_H2_DATA, 0, 1, "\0\x20\0\0\x01", 5)));
 
-	/* protobuf the server's decoder refuses */
+	freebuf(&c);
+#undef CASE
+}
+
+/* Protobuf the server's decoder refuses. */
+static void test_malformed_protobuf(void)
+{
+	struct buf c = { 0 }, req = { 0 }, g = { 0 };
+	int i;
+
 	static const struct {
 		const char *what;
 		const char *bytes;
@@ -1149,6 +1157,16 @@ static void test_malformed(void)
 		expect_err(pb[i].what, &c, RG_H2_ERR_PROTOBUF);
 		freebuf(&req);
 	}
+
+	freebuf(&c);
+	freebuf(&g);
+}
+
+/* Stream slots: only a half-read message holds one. */
+static void test_stream_slots(void)
+{
+	struct buf c = { 0 };
+	int i;
 
 	/* more streams with a message half-read than slots */
 	c.len = 0;
@@ -1199,8 +1217,6 @@ static void test_malformed(void)
 		CHECK(o.err == 0, "ended streams free their slots: err %d", o.err);
 	}
 	freebuf(&c);
-	freebuf(&g);
-#undef CASE
 }
 
 static void test_preface_prefix(void)
@@ -2382,6 +2398,8 @@ int main(void)
 	test_merge_rules();
 	test_connection();
 	test_malformed();
+	test_malformed_protobuf();
+	test_stream_slots();
 	test_groups();
 	test_large();
 	test_real_clients();
