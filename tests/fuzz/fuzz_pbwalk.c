@@ -126,16 +126,6 @@ static uint8_t *canonical(int which, const uint8_t *p, size_t n, size_t *len, bo
 	return out;
 }
 
-static uint64_t db_rows(const struct rg_row_counts *c, const char *name)
-{
-	uint32_t i;
-
-	for (i = 0; i < c->n_dbs; i++)
-		if (!strcmp(c->dbs[i].name, name))
-			return c->dbs[i].rows;
-	return 0;
-}
-
 static void consistent(int err, const struct rg_row_counts *c)
 {
 	uint64_t sum = c->default_rows + c->overflow_rows;
@@ -151,7 +141,7 @@ static void consistent(int err, const struct rg_row_counts *c)
 		size_t len = strnlen(c->dbs[i].name, sizeof(c->dbs[i].name));
 
 		FUZZ_ASSERT(len > 0 && len < RG_DB_NAME_MAX, "database name of %zu bytes", len);
-		FUZZ_ASSERT(db_rows(c, c->dbs[i].name) == c->dbs[i].rows, "database %s twice",
+		FUZZ_ASSERT(rg_row_counts_db(c, c->dbs[i].name) == c->dbs[i].rows, "database %s twice",
 			    c->dbs[i].name);
 		sum += c->dbs[i].rows;
 	}
@@ -176,15 +166,15 @@ static void same_counts(const struct rg_row_counts *a, const struct rg_row_count
 		    (unsigned long long)b->default_rows, (unsigned long long)b->overflow_rows,
 		    b->flags);
 	for (i = 0; i < a->n_dbs; i++)
-		FUZZ_ASSERT(a->dbs[i].rows == db_rows(b, a->dbs[i].name),
+		FUZZ_ASSERT(a->dbs[i].rows == rg_row_counts_db(b, a->dbs[i].name),
 			    "database %s: walker %llu rows, protobuf-c %llu", a->dbs[i].name,
 			    (unsigned long long)a->dbs[i].rows,
-			    (unsigned long long)db_rows(b, a->dbs[i].name));
+			    (unsigned long long)rg_row_counts_db(b, a->dbs[i].name));
 	for (i = 0; i < b->n_dbs; i++)
-		FUZZ_ASSERT(b->dbs[i].rows == db_rows(a, b->dbs[i].name),
+		FUZZ_ASSERT(b->dbs[i].rows == rg_row_counts_db(a, b->dbs[i].name),
 			    "database %s: protobuf-c %llu rows, walker %llu", b->dbs[i].name,
 			    (unsigned long long)b->dbs[i].rows,
-			    (unsigned long long)db_rows(a, b->dbs[i].name));
+			    (unsigned long long)rg_row_counts_db(a, b->dbs[i].name));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -1639,16 +1639,6 @@ struct json_case {
 	bool refused;
 };
 
-static uint64_t db_rows(const struct rg_row_counts *c, const char *name)
-{
-	uint32_t i;
-
-	for (i = 0; i < c->n_dbs; i++)
-		if (!strcmp(c->dbs[i].name, name))
-			return c->dbs[i].rows;
-	return 0;
-}
-
 /* victoria-metrics files a line under its last non-empty `db` tag, a series
  * under its last non-empty `db` label; GreptimeDB's rules ignore both. */
 static void test_vm_db_names(void)
@@ -1664,10 +1654,10 @@ static void test_vm_db_names(void)
 			       &c) == 0, "vm db tags counted");
 	CHECK_EQ_U64(c.rows, 6, "vm db tags: samples");
 	CHECK_EQ_U64(c.default_rows, 2, "vm db tags: lines without one (or an empty one)");
-	CHECK_EQ_U64(db_rows(&c, "dbt"), 2, "vm db tag");
-	CHECK_EQ_U64(db_rows(&c, "dbt2"), 1, "vm db tag: the last one wins");
-	CHECK_EQ_U64(db_rows(&c, "x"), 0, "vm db tag: an earlier one loses");
-	CHECK_EQ_U64(db_rows(&c, "a b\\q"), 1, "vm db tag unescaped as victoria-metrics does");
+	CHECK_EQ_U64(rg_row_counts_db(&c, "dbt"), 2, "vm db tag");
+	CHECK_EQ_U64(rg_row_counts_db(&c, "dbt2"), 1, "vm db tag: the last one wins");
+	CHECK_EQ_U64(rg_row_counts_db(&c, "x"), 0, "vm db tag: an earlier one loses");
+	CHECK_EQ_U64(rg_row_counts_db(&c, "a b\\q"), 1, "vm db tag unescaped as victoria-metrics does");
 	CHECK(rg_count_payload(RG_PAYLOAD_LINE, NULL, NULL, (const uint8_t *)lp, strlen(lp), &gt,
 			       &c) == 0 && c.n_dbs == 0 && c.default_rows == 6,
 	      "greptimedb: a db tag is a tag");

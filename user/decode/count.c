@@ -153,3 +153,13 @@ void rg_counts_add_db(struct rg_row_counts *out, const char *name, size_t n,
 	out->dbs[i].rows = rows;
 	out->n_dbs++;
 }
+
+uint64_t rg_row_counts_db(const struct rg_row_counts *c, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->n_dbs; i++)
+		if (!strcmp(c->dbs[i].name, name))
+			return c->dbs[i].rows;
+	return 0;
+}

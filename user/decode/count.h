@@ -174,6 +174,9 @@ int rg_count_payload(enum rg_payload_protocol p, const char *content_encoding,
 		     const char *content_type, const void *body, size_t len,
 		     const struct rg_count_limits *lim, struct rg_row_counts *out);
 
+/* Rows counted in the per-series database name (dbs[]), 0 if none. */
+uint64_t rg_row_counts_db(const struct rg_row_counts *c, const char *name);
+
 /* Route-config protocol name ("influx", "prom-rw", ...) or RG_PAYLOAD_INVALID. */
 enum rg_payload_protocol rg_payload_protocol_parse(const char *name);
 /* Canonical name of p ("?" if out of range). */
