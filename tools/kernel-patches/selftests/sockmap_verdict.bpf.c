@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Verdict-only sockmap programs for the selftests of the series
+ * (README.md): one sockmap, an sk_skb stream_verdict that returns SK_DROP
+ * or SK_PASS for every skb and counts what it saw.  No parser, no state.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SOCKMAP);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u32);
+} sock_map SEC(".maps");
+
+__u64 skbs = 0;   /* skbs the verdict saw */
+__u64 bytes = 0;  /* their bytes */
+
+SEC("sk_skb/stream_verdict")
+int verdict_drop(struct __sk_buff *skb)
+{
+	__sync_fetch_and_add(&skbs, 1);
+	__sync_fetch_and_add(&bytes, skb->len);
+	return SK_DROP;
+}
+
+SEC("sk_skb/stream_verdict")
+int verdict_pass(struct __sk_buff *skb)
+{
+	__sync_fetch_and_add(&skbs, 1);
+	__sync_fetch_and_add(&bytes, skb->len);
+	return SK_PASS;
+}
