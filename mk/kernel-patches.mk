@@ -13,7 +13,7 @@
 
 KP_SRC := tools/kernel-patches
 KP_OUT := $(BUILD)/kernel-patches/selftests
-KP_TESTS := $(KP_OUT)/sockmap_drop_wake $(KP_OUT)/sockmap_overlap
+KP_TESTS := $(KP_OUT)/sockmap_drop_wake $(KP_OUT)/sockmap_overlap $(KP_OUT)/sockmap_pre_accept
 
 .PHONY: kernel-patched kernel-stock kpatch-selftests kpatch-vmtest
 

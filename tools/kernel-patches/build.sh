@@ -4,7 +4,7 @@
 # stock and with this directory's patch series applied, from one config
 # (tinyconfig + vmtest.config).  One source tree and one object directory
 # serve both: the series is applied or reversed in place and `make` rebuilds
-# only what it touches (three files), so the second kernel costs a minute.
+# what it touches (patch 1 changes include/linux/tcp.h: most of net/).
 #
 #   tools/kernel-patches/build.sh            patched kernel -> build/kernel-patched/bzImage
 #   tools/kernel-patches/build.sh stock      stock kernel   -> build/kernel-stock/bzImage
@@ -77,18 +77,20 @@ set_tree() {
 }
 
 configure() {
-	[ -e "$OBJ/.config" ] && [ "$OBJ/.config" -nt "$HERE/vmtest.config" ] && return 0
+	[ -e "$OBJ/.config" ] && [ "$OBJ/.config" -nt "$HERE/vmtest.config" ] && [ "$(cat "$OBJ/.btf" 2>/dev/null)" = "${BTF:-0}" ] && return 0
 	info "configuring (tinyconfig + vmtest.config)"
 	mkdir -p "$OBJ"
 	make -s -C "$SRC" O="$OBJ" ARCH=x86_64 tinyconfig >/dev/null
-	"$SRC/scripts/kconfig/merge_config.sh" -m -O "$OBJ" "$OBJ/.config" "$HERE/vmtest.config" >/dev/null
+	"$SRC/scripts/kconfig/merge_config.sh" -m -O "$OBJ" "$OBJ/.config" "$HERE/vmtest.config" \
+		$([ "${BTF:-0}" = 1 ] && echo "$HERE/vmtest.btf.config") >/dev/null
 	make -s -C "$SRC" O="$OBJ" ARCH=x86_64 olddefconfig >/dev/null
 	local line bad=0
 	while read -r line; do
 		case $line in CONFIG_*=*) ;; *) continue ;; esac
 		grep -qx "$line" "$OBJ/.config" || { echo "kernel-patches: config lost: $line" >&2; bad=1; }
-	done <"$HERE/vmtest.config"
+	done < <(cat "$HERE/vmtest.config"; [ "${BTF:-0}" != 1 ] || cat "$HERE/vmtest.btf.config")
 	[ "$bad" = 0 ] || die "vmtest.config did not survive olddefconfig"
+	echo "${BTF:-0}" >"$OBJ/.btf"
 }
 
 build_one() {

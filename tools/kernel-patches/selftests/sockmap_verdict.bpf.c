@@ -33,3 +33,17 @@ int verdict_pass(struct __sk_buff *skb)
 	__sync_fetch_and_add(&bytes, skb->len);
 	return SK_PASS;
 }
+
+/* Bug 3's test: put the passively established sockets of one port in the
+ * sockmap (slot 0) from sockops, before the server accept()s them. */
+const volatile __u32 port = 0; /* host byte order */
+
+SEC("sockops")
+int sockops_add(struct bpf_sock_ops *skops)
+{
+	__u32 key = 0;
+
+	if (skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB && skops->local_port == port)
+		bpf_sock_map_update(skops, &sock_map, &key, BPF_ANY);
+	return 1;
+}
