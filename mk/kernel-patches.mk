@@ -6,8 +6,8 @@
 #   make kernel-patched            build/kernel-patched/bzImage (cached)
 #   make kernel-stock              build/kernel-stock/bzImage, same config
 #   make kpatch-selftests          the reproducers, host-built
-#   make kpatch-vmtest             the reproducers on stock 6.1 (Debian's and
-#                                  ours) and on the patched kernel, one run
+#   make kpatch-vmtest             the reproducers on Debian's stock 6.1 and
+#                                  on the patched kernel, one run
 #   make vmtest KERNEL=patched     vmtest's suite on the patched kernel only
 #   make vmtest KERNEL=both        ... on Debian's 6.1 and the patched kernel
 
@@ -39,11 +39,14 @@ $(KP_OUT)/%: $(KP_SRC)/selftests/%.c $(KP_SRC)/selftests/common.h $(KP_OUT)/sock
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) -I$(KP_OUT) $< -o $@ $(BPF_LIBS) -lpthread
 
-# Reproducers on Debian's stock 6.1, our stock build and the patched
-# kernel, in their own vmtest build directory.
-kpatch-vmtest: kpatch-selftests kernel-stock kernel-patched
+# The selftests on Debian's stock 6.1 and the patched kernel in one run, in
+# their own vmtest build directory.  KP_KERNELS=debian12-6.1,stock-6.1,patched-6.1
+# adds our stock build (make kernel-stock first).
+KP_KERNELS ?= debian12-6.1,patched-6.1
+kpatch-vmtest: kpatch-selftests kernel-patched
 	$(Q)BUILD=$(BUILD)/kernel-patches/vm VMTEST_LIST=$(KP_SRC)/selftests/vmtest.list \
-		VMTEST_KERNELS_FILE=$(KP_SRC)/vmtest.kernels V=1 vmtest/run.sh
+		VMTEST_KERNELS_FILE=$(KP_SRC)/vmtest.kernels VMTEST_KERNELS=$(KP_KERNELS) \
+		V=1 nice -n 19 vmtest/run.sh
 
 ifeq ($(KERNEL),patched)
 vmtest: kernel-patched
