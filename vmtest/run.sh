@@ -554,7 +554,7 @@ handle_line() {
 # CURRENT (the test running when the guest stopped) LAST_DONE TIMED_OUT.
 boot_vm() {
 	local resume_after=$1 con=$WORK/$KNAME.console res=$WORK/$KNAME.results
-	local qpid partial='' line cmdline rfd cfd secs accel
+	local qpid partial='' line cmdline rfd cfd secs accel done_at=
 	GUEST_DONE=0 GUEST_KVER='' CURRENT='' BOOT_SECS='' TIMED_OUT=0
 	: >"$con"; : >"$res"
 	cmdline="console=ttyS0 rdinit=/init panic=-1 mitigations=off VMTEST_KERNEL_NAME=$KNAME${KTESTS:+ VMTEST_KERNEL_TESTS=$KTESTS}${resume_after:+ VMTEST_RESUME_AFTER=$resume_after} ${VMTEST_CMDLINE:-}"
@@ -582,6 +582,12 @@ boot_vm() {
 		fi
 		kill -0 "$qpid" 2>/dev/null || break
 		secs=$(awk -v a="$T0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", b - a }')
+		# A kernel without ACPI (tools/kernel-patches' builds) halts on the
+		# guest's poweroff instead of ending qemu: stop it once the suite is done.
+		if [ "$GUEST_DONE" = 1 ]; then
+			done_at=${done_at:-$secs}
+			if [ $((secs - done_at)) -ge 10 ]; then kill "$qpid" 2>/dev/null; fi
+		fi
 		if [ "$secs" -ge "$VM_TIMEOUT" ]; then
 			TIMED_OUT=1
 			kill "$qpid" 2>/dev/null
