@@ -116,7 +116,10 @@ build_one() {
 deps
 unpack
 case $what in
---check) set_tree stock; set_tree patched; set_tree stock; info "series applies to $(make -s -C "$SRC" kernelversion)" ;;
+--check)
+	was=stock; [ -e "$SRC/.series-applied" ] && was=patched
+	set_tree stock; set_tree patched; set_tree stock; set_tree "$was"
+	info "series applies to $(make -s -C "$SRC" kernelversion)" ;;
 patched | stock) build_one "$what" ;;
 both) build_one stock; build_one patched ;;
 *) die "usage: $0 [patched|stock|both|--check]" ;;
