@@ -122,11 +122,15 @@ rg_view_limits() { # URL
 rg_cgroup2_root() { awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts; }
 
 # A TCP port nothing listens on, from a range no service of this machine uses.
+# Never one it handed out before in this test, though nothing listens there
+# yet (it runs in a subshell: the ports are kept in a file).
 rg_free_port() {
 	local p
 	for _ in $(seq 1 50); do
 		p=$((20000 + RANDOM % 12000)) # below the ephemeral range
-		if ! ss -Htan "sport = :$p" | grep -q .; then
+		if ! grep -qx "$p" "$RG_TMP/.ports" 2>/dev/null &&
+			! ss -Htan "sport = :$p" | grep -q .; then
+			echo "$p" >>"$RG_TMP/.ports"
 			echo "$p"
 			return 0
 		fi
