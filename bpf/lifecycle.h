@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* A guarded connection's life, the one place its kernel state is created and
- * torn down: at PASSIVE_ESTABLISHED, rg_conn (conns) and the sockhash entry
- * that runs the verdict; at TCP_CLOSE, rg_conn and the HTTP/2 state the
- * verdict (h2_conns, h2_cdb) and egress (h2_out) created on the way.  The
- * HTTP/2 verdict allocates its state lazily (bpf/h2/state.h), egress its
- * own (bpf/h2/egress.h); neither frees it.  rowgated deletes the conns
- * entries of connections it adopted across an upgrade and lost
- * (user/rowgated/adopt.c): it never creates one.
+/* A guarded connection's life in the kernel, the one place its state is
+ * created and torn down: at PASSIVE_ESTABLISHED, rg_conn (conns) and the
+ * sockhash entry that runs the verdict; at TCP_CLOSE, rg_conn and the
+ * HTTP/2 state the verdict (h2_conns, h2_cdb) and egress (h2_out) created
+ * on the way.  The HTTP/2 verdict allocates its state lazily
+ * (bpf/h2/state.h), egress its own (bpf/h2/egress.h); neither frees it.
+ * Connections that predate a start are rowgated's: adoption
+ * (user/rowgated/adopt.c) creates their rg_conn and sockhash entry, and
+ * deletes the entries of sockets gone before they closed here.
  */
 #ifndef ROWGATE_BPF_LIFECYCLE_H
 #define ROWGATE_BPF_LIFECYCLE_H
