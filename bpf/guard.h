@@ -40,13 +40,7 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_ADOPT SEC(".maps");
 
-#define rg_guard_add(field, n)                                                                  \
-	do {                                                                                    \
-		__u32 zero__ = 0;                                                               \
-		struct rg_guard_stats *g__ = bpf_map_lookup_elem(&RG_MAP_GUARD_STATS, &zero__); \
-		if (g__)                                                                        \
-			__sync_fetch_and_add(&g__->field, (n));                                 \
-	} while (0)
+#define rg_guard_add(field, n) rg_stats_add(RG_MAP_GUARD_STATS, struct rg_guard_stats, field, n)
 
 #define RG_REQ_LINE_PEEK 9 /* "OPTIONS /": the longest method, a space, a slash */
 

@@ -65,25 +65,25 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_GLOBAL SEC(".maps");
 
-/* Store v in a gauge of the global counters. */
-#define rg_global_set(field, v)                                               \
+/* The counters of a one-entry map of counter structs (counters.h): every
+ * CPU adds, so adds are atomic; a gauge is stored. */
+#define rg_stats_add(map, type, field, v)                                     \
 	do {                                                                  \
 		__u32 zero__ = 0;                                             \
-		struct rg_global_stats *g__ =                                 \
-			bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero__);         \
-		if (g__)                                                      \
-			g__->field = (v);                                     \
+		type *s__ = bpf_map_lookup_elem(&(map), &zero__);             \
+		if (s__)                                                      \
+			__sync_fetch_and_add(&s__->field, (v));               \
 	} while (0)
 
-#define rg_global_add(field, v)                                               \
+#define rg_stats_set(map, type, field, v)                                     \
 	do {                                                                  \
 		__u32 zero__ = 0;                                             \
-		struct rg_global_stats *g__ =                                 \
-			bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero__);         \
-		if (g__)                                                      \
-			__sync_fetch_and_add(&g__->field, (v));               \
+		type *s__ = bpf_map_lookup_elem(&(map), &zero__);             \
+		if (s__)                                                      \
+			s__->field = (v);                                     \
 	} while (0)
 
+#define rg_global_add(field, v) rg_stats_add(RG_MAP_GLOBAL, struct rg_global_stats, field, v)
 #define rg_global_inc(field) rg_global_add(field, 1)
 
 #endif /* ROWGATE_BPF_MAPS_H */

@@ -22,6 +22,7 @@
 #include "rowgate/http_resp.h"
 #include "rowgate/h2/answer.h"
 #include "egress.h"
+#include "h2/stats.h"
 #include "h2/egress.h"
 #include "request.h"
 #include "walk.h"
@@ -125,7 +126,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	st = rg_h2_sock_get(cookie);
 	if (!st) {
 		/* no room for its state: it cannot be followed */
-		rg_global_inc(h2_failclosed);
+		rg_h2_stats_inc(h2_failclosed);
 		return SK_DROP;
 	}
 	/* bytes held back from the last skb go first, whatever follows */
@@ -137,7 +138,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	l.out = rg_h2_out_get(&cookie);
 	st->must_pass = rg_in_recvmsg(skb, c);
 	if (st->must_pass)
-		rg_global_inc(h2_recvmsg_skbs);
+		rg_h2_stats_inc(h2_recvmsg_skbs);
 	st->win_len = 0;
 	st->pos = 0;
 	st->reject = 0;
@@ -162,12 +163,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 			rg_h2_copy_flush(skb, st);
 	}
 	if (st->h.unrouted_streams != st->unrouted_seen) {
-		__u32 zero = 0;
-		struct rg_global_stats *g = bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero);
-
-		if (g)
-			__sync_fetch_and_add(&g->h2_streams_unrouted,
-					     st->h.unrouted_streams - st->unrouted_seen);
+		rg_h2_stats_add(h2_streams_unrouted, st->h.unrouted_streams - st->unrouted_seen);
 		st->unrouted_seen = st->h.unrouted_streams;
 	}
 	if (!st->err && !st->reject && st->early_left) {
@@ -203,21 +199,21 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		return SK_PASS;
 	}
 	if (st->err == RG_H2_ERR_UNCOUNTED)
-		rg_global_inc(h2_streams_uncounted);
+		rg_h2_stats_inc(h2_streams_uncounted);
 	if (st->must_pass) {
 		/* only a pass sticks here: the rest passes, unfollowed */
 		st->lost = 1;
 		if (l.out)
 			l.out->closing = 1; /* its SETTINGS are not counted any more */
-		rg_global_inc(h2_failclosed);
-		rg_global_set(h2_failclosed_err, (__u64)-st->err);
+		rg_h2_stats_inc(h2_failclosed);
+		rg_h2_stats_set(h2_failclosed_err, (__u64)-st->err);
 		return SK_PASS;
 	}
 	if (st->reject) {
-		rg_global_inc(h2_reject_closed);
+		rg_h2_stats_inc(h2_reject_closed);
 	} else {
-		rg_global_inc(h2_failclosed);
-		rg_global_set(h2_failclosed_err, (__u64)-st->err);
+		rg_h2_stats_inc(h2_failclosed);
+		rg_h2_stats_set(h2_failclosed_err, (__u64)-st->err);
 	}
 	st->closing = 1;
 	if (l.out)
@@ -406,7 +402,7 @@ pass:
 h2:
 	bpf_tail_call(skb, &RG_MAP_H2_SLOT, RG_VERDICT_SLOT);
 	/* the slot is empty: not followed, so nothing reaches the server */
-	rg_global_inc(h2_failclosed);
+	rg_h2_stats_inc(h2_failclosed);
 	return SK_DROP;
 }
 

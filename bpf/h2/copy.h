@@ -8,6 +8,7 @@
 #include "../base.h"
 #include "../maps.h"
 #include "../copy.h"
+#include "stats.h"
 #include "state.h"
 #include "rowgate/abi.h"
 #include "rowgate/h2/msg.h"
@@ -55,7 +56,7 @@ __noinline int rg_h2_copy_flush(struct __sk_buff *skb, struct rg_h2_sock *st)
 		return 0;
 	if (rg_emit_bytes(skb, st->copy_seq[slot], st->cp_from, st->cp_to)) {
 		st->copy_seq[slot] = RG_H2_COPY_NONE;
-		rg_global_inc(h2_compressed_lost);
+		rg_h2_stats_inc(h2_compressed_lost);
 	}
 	return 0;
 }
@@ -84,7 +85,7 @@ __noinline int rg_h2_copy_extend(struct __sk_buff *skb, struct rg_h2_sock *st, i
 		rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
 		if (!rec) {
 			rg_global_inc(body_ring_full);
-			rg_global_inc(h2_compressed_lost);
+			rg_h2_stats_inc(h2_compressed_lost);
 			return 0;
 		}
 		st->copy_seq[i] = RG_H2_COPY_SEQ_BASE | ++st->copy_next;
@@ -130,9 +131,9 @@ __noinline int rg_h2_copy_end(struct __sk_buff *skb, struct rg_h2_sock *st, int 
 				       st->h.s[i].m.len, st->h.s[i].m.hdr ? st->h.s[i].m.rows : 0,
 				       admitted, false)) {
 			rg_global_inc(body_ring_full);
-			rg_global_inc(h2_compressed_lost);
+			rg_h2_stats_inc(h2_compressed_lost);
 		} else {
-			rg_global_inc(h2_compressed_copied);
+			rg_h2_stats_inc(h2_compressed_copied);
 		}
 	}
 	st->copy_seq[i] = 0;

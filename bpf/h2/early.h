@@ -11,6 +11,7 @@
 #include "../admit.h"
 #include "../conn.h"
 #include "../skb_edit.h"
+#include "stats.h"
 #include "egress.h"
 #include "state.h"
 #include "judge.h"
@@ -72,7 +73,7 @@ __noinline int rg_h2_hold(struct __sk_buff *skb, struct rg_h2_sock *st)
 		return 0;
 	}
 	st->stash_whole = st->h.st != RG_H2S_FRAME_HDR;
-	rg_global_inc(h2_stashed);
+	rg_h2_stats_inc(h2_stashed);
 	return cut == 0;
 }
 
@@ -167,9 +168,9 @@ __noinline int rg_h2_early_decide(struct __sk_buff *skb, struct rg_h2_sock *st,
 	st->early_head_left = 0;
 	if (len - st->fh_off < RG_H2_EARLY_HEAD_BYTES) {
 		st->early_head_left = RG_H2_EARLY_HEAD_BYTES - (len - st->fh_off);
-		rg_global_inc(h2_early_head_split);
+		rg_h2_stats_inc(h2_early_head_split);
 	}
-	rg_global_inc(h2_reject_early);
+	rg_h2_stats_inc(h2_reject_early);
 	return 1;
 }
 
@@ -303,7 +304,7 @@ __noinline int rg_h2_early_push(struct rg_h2_sock *st, struct rg_h2_out *o)
 	rg_h2_out_resp_sent(o, t);
 	rg_h2_out_settings(o, true);
 	st->early_sid = 0;
-	rg_global_inc(h2_reject_kept);
+	rg_h2_stats_inc(h2_reject_kept);
 	return 0;
 }
 
@@ -374,7 +375,7 @@ __noinline int rg_h2_tail_refuse(struct rg_h2_sock *st, struct rg_h2_out *o, int
 	__builtin_memcpy(&db, &st->db, sizeof(db));
 	rg_account_reject(&db, m->rows, &st->info);
 	rg_h2_answer_push(st, o, st->h.fsid, rows, rg_grpc_rows_estimated(m));
-	rg_global_inc(h2_reject_short_tail);
+	rg_h2_stats_inc(h2_reject_short_tail);
 	return 1;
 }
 

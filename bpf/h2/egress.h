@@ -10,6 +10,7 @@
 
 #include "../base.h"
 #include "../maps.h"
+#include "stats.h"
 #include "rowgate/abi.h"
 #include "rowgate/response.h"
 #include "rowgate/h2/result.h"
@@ -107,7 +108,7 @@ static __always_inline void rg_h2_out_lose(struct rg_h2_out *o)
 {
 	if (!o->lost) {
 		o->lost = 1;
-		rg_global_inc(h2_out_lost);
+		rg_h2_stats_inc(h2_out_lost);
 	}
 }
 
@@ -180,15 +181,15 @@ static __always_inline void rg_h2_out_frame(struct rg_h2_out *o, bool whole, __u
 		if (whole && end >= RG_H2_FRAME_HDR_BYTES)
 			o->cap_due = 1; /* the walk stops at end */
 		else
-			rg_global_inc(h2_out_streams_uncapped);
+			rg_h2_stats_inc(h2_out_streams_uncapped);
 	}
 	o->frames++;
-	rg_global_inc(h2_out_frames);
+	rg_h2_stats_inc(h2_out_frames);
 	if (type == RG_H2_SETTINGS && (flags & RG_H2_FLAG_ACK)) {
 		__u32 head = o->settings_head;
 
 		o->settings_acks++;
-		rg_global_inc(h2_out_settings_acks);
+		rg_h2_stats_inc(h2_out_settings_acks);
 		if (RG_READ_ONCE(o->ack_untracked))
 			return;
 		if (head == RG_READ_ONCE(o->settings_tail)) {
@@ -201,7 +202,7 @@ static __always_inline void rg_h2_out_frame(struct rg_h2_out *o, bool whole, __u
 		/* the ACK of a kernel SETTINGS: the client never sent it, the
 		 * refused stream's answer takes its place */
 		if (!whole || end < RG_H2_FRAME_HDR_BYTES) {
-			rg_global_inc(h2_out_answer_failed);
+			rg_h2_stats_inc(h2_out_answer_failed);
 			rg_h2_out_lose(o);
 			return;
 		}
@@ -295,7 +296,7 @@ static __always_inline struct rg_h2_out *rg_h2_out_get(__u64 *cookie)
 	bpf_map_update_elem(&RG_MAP_H2_OUT, cookie, &rg_h2_out_zero, BPF_NOEXIST);
 	o = bpf_map_lookup_elem(&RG_MAP_H2_OUT, cookie);
 	if (!o)
-		rg_global_inc(h2_out_lost); /* no room: not followed */
+		rg_h2_stats_inc(h2_out_lost); /* no room: not followed */
 	return o;
 }
 
@@ -433,7 +434,7 @@ __noinline int rg_h2_out_answer(struct sk_msg_md *msg, struct rg_h2_out *o)
 		/* the kernel's trailers end the stream's response for the
 		 * client; the server, reset, never ends it */
 		rg_h2_out_resp(o, sid, 1);
-		rg_global_inc(h2_out_answers);
+		rg_h2_stats_inc(h2_out_answers);
 	}
 	return (int)len;
 broken:
@@ -486,7 +487,7 @@ __noinline __u32 rg_h2_out_cap_settings(struct sk_msg_md *msg, struct rg_h2_out 
 		v = (__u32)p[2] << 24 | (__u32)p[3] << 16 | (__u32)p[4] << 8 | p[5];
 		if (p[1] == RG_H2_SETTING_MAX_FRAME_SIZE && v > RG_H2_DEFAULT_MAX_FRAME_BYTES) {
 			rg_h2_put_u32(p + 2, RG_H2_DEFAULT_MAX_FRAME_BYTES);
-			rg_global_inc(h2_out_frame_size_capped);
+			rg_h2_stats_inc(h2_out_frame_size_capped);
 			continue;
 		}
 		if (p[1] != RG_H2_SETTING_MAX_CONC_STREAMS || found || !cap)
@@ -495,7 +496,7 @@ __noinline __u32 rg_h2_out_cap_settings(struct sk_msg_md *msg, struct rg_h2_out 
 		if (v <= cap)
 			continue; /* the server's own limit is lower */
 		rg_h2_put_u32(p + 2, cap);
-		rg_global_inc(h2_out_streams_capped);
+		rg_h2_stats_inc(h2_out_streams_capped);
 	}
 	if (found || !cap)
 		return 0;
@@ -516,13 +517,13 @@ __noinline __u32 rg_h2_out_cap_settings(struct sk_msg_md *msg, struct rg_h2_out 
 	p[0] = 0;
 	p[1] = RG_H2_SETTING_MAX_CONC_STREAMS;
 	rg_h2_put_u32(p + 2, cap);
-	rg_global_inc(h2_out_streams_capped);
+	rg_h2_stats_inc(h2_out_streams_capped);
 	return RG_H2_SETTING_BYTES;
 broken:
 	/* the pushed bytes are not the parameter: take them out again */
 	bpf_msg_pop_data(msg, start, RG_H2_SETTING_BYTES, 0);
 uncapped:
-	rg_global_inc(h2_out_streams_uncapped);
+	rg_h2_stats_inc(h2_out_streams_uncapped);
 	return 0;
 }
 
@@ -586,7 +587,7 @@ static __always_inline int rg_h2_egress(struct sk_msg_md *msg, __u64 cookie)
 	bpf_loop(RG_H2_ANSWERS + 2, rg_h2_round_cb, &r, 0);
 	if (r.err) {
 		/* the client would see an ACK it never asked for */
-		rg_global_inc(h2_out_answer_failed);
+		rg_h2_stats_inc(h2_out_answer_failed);
 		rg_h2_out_lose(o);
 		return SK_PASS;
 	}

@@ -7,6 +7,7 @@
 #include "../base.h"
 #include "../maps.h"
 #include "../admit.h"
+#include "stats.h"
 #include "state.h"
 #include "rowgate/abi.h"
 #include "rowgate/h2/result.h"
@@ -95,7 +96,7 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 		 * rowgated from its copy (rg_h2_copy_end) */
 		n = st->cverdict;
 		if (n < 0) {
-			rg_global_inc(h2_compressed_dbs_full);
+			rg_h2_stats_inc(h2_compressed_dbs_full);
 			st->err = RG_H2_ERR_GRPC;
 			return -1;
 		}
@@ -143,7 +144,7 @@ __noinline int rg_h2_message(struct rg_h2_sock *st)
 	if (st->must_pass) {
 		/* its bytes reach the server whatever the verdict says */
 		rg_charge(&db, m->rows, 1, false);
-		rg_global_inc(h2_unenforced);
+		rg_h2_stats_inc(h2_unenforced);
 		return 0;
 	}
 	rg_account_reject(&db, m->rows, &st->info);

@@ -8,6 +8,7 @@
 
 #include "../base.h"
 #include "../maps.h"
+#include "stats.h"
 /* copy.h first: it brings rowgate/http.h (bpf/conn.h), whose enum
  * rg_header_id names rowgate/response.h (through egress.h) defines as
  * macros, so http.h must come first */
@@ -124,7 +125,7 @@ static __always_inline void rg_h2_answer_push(struct rg_h2_sock *st, struct rg_h
 	RG_FETCH_ADD(&o->ans_tail, 1);
 	rg_h2_out_resp_sent(o, t);
 	rg_h2_out_settings(o, true);
-	rg_global_inc(h2_reject_kept);
+	rg_h2_stats_inc(h2_reject_kept);
 }
 
 /*
@@ -210,7 +211,7 @@ static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_
 		o->ans[o->ans_tail & (RG_H2_ANSWERS - 1)].sid = 0;
 		__sync_fetch_and_add(&o->ans_tail, 1);
 		rg_h2_out_settings(o, true);
-		rg_global_inc(h2_give_backs);
+		rg_h2_stats_inc(h2_give_backs);
 	}
 	/* a message completing in it is gone with it, not refused again */
 	st->frame_rej = st->h.fsid;
@@ -233,7 +234,7 @@ static __always_inline int rg_h2_keep_frame(struct rg_h2_sock *st, struct rg_h2_
 __noinline int rg_h2_count_fallback(int why)
 {
 	__u32 zero = 0;
-	struct rg_global_stats *g = bpf_map_lookup_elem(&RG_MAP_GLOBAL, &zero);
+	struct rg_h2_stats *g = bpf_map_lookup_elem(&RG_MAP_H2_STATS, &zero);
 
 	if (!g)
 		return 0;

@@ -9,6 +9,7 @@
 #include "../base.h"
 #include "../maps.h"
 #include "../admit.h"
+#include "stats.h"
 #include "egress.h"
 #include "rowgate/abi.h"
 #include "rowgate/guard.h"
@@ -203,7 +204,7 @@ static __always_inline struct rg_h2_sock *rg_h2_sock_get(__u64 cookie)
 	st->h.hp.max = RG_HPACK_TABLE_MAX_BYTES;
 	if (bpf_map_update_elem(&RG_MAP_H2_CONNS, &cookie, st, BPF_NOEXIST))
 		return NULL;
-	rg_global_inc(h2_conns);
+	rg_h2_stats_inc(h2_conns);
 	return bpf_map_lookup_elem(&RG_MAP_H2_CONNS, &cookie);
 }
 

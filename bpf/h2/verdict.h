@@ -20,6 +20,7 @@
 #include "../close.h"
 #include "../conn.h"
 #include "../skb_edit.h"
+#include "stats.h"
 #include "egress.h"
 #include "state.h"
 #include "route.h" /* rg_h2_route_kind, which the HPACK shadow calls */
@@ -370,9 +371,9 @@ static __maybe_unused __noinline void rg_h2_queue_close(struct __sk_buff *skb, _
 
 	rg_close_event_fill(&ev, skb);
 	if (bpf_map_push_elem(&RG_MAP_H2_GOAWAY, &ev, 0))
-		rg_global_inc(h2_goaway_unqueued);
+		rg_h2_stats_inc(h2_goaway_unqueued);
 	else
-		rg_global_inc(h2_goaway_queued);
+		rg_h2_stats_inc(h2_goaway_queued);
 }
 
 #endif /* ROWGATE_BPF_H2_VERDICT_H */

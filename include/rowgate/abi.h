@@ -33,6 +33,7 @@
 #define RG_MAP_H2_CONNS h2_conns
 #define RG_MAP_H2_OUT   h2_out
 #define RG_MAP_H2_GOAWAY h2_goaway
+#define RG_MAP_H2_STATS h2_stats
 #define RG_STR_(x) #x
 #define RG_STR(x)  RG_STR_(x)
 
@@ -349,6 +350,11 @@ struct rg_h2_goaway {
 /* global_stats: one entry of host-wide counters (counters.h). */
 struct rg_global_stats {
 	RG_GLOBAL_STATS_FIELDS(RG_COUNTER_FIELD_)
+};
+
+/* h2_stats: one entry of host-wide HTTP/2 counters (counters.h). */
+struct rg_h2_stats {
+	RG_H2_STATS_FIELDS(RG_COUNTER_FIELD_)
 };
 
 /* The effective quota of docs/design.md#effective-quota: the assignment, capped by the limit,

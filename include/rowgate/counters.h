@@ -92,158 +92,164 @@
 	  "Request end to bucket correction, summed over reconciled requests.")
 
 /* global_stats: one entry of host-wide counters. */
-#define RG_GLOBAL_STATS_FIELDS(X)                                                         \
-	X(conns_tracked, "conns_tracked", "connections_tracked_total", COUNTER,           \
-	  "Ingest connections guarded.")                                                 \
-	X(conns_untracked, "conns_untracked", "connections_untracked_total", COUNTER,     \
-	  "Connections passed unguarded: state map full.")                               \
-	X(non_http_conns, "non_http_conns", "non_http_connections_total", COUNTER,        \
-	  "Connections whose first bytes were not HTTP.")                                \
-	X(bad_requests, "bad_requests", "bad_requests_total", COUNTER,                    \
-	  "Requests answered 400 (ambiguous or malformed framing).")                     \
-	X(heads_split, "heads_split", "heads_split_total", COUNTER,                       \
-	  "Request heads held back across segments.")                                    \
-	X(pipelined_unenforced, "pipelined_unenforced", "pipelined_unenforced_total",     \
-	  COUNTER, "Rejections passed to keep responses in order.")                      \
-	X(pipelined_voided, "pipelined_voided", "pipelined_voided_total", COUNTER,        \
-	  "Rejections behind an unanswered request: voided, the server answers 400.")    \
-	X(recvmsg_failopen, "recvmsg_failopen", "recvmsg_failopen_total", COUNTER,        \
-	  "Verdicts run inside recvmsg: passed.")                                        \
-	X(responses_close, "responses_close", "responses_close_total", COUNTER,           \
-	  "429s that had to close the connection.")                                      \
-	X(responses_close_deadline, "responses_close_deadline",                          \
-	  "responses_close_deadline_total", COUNTER,                                     \
-	  "429s that closed ahead of the server's own timeout.")                         \
-	X(internal_errors, "internal_errors", "internal_errors_total", COUNTER,           \
-	  "Helper failures: passed unenforced.")                                         \
-	X(body_ring_full, "body_ring_full", "body_ring_full_total", COUNTER,              \
-	  "Body copies lost to a full ring: estimates stand.")                           \
-	X(failclosed_not_http, "failclosed_not_http", "failclosed_not_http_total",       \
-	  COUNTER,                                                                        \
-	  "Guarded connections whose first bytes were not HTTP, port not "               \
-	  "--allow-unparsed: 400.")                                                      \
-	X(failclosed_malformed, "failclosed_malformed", "failclosed_malformed_total",    \
-	  COUNTER, "Requests answered 400: request line or header syntax.")              \
+#define RG_GLOBAL_STATS_FIELDS(X)                                                       \
+	X(conns_tracked, "conns_tracked", "connections_tracked_total", COUNTER,         \
+	  "Ingest connections guarded.")                                                \
+	X(conns_untracked, "conns_untracked", "connections_untracked_total", COUNTER,   \
+	  "Connections passed unguarded: state map full.")                              \
+	X(non_http_conns, "non_http_conns", "non_http_connections_total", COUNTER,      \
+	  "Connections whose first bytes were not HTTP.")                               \
+	X(bad_requests, "bad_requests", "bad_requests_total", COUNTER,                  \
+	  "Requests answered 400 (ambiguous or malformed framing).")                    \
+	X(heads_split, "heads_split", "heads_split_total", COUNTER,                     \
+	  "Request heads held back across segments.")                                   \
+	X(pipelined_unenforced, "pipelined_unenforced", "pipelined_unenforced_total",   \
+	  COUNTER, "Rejections passed to keep responses in order.")                     \
+	X(pipelined_voided, "pipelined_voided", "pipelined_voided_total", COUNTER,      \
+	  "Rejections behind an unanswered request: voided, the server answers 400.")   \
+	X(recvmsg_failopen, "recvmsg_failopen", "recvmsg_failopen_total", COUNTER,      \
+	  "Verdicts run inside recvmsg: passed.")                                       \
+	X(responses_close, "responses_close", "responses_close_total", COUNTER,         \
+	  "429s that had to close the connection.")                                     \
+	X(responses_close_deadline, "responses_close_deadline",                         \
+	  "responses_close_deadline_total", COUNTER,                                    \
+	  "429s that closed ahead of the server's own timeout.")                        \
+	X(internal_errors, "internal_errors", "internal_errors_total", COUNTER,         \
+	  "Helper failures: passed unenforced.")                                        \
+	X(body_ring_full, "body_ring_full", "body_ring_full_total", COUNTER,            \
+	  "Body copies lost to a full ring: estimates stand.")                          \
+	X(failclosed_not_http, "failclosed_not_http", "failclosed_not_http_total",      \
+	  COUNTER,                                                                      \
+	  "Guarded connections whose first bytes were not HTTP, port not "              \
+	  "--allow-unparsed: 400.")                                                     \
+	X(failclosed_malformed, "failclosed_malformed", "failclosed_malformed_total",   \
+	  COUNTER, "Requests answered 400: request line or header syntax.")             \
 	X(failclosed_framing, "failclosed_framing", "failclosed_framing_total", COUNTER, \
-	  "Requests answered 400: ambiguous or invalid body framing.")                   \
-	X(failclosed_too_large, "failclosed_too_large", "failclosed_too_large_total",    \
-	  COUNTER, "Requests answered 400: head over the limit.")                        \
-	X(failclosed_unmodeled, "failclosed_unmodeled", "failclosed_unmodeled_total",    \
-	  COUNTER,                                                                        \
-	  "Requests answered 400: a construct rowgate does not read as the server "      \
-	  "would (target form, db ambiguity).")                                          \
-	X(egress_responses, "egress_responses", "egress_responses_total", COUNTER,        \
-	  "Final server responses followed on guarded connections.")                     \
-	X(egress_lost, "egress_lost", "egress_lost_total", COUNTER,                       \
-	  "Connections whose responses egress could not frame: no refunds there.")    \
+	  "Requests answered 400: ambiguous or invalid body framing.")                  \
+	X(failclosed_too_large, "failclosed_too_large", "failclosed_too_large_total",   \
+	  COUNTER, "Requests answered 400: head over the limit.")                       \
+	X(failclosed_unmodeled, "failclosed_unmodeled", "failclosed_unmodeled_total",   \
+	  COUNTER,                                                                      \
+	  "Requests answered 400: a construct rowgate does not read as the server "     \
+	  "would (target form, db ambiguity).")                                         \
+	X(egress_responses, "egress_responses", "egress_responses_total", COUNTER,      \
+	  "Final server responses followed on guarded connections.")                    \
+	X(egress_lost, "egress_lost", "egress_lost_total", COUNTER,                     \
+	  "Connections whose responses egress could not frame: no refunds there.")      \
 	X(pipelined_answered_429, "pipelined_answered_429", "pipelined_answered_429_total", \
 	  COUNTER, "Voided requests whose server 400 egress replaced with rowgate's 429.") \
 	X(pipelined_answered_400, "pipelined_answered_400", "pipelined_answered_400_total", \
 	  COUNTER, "Voided requests left with the server's 400: egress could not answer.") \
-	X(body_db_refused, "body_db_refused", "body_db_refused_total", COUNTER,           \
-	  "Writes refused at a line whose db tag names an indebted database.")           \
-	X(body_db_unenforced, "body_db_unenforced", "body_db_unenforced_total", COUNTER,  \
-	  "Lines naming an indebted database passed: no answer could go out in order.")  \
-	X(h2_conns, "h2_conns", "h2_conns_total", COUNTER,                           \
-	  "Connections on --grpc ports opened with the HTTP/2 preface: followed.")       \
-	X(h2_failclosed, "h2_failclosed", "h2_failclosed_total", COUNTER,                 \
+	X(body_db_refused, "body_db_refused", "body_db_refused_total", COUNTER,         \
+	  "Writes refused at a line whose db tag names an indebted database.")          \
+	X(body_db_unenforced, "body_db_unenforced", "body_db_unenforced_total", COUNTER, \
+	  "Lines naming an indebted database passed: no answer could go out in order.") \
+	X(closed_unseen, "closed_unseen", "closed_unseen_total", COUNTER,               \
+	  "Connections closed before the server accepted them, with bytes no verdict "  \
+	  "saw: the server may still read them, unenforced (docs/threat-model.md).")    \
+	X(resets_held, "resets_held", "resets_held_total", COUNTER,                     \
+	  "Resets dropped because no verdict had seen the connection's data yet (not "  \
+	  "accepted): the verdict runs at accept, the next reset closes it.")           \
+	X(tcp_old_segments, "tcp_old_segments", "tcp_old_segments_total", COUNTER,      \
+	  "Segments the kernel handed the verdict starting with bytes it had handed "   \
+	  "over already (a retransmission over received data): those were cut off, so " \
+	  "the verdict and the server read each byte once.")                            \
+	X(tcp_old_bytes, "tcp_old_bytes", "tcp_old_bytes_total", COUNTER,               \
+	  "Bytes cut off those segments.")                                              \
+	X(tcp_seq_gaps, "tcp_seq_gaps", "tcp_seq_gaps_total", COUNTER,                  \
+	  "Segments whose start the verdict could not place in the client's stream "    \
+	  "(read without it, or a retransmission it could not see coming): nothing cut.")
+
+/* h2_stats: [0] -> host-wide counters of the HTTP/2 (gRPC) path: the
+ * verdict's (bpf/h2/), egress's and the kernel answers'.  Their JSON keys
+ * and series are those they had in global_stats, so the stats' "global"
+ * object and /metrics are unchanged. */
+#define RG_H2_STATS_FIELDS(X)                                                           \
+	X(h2_conns, "h2_conns", "h2_conns_total", COUNTER,                              \
+	  "Connections on --grpc ports opened with the HTTP/2 preface: followed.")      \
+	X(h2_failclosed, "h2_failclosed", "h2_failclosed_total", COUNTER,               \
 	  "HTTP/2 connections the kernel could not follow: GOAWAY, nothing more passed.") \
-	X(h2_reject_closed, "h2_reject_closed", "h2_reject_closed_total", COUNTER,        \
-	  "gRPC writes rejected by closing their connection with GOAWAY.")               \
-	X(h2_unenforced, "h2_unenforced", "h2_unenforced_total", COUNTER,                 \
+	X(h2_reject_closed, "h2_reject_closed", "h2_reject_closed_total", COUNTER,      \
+	  "gRPC writes rejected by closing their connection with GOAWAY.")              \
+	X(h2_unenforced, "h2_unenforced", "h2_unenforced_total", COUNTER,               \
 	  "gRPC writes that should have been rejected inside the server's read: passed.") \
-	X(h2_out_frames, "h2_out_frames", "h2_out_frames_total", COUNTER,                 \
-	  "HTTP/2 frames the servers wrote on followed connections, framed by egress.")  \
-	X(h2_out_settings_acks, "h2_out_settings_acks", "h2_out_settings_acks_total",     \
-	  COUNTER, "SETTINGS ACKs among them.")                                          \
-	X(h2_out_lost, "h2_out_lost", "h2_out_lost_total", COUNTER,                       \
-	  "HTTP/2 connections whose server frames egress could not follow.")             \
-	X(h2_reject_kept, "h2_reject_kept", "h2_reject_kept_total", COUNTER,              \
-	  "gRPC writes rejected by resetting their stream, the connection kept.")        \
-	X(h2_stashed, "h2_stashed", "h2_stashed_total", COUNTER,                          \
+	X(h2_out_frames, "h2_out_frames", "h2_out_frames_total", COUNTER,               \
+	  "HTTP/2 frames the servers wrote on followed connections, framed by egress.") \
+	X(h2_out_settings_acks, "h2_out_settings_acks", "h2_out_settings_acks_total",   \
+	  COUNTER, "SETTINGS ACKs among them.")                                         \
+	X(h2_out_lost, "h2_out_lost", "h2_out_lost_total", COUNTER,                     \
+	  "HTTP/2 connections whose server frames egress could not follow.")            \
+	X(h2_reject_kept, "h2_reject_kept", "h2_reject_kept_total", COUNTER,            \
+	  "gRPC writes rejected by resetting their stream, the connection kept.")       \
+	X(h2_stashed, "h2_stashed", "h2_stashed_total", COUNTER,                        \
 	  "HTTP/2 skbs whose last frame bytes were held back for the next (--grpc-reject keep).") \
-	X(h2_reject_early, "h2_reject_early", "h2_reject_early_total", COUNTER,            \
+	X(h2_reject_early, "h2_reject_early", "h2_reject_early_total", COUNTER,         \
 	  "Of h2_reject_kept: refused at the header of a DATA frame too large to hold back.") \
 	X(h2_reject_short_tail, "h2_reject_short_tail", "h2_reject_short_tail_total", COUNTER, \
 	  "Of h2_reject_kept: refused at the DATA frame before a tail too short to rewrite.") \
-	X(h2_reject_fallback, "h2_reject_fallback", "h2_reject_fallback_total", COUNTER,  \
+	X(h2_reject_fallback, "h2_reject_fallback", "h2_reject_fallback_total", COUNTER, \
 	  "Of h2_reject_closed, those --grpc-reject keep could not keep (counted once).") \
 	X(h2_fallback_head_split, "h2_fallback_head_split", "h2_fallback_head_split_total", \
 	  COUNTER, "Of h2_reject_fallback: the completing DATA frame's header was in an earlier skb.") \
-	X(h2_fallback_short, "h2_fallback_short", "h2_fallback_short_total",          \
+	X(h2_fallback_short, "h2_fallback_short", "h2_fallback_short_total",            \
 	  COUNTER, "Of h2_reject_fallback: the completing DATA frame's payload is under 22 bytes.") \
 	X(h2_fallback_later_split, "h2_fallback_later_split", "h2_fallback_later_split_total", \
 	  COUNTER, "Of h2_reject_fallback: a refused stream's later frame began in an earlier skb.") \
-	X(h2_fallback_full, "h2_fallback_full", "h2_fallback_full_total",             \
-	  COUNTER, "Of h2_reject_fallback: the answer or SETTINGS queue full.") \
-	X(h2_fallback_per_skb, "h2_fallback_per_skb", "h2_fallback_per_skb_total",    \
-	  COUNTER, "Of h2_reject_fallback: over 16 resets or 32 rewrites in one skb.") \
-	X(h2_fallback_name, "h2_fallback_name", "h2_fallback_name_total",             \
+	X(h2_fallback_full, "h2_fallback_full", "h2_fallback_full_total",               \
+	  COUNTER, "Of h2_reject_fallback: the answer or SETTINGS queue full.")         \
+	X(h2_fallback_per_skb, "h2_fallback_per_skb", "h2_fallback_per_skb_total",      \
+	  COUNTER, "Of h2_reject_fallback: over 16 resets or 32 rewrites in one skb.")  \
+	X(h2_fallback_name, "h2_fallback_name", "h2_fallback_name_total",               \
 	  COUNTER, "Of h2_reject_fallback: a database name that needs percent-encoding.") \
-	X(h2_fallback_egress, "h2_fallback_egress", "h2_fallback_egress_total",       \
-	  COUNTER, "Of h2_reject_fallback: egress lost the connection's framing.")    \
-	X(h2_recvmsg_skbs, "h2_recvmsg_skbs", "h2_recvmsg_skbs_total", COUNTER,          \
+	X(h2_fallback_egress, "h2_fallback_egress", "h2_fallback_egress_total",         \
+	  COUNTER, "Of h2_reject_fallback: egress lost the connection's framing.")      \
+	X(h2_recvmsg_skbs, "h2_recvmsg_skbs", "h2_recvmsg_skbs_total", COUNTER,         \
 	  "HTTP/2 skbs the verdict saw inside the server's recvmsg: passed, nothing held back.") \
-	X(h2_out_answers, "h2_out_answers", "h2_out_answers_total", COUNTER,              \
-	  "RESOURCE_EXHAUSTED answers egress wrote in place of a kernel SETTINGS ACK.")  \
-	X(h2_out_answer_failed, "h2_out_answer_failed", "h2_out_answer_failed_total",     \
+	X(h2_out_answers, "h2_out_answers", "h2_out_answers_total", COUNTER,            \
+	  "RESOURCE_EXHAUSTED answers egress wrote in place of a kernel SETTINGS ACK.") \
+	X(h2_out_answer_failed, "h2_out_answer_failed", "h2_out_answer_failed_total",   \
 	  COUNTER, "Kernel SETTINGS ACKs egress could not replace (the client sees them).") \
-	X(h2_streams_unrouted, "h2_streams_unrouted", "h2_streams_unrouted_total",        \
+	X(h2_streams_unrouted, "h2_streams_unrouted", "h2_streams_unrouted_total",      \
 	  COUNTER, "HTTP/2 streams whose :path no gRPC route names: DATA passed uncharged.") \
-	X(h2_goaway_queued, "h2_goaway_queued", "h2_goaway_queued_total", COUNTER,        \
+	X(h2_goaway_queued, "h2_goaway_queued", "h2_goaway_queued_total", COUNTER,      \
 	  "HTTP/2 connections closed by a kernel GOAWAY, queued for rowgated to reset.") \
-	X(h2_goaway_unqueued, "h2_goaway_unqueued", "h2_goaway_unqueued_total", COUNTER,  \
-	  "Of them, not queued (queue full): left to the client to close.")              \
-	X(h2_out_streams_capped, "h2_out_streams_capped", "h2_out_streams_capped_total",  \
+	X(h2_goaway_unqueued, "h2_goaway_unqueued", "h2_goaway_unqueued_total", COUNTER, \
+	  "Of them, not queued (queue full): left to the client to close.")             \
+	X(h2_out_streams_capped, "h2_out_streams_capped", "h2_out_streams_capped_total", \
 	  COUNTER, "Servers' first SETTINGS whose MAX_CONCURRENT_STREAMS egress lowered " \
-	  "to --grpc-max-streams.")                                                      \
-	X(h2_out_frame_size_capped, "h2_out_frame_size_capped",                           \
-	  "h2_out_frame_size_capped_total", COUNTER,                                      \
-	  "Servers' first SETTINGS whose MAX_FRAME_SIZE egress lowered to 16,384, the "  \
-	  "largest frame the verdict reads.")                                            \
-	X(h2_out_streams_uncapped, "h2_out_streams_uncapped",                             \
-	  "h2_out_streams_uncapped_total", COUNTER,                                       \
-	  "Servers' first SETTINGS egress could not rewrite (split across writes, too "   \
-	  "many parameters, no room): the client keeps the server's stream limit and "   \
-	  "frame size.")                                                                 \
-	X(h2_streams_uncounted, "h2_streams_uncounted", "h2_streams_uncounted_total",     \
-	  COUNTER, "HTTP/2 streams of a gRPC method whose rows rowgate cannot count "     \
-	  "(--grpc-uncounted): their connection failed closed, also in h2_failclosed.")  \
-	X(h2_compressed_copied, "h2_compressed_copied", "h2_compressed_copied_total",     \
-	  COUNTER, "Compressed GreptimeDatabase gRPC messages (--grpc-compressed debt) "  \
-	  "whose copy went to rowgated, to be charged or counted as rejected.")          \
-	X(h2_compressed_lost, "h2_compressed_lost", "h2_compressed_lost_total", COUNTER,  \
-	  "Compressed gRPC messages passed whose copy was lost (body ring full): "        \
-	  "their rows are not charged.")                                                 \
-	X(h2_compressed_dbs_full, "h2_compressed_dbs_full",                               \
-	  "h2_compressed_dbs_full_total", COUNTER,                                        \
-	  "Compressed gRPC messages failed closed: their connection's compressed "       \
-	  "messages named more databases than are followed per connection (8).")         \
-	X(closed_unseen, "closed_unseen", "closed_unseen_total", COUNTER,                 \
-	  "Connections closed before the server accepted them, with bytes no verdict "   \
-	  "saw: the server may still read them, unenforced (docs/threat-model.md).")     \
-	X(resets_held, "resets_held", "resets_held_total", COUNTER,                       \
-	  "Resets dropped because no verdict had seen the connection's data yet (not "   \
-	  "accepted): the verdict runs at accept, the next reset closes it.")          \
-	X(h2_give_backs, "h2_give_backs", "h2_give_backs_total", COUNTER,                 \
-	  "Refused streams' later DATA frames rewritten into a kernel SETTINGS whose "   \
+	  "to --grpc-max-streams.")                                                     \
+	X(h2_out_frame_size_capped, "h2_out_frame_size_capped",                         \
+	  "h2_out_frame_size_capped_total", COUNTER,                                    \
+	  "Servers' first SETTINGS whose MAX_FRAME_SIZE egress lowered to 16,384, the " \
+	  "largest frame the verdict reads.")                                           \
+	X(h2_out_streams_uncapped, "h2_out_streams_uncapped",                           \
+	  "h2_out_streams_uncapped_total", COUNTER,                                     \
+	  "Servers' first SETTINGS egress could not rewrite (split across writes, too " \
+	  "many parameters, no room): the client keeps the server's stream limit and "  \
+	  "frame size.")                                                                \
+	X(h2_streams_uncounted, "h2_streams_uncounted", "h2_streams_uncounted_total",   \
+	  COUNTER, "HTTP/2 streams of a gRPC method whose rows rowgate cannot count "   \
+	  "(--grpc-uncounted): their connection failed closed, also in h2_failclosed.") \
+	X(h2_compressed_copied, "h2_compressed_copied", "h2_compressed_copied_total",   \
+	  COUNTER, "Compressed GreptimeDatabase gRPC messages (--grpc-compressed debt) " \
+	  "whose copy went to rowgated, to be charged or counted as rejected.")         \
+	X(h2_compressed_lost, "h2_compressed_lost", "h2_compressed_lost_total", COUNTER, \
+	  "Compressed gRPC messages passed whose copy was lost (body ring full): "      \
+	  "their rows are not charged.")                                                \
+	X(h2_compressed_dbs_full, "h2_compressed_dbs_full",                             \
+	  "h2_compressed_dbs_full_total", COUNTER,                                      \
+	  "Compressed gRPC messages failed closed: their connection's compressed "      \
+	  "messages named more databases than are followed per connection (8).")        \
+	X(h2_give_backs, "h2_give_backs", "h2_give_backs_total", COUNTER,               \
+	  "Refused streams' later DATA frames rewritten into a kernel SETTINGS whose "  \
 	  "ACK egress replaces with the connection window of the DATA hidden since the " \
-	  "last answer.")                                                                \
+	  "last answer.")                                                               \
 	X(h2_early_head_split, "h2_early_head_split", "h2_early_head_split_total", COUNTER, \
-	  "Refusals decided at a DATA frame's header whose rewritten head was split "    \
-	  "across two skbs (the first one too long to hold back).")                      \
-	X(h2_failclosed_err, "h2_failclosed_err", "h2_failclosed_err", GAUGE,             \
-	  "Why the last HTTP/2 connection that failed closed did: minus its enum "       \
-	  "rg_h2_result (include/rowgate/h2/result.h; 3 protocol, 4 streams, 6 protobuf).")                     \
-	X(tcp_old_segments, "tcp_old_segments", "tcp_old_segments_total", COUNTER,        \
-	  "Segments the kernel handed the verdict starting with bytes it had handed "    \
-	  "over already (a retransmission over received data): those were cut off, so " \
-	  "the verdict and the server read each byte once.")                             \
-	X(tcp_old_bytes, "tcp_old_bytes", "tcp_old_bytes_total", COUNTER,                 \
-	  "Bytes cut off those segments.")                                               \
-	X(tcp_seq_gaps, "tcp_seq_gaps", "tcp_seq_gaps_total", COUNTER,                    \
-	  "Segments whose start the verdict could not place in the client's stream "     \
-	  "(read without it, or a retransmission it could not see coming): nothing cut.")
+	  "Refusals decided at a DATA frame's header whose rewritten head was split "   \
+	  "across two skbs (the first one too long to hold back).")                     \
+	X(h2_failclosed_err, "h2_failclosed_err", "h2_failclosed_err", GAUGE,           \
+	  "Why the last HTTP/2 connection that failed closed did: minus its enum "      \
+	  "rg_h2_result (include/rowgate/h2/result.h; 3 protocol, 4 streams, 6 protobuf).")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

@@ -43,8 +43,9 @@
  * value changes (abi.h, guard.h, bpf/conn.h): a rowgated refuses pins of
  * another version rather than reading them wrong.  Pins without a guard
  * record predate the number and are version 1.  4: the HPACK shadow in
- * h2_conns keeps a :path's kind as its protocol id (issue 38). */
-#define RG_ABI_VERSION 4
+ * h2_conns keeps a :path's kind as its protocol id (issue 38).  5: the
+ * HTTP/2 counters left global_stats for h2_stats. */
+#define RG_ABI_VERSION 5
 
 #define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */
 

@@ -19,6 +19,7 @@ static const struct {
 	{ "db_stats", &rg_db_stats_table, sizeof(struct rg_db_stats) },
 	{ "proto_stats", &rg_proto_stats_table, sizeof(struct rg_proto_stats) },
 	{ "global_stats", &rg_global_stats_table, sizeof(struct rg_global_stats) },
+	{ "h2_stats", &rg_h2_stats_table, sizeof(struct rg_h2_stats) },
 	{ "udp_stats", &rg_udp_stats_table, sizeof(struct rg_udp_stats) },
 	{ "xdp_stats", &rg_xdp_stats_table, sizeof(struct rg_xdp_stats) },
 	{ "guard_stats", &rg_guard_stats_table, sizeof(struct rg_guard_stats) },

@@ -18,6 +18,7 @@
 #define rg_unlimited_stats_X_(...) RG_DESC_(struct rg_unlimited_stats, __VA_ARGS__)
 #define rg_proto_stats_X_(...) RG_DESC_(struct rg_proto_stats, __VA_ARGS__)
 #define rg_global_stats_X_(...) RG_DESC_(struct rg_global_stats, __VA_ARGS__)
+#define rg_h2_stats_X_(...) RG_DESC_(struct rg_h2_stats, __VA_ARGS__)
 #define rg_udp_stats_X_(...) RG_DESC_(struct rg_udp_stats, __VA_ARGS__)
 #define rg_xdp_stats_X_(...) RG_DESC_(struct rg_xdp_stats, __VA_ARGS__)
 #define rg_guard_stats_X_(...) RG_DESC_(struct rg_guard_stats, __VA_ARGS__)
@@ -30,6 +31,7 @@ RG_TABLE_(rg_db_stats, struct rg_db_stats, RG_DB_STATS_FIELDS);
 RG_TABLE_(rg_unlimited_stats, struct rg_unlimited_stats, RG_UNLIMITED_STATS_FIELDS);
 RG_TABLE_(rg_proto_stats, struct rg_proto_stats, RG_PROTO_STATS_FIELDS);
 RG_TABLE_(rg_global_stats, struct rg_global_stats, RG_GLOBAL_STATS_FIELDS);
+RG_TABLE_(rg_h2_stats, struct rg_h2_stats, RG_H2_STATS_FIELDS);
 RG_TABLE_(rg_udp_stats, struct rg_udp_stats, RG_UDP_STATS_FIELDS);
 RG_TABLE_(rg_xdp_stats, struct rg_xdp_stats, RG_XDP_STATS_FIELDS);
 RG_TABLE_(rg_guard_stats, struct rg_guard_stats, RG_GUARD_STATS_FIELDS);

@@ -50,6 +50,7 @@ extern const struct rg_counter_table rg_db_stats_table;     /* struct rg_db_stat
 extern const struct rg_counter_table rg_unlimited_stats_table; /* struct rg_unlimited_stats */
 extern const struct rg_counter_table rg_proto_stats_table;  /* struct rg_proto_stats */
 extern const struct rg_counter_table rg_global_stats_table; /* struct rg_global_stats */
+extern const struct rg_counter_table rg_h2_stats_table;     /* struct rg_h2_stats */
 extern const struct rg_counter_table rg_udp_stats_table;    /* struct rg_udp_stats */
 extern const struct rg_counter_table rg_xdp_stats_table;    /* struct rg_xdp_stats */
 extern const struct rg_counter_table rg_guard_stats_table;  /* struct rg_guard_stats */

@@ -322,6 +322,7 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	int fd = bpf_map__fd(d->skel->maps.RG_MAP_DB_STATS);
 	json_t *arr = json_array(), *g = json_object(), *unlimited;
 	struct rg_global_stats gs = {};
+	struct rg_h2_stats h2 = {};
 	struct rg_guard_stats guard = {};
 	struct rg_verdict_stats vs = {};
 	struct rg_db_key key, next;
@@ -351,6 +352,8 @@ static int op_stats(void *ctx, const struct rg_db_key *db, json_t *reply, char *
 	}
 	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GLOBAL), &zero, &gs);
 	rg_counters_json(g, &rg_global_stats_table, &gs);
+	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_H2_STATS), &zero, &h2) == 0)
+		rg_counters_json(g, &rg_h2_stats_table, &h2);
 	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD_STATS), &zero, &guard) == 0)
 		rg_counters_json(g, &rg_guard_stats_table, &guard);
 	if (bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_STATS), &zero, &vs) == 0)

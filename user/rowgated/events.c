@@ -19,7 +19,7 @@
 #include "reconcile.h"
 #include "rowgated.h"
 
-enum source { GLOBAL, GUARD, VERDICT, RECONCILE, NR_SOURCES };
+enum source { GLOBAL, H2, GUARD, VERDICT, RECONCILE, NR_SOURCES };
 
 /* One counter whose growth is an event: "event=EVENT reason=REASON". */
 static const struct watch {
@@ -29,35 +29,37 @@ static const struct watch {
 	const char *reason;
 } watches[] = {
 #define G(f) GLOBAL, offsetof(struct rg_global_stats, f)
+#define H(f) H2, offsetof(struct rg_h2_stats, f)
 	/* passed without enforcement */
 	{ G(conns_untracked), "fail_open", "conns_full" },
 	{ G(recvmsg_failopen), "fail_open", "recvmsg" },
 	{ G(internal_errors), "fail_open", "internal_error" },
 	{ G(pipelined_unenforced), "fail_open", "pipelined" },
 	{ G(body_db_unenforced), "fail_open", "body_db" },
-	{ G(h2_unenforced), "fail_open", "h2_recvmsg" },
+	{ H(h2_unenforced), "fail_open", "h2_recvmsg" },
 	{ G(closed_unseen), "fail_open", "closed_unseen" },
 	/* counted from the estimate only: the body copy was lost */
 	{ G(body_ring_full), "fail_open", "body_ring_full" },
-	{ G(h2_compressed_lost), "fail_open", "h2_compressed_lost" },
+	{ H(h2_compressed_lost), "fail_open", "h2_compressed_lost" },
 	{ VERDICT, offsetof(struct rg_verdict_stats, verdict_missing), "fail_open",
 	  "verdict_missing" },
 	{ VERDICT, offsetof(struct rg_verdict_stats, egress_missing), "fail_open",
 	  "egress_missing" },
 	/* refused for safety */
 	{ GUARD, offsetof(struct rg_guard_stats, conns_refused), "fail_closed", "conns_full" },
-	{ G(h2_failclosed), "fail_closed", "h2" },
-	{ G(h2_compressed_dbs_full), "fail_closed", "h2_compressed_dbs_full" },
+	{ H(h2_failclosed), "fail_closed", "h2" },
+	{ H(h2_compressed_dbs_full), "fail_closed", "h2_compressed_dbs_full" },
 	{ RECONCILE, offsetof(struct rg_reconcile_stats, over_memory), "fail_closed",
 	  "copy_memory" },
 	/* a gRPC refusal --grpc-reject keep could not keep: GOAWAY instead */
-	{ G(h2_fallback_head_split), "h2_reject_fallback", "head_split" },
-	{ G(h2_fallback_short), "h2_reject_fallback", "short" },
-	{ G(h2_fallback_later_split), "h2_reject_fallback", "later_split" },
-	{ G(h2_fallback_full), "h2_reject_fallback", "full" },
-	{ G(h2_fallback_per_skb), "h2_reject_fallback", "per_skb" },
-	{ G(h2_fallback_name), "h2_reject_fallback", "name" },
-	{ G(h2_fallback_egress), "h2_reject_fallback", "egress" },
+	{ H(h2_fallback_head_split), "h2_reject_fallback", "head_split" },
+	{ H(h2_fallback_short), "h2_reject_fallback", "short" },
+	{ H(h2_fallback_later_split), "h2_reject_fallback", "later_split" },
+	{ H(h2_fallback_full), "h2_reject_fallback", "full" },
+	{ H(h2_fallback_per_skb), "h2_reject_fallback", "per_skb" },
+	{ H(h2_fallback_name), "h2_reject_fallback", "name" },
+	{ H(h2_fallback_egress), "h2_reject_fallback", "egress" },
+#undef H
 #undef G
 };
 
@@ -68,10 +70,11 @@ void rgd_fail_events(struct daemon *d)
 	static __u64 seen[NR_WATCHES], last_ns;
 	static bool started;
 	struct rg_global_stats g = {};
+	struct rg_h2_stats h2 = {};
 	struct rg_guard_stats gs = {};
 	struct rg_verdict_stats vs = {};
 	struct rg_reconcile_stats rs = {};
-	const void *src[NR_SOURCES] = { &g, &gs, &vs, &rs };
+	const void *src[NR_SOURCES] = { &g, &h2, &gs, &vs, &rs };
 	__u64 now = rg_monotonic_ns(), v;
 	__u32 zero = 0;
 	size_t i;
@@ -80,6 +83,7 @@ void rgd_fail_events(struct daemon *d)
 		return;
 	last_ns = now;
 	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GLOBAL), &zero, &g);
+	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_H2_STATS), &zero, &h2);
 	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_GUARD_STATS), &zero, &gs);
 	bpf_map_lookup_elem(bpf_map__fd(d->skel->maps.RG_MAP_VERDICT_STATS), &zero, &vs);
 	if (d->rec)

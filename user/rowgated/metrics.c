@@ -84,6 +84,21 @@ static void put_table(struct rg_prom *t, const struct rg_counter_table *tab, con
 	}
 }
 
+/* The HTTP/2 path's host-wide counters (h2_stats), when pinned. */
+static void put_h2(struct rg_prom *t, const char *bpffs)
+{
+	struct rg_h2_stats h2 = { 0 };
+	__u32 zero = 0;
+	int fd;
+
+	fd = bpffs ? rg_pin_open(bpffs, RG_STR(RG_MAP_H2_STATS)) : -ENOENT;
+	if (fd < 0)
+		return;
+	bpf_map_lookup_elem(fd, &zero, &h2);
+	close(fd);
+	rg_prom_table(t, &rg_h2_stats_table, &h2);
+}
+
 /* Adoption and connection-table counters (guard_stats) and the verdict
  * entry's (verdict_stats), when pinned. */
 static void put_guard(struct rg_prom *t, const char *bpffs)
@@ -227,6 +242,7 @@ static void put_http(struct rg_prom *t, const struct rg_metrics_maps *maps)
 	put_table(t, &rg_proto_stats_table, &protos);
 	bpf_map_lookup_elem(maps->global_fd, &zero, &g);
 	rg_prom_table(t, &rg_global_stats_table, &g);
+	put_h2(t, maps->bpffs);
 	put_guard(t, maps->bpffs);
 	put_shadow(t, maps->bpffs);
 	put_unlimited(t, maps->bpffs);
