@@ -240,10 +240,10 @@ rg_start_vm() {
 }
 
 # Start victoria-metrics in the existing cgroup $1 on $RG_PORT (data kept in
-# $RG_TMP/vm across restarts); sets VM_PID.
+# ${RG_VM_DATA:-$RG_TMP/vm} across restarts); sets VM_PID.
 rg_start_vm_in() {
-	local cg=$1; shift
-	mkdir -p "$RG_TMP/vm"
+	local cg=$1 data=${RG_VM_DATA:-$RG_TMP/vm}; shift
+	mkdir -p "$data"
 	# the subshell joins the cgroup, then becomes the server; connTimeout:
 	# keep-alive connections stay open however long a run takes (by default
 	# the server closes each after 2 min, which slow runs would count as
@@ -251,7 +251,7 @@ rg_start_vm_in() {
 	(
 		echo "$BASHPID" >"$cg/cgroup.procs"
 		exec victoria-metrics -httpListenAddr="127.0.0.1:$RG_PORT" \
-			-storageDataPath="$RG_TMP/vm" -loggerLevel=ERROR \
+			-storageDataPath="$data" -loggerLevel=ERROR \
 			-search.disableCache -retentionPeriod=100y -http.connTimeout=1h "$@"
 	) >>"$RG_TMP/vm.log" 2>&1 &
 	VM_PID=$!
