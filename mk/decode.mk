@@ -22,7 +22,7 @@ DECODE_HDRS     := user/decode/count.h user/decode/decompress.h \
 DECODE_ENC_SRCS := user/decode/encode.c $(DECODE_PB_C)
 DECODE_ENC_LIBS := -lprotobuf-c -lbrotlienc
 
-RG_COUNT_SRCS := user/decode/rg_count_main.c $(DECODE_LIB_SRCS) $(DECODE_ENC_SRCS)
+RG_COUNT_SRCS := user/decode/rg_count_main.c user/lib/io.c $(DECODE_LIB_SRCS) $(DECODE_ENC_SRCS)
 DECODE_BENCH_SRCS := bench/decode_bench.c $(DECODE_LIB_SRCS) $(DECODE_ENC_SRCS)
 GEN_FIXTURES_SRCS := tests/fixtures/gen_fixtures.c $(DECODE_LIB_SRCS) $(DECODE_ENC_SRCS)
 
@@ -35,7 +35,7 @@ $(BUILD)/proto/%.pb-c.c $(BUILD)/proto/%.pb-c.h: proto/%.proto
 	$(call msg,PROTOC-C,$<)
 	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/proto $<
 
-$(BUILD)/rg-count: $(RG_COUNT_SRCS) $(DECODE_HDRS) $(DECODE_PB_H) $(SHARED_H)
+$(BUILD)/rg-count: $(RG_COUNT_SRCS) $(DECODE_HDRS) user/lib/io.h $(DECODE_PB_H) $(SHARED_H)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(USER_CFLAGS) $(RG_COUNT_SRCS) -o $@ $(DECODE_LIB_LIBS) $(DECODE_ENC_LIBS)

@@ -42,7 +42,7 @@ FUZZ_EXTRA_limits    := user/lib/limits.c
 FUZZ_EXTRA_sqlopt    := user/rowgatectl/sqlopt.c user/lib/limits.c
 $(BUILD)/fuzz/fuzz_dbname $(BUILD)/fuzz/fuzz_limits: $(FUZZ_LIB_HDRS)
 $(BUILD)/fuzz/fuzz_sqlopt: $(FUZZ_LIB_HDRS) user/rowgatectl/sqlopt.h
-FUZZ_EXTRA_meta_proto  := user/lib/meta_proto.c user/lib/limits.c user/lib/state.c user/lib/log.c
+FUZZ_EXTRA_meta_proto  := user/lib/meta_proto.c user/lib/limits.c user/lib/state.c user/lib/io.c user/lib/log.c
 FUZZ_LIBS_meta_proto   := -ljansson -lbpf
 $(BUILD)/fuzz/fuzz_meta_proto: $(FUZZ_LIB_HDRS)
 # The decoders: the counting library, the real encoders and protobuf-c's
@@ -67,7 +67,7 @@ FUZZ_CFLAGS_payload := $(FUZZ_DECODE_CFLAGS)
 FUZZ_EXTRA_payload  := $(DECODE_LIB_SRCS)
 FUZZ_LIBS_payload   := $(DECODE_LIB_LIBS)
 $(BUILD)/fuzz/fuzz_json $(BUILD)/fuzz/fuzz_payload: $(DECODE_HDRS)
-FUZZ_EXTRA_state := user/lib/state.c user/lib/limits.c
+FUZZ_EXTRA_state := user/lib/state.c user/lib/io.c user/lib/limits.c
 FUZZ_LIBS_state  := -ljansson
 $(BUILD)/fuzz/fuzz_state: $(FUZZ_LIB_HDRS)
 # The HTTP/2 parser with the route lookups unit/test_h2 makes.

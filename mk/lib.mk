@@ -5,7 +5,8 @@
 # admin socket, pins and map contents (maps.c), the counter tables as data,
 # detaching, enforcement health read from the kernel, the XDP loader,
 # rowgate-meta's wire protocol and its HTTP client, systemd's readiness
-# notification (notify.c).
+# notification (notify.c), writing a whole buffer to a socket or file
+# (io.c, which rg-count links alone).
 
 RG_LIB_SRCS := $(wildcard user/lib/*.c)
 RG_LIB_HDRS := $(wildcard user/lib/*.h)
@@ -25,14 +26,14 @@ $(RG_LIB): $(RG_LIB_OBJS)
 
 # Unit tests build the sources they test with ASan/UBSan.
 UNIT_EXTRA_test_limits    := user/lib/limits.c
-UNIT_EXTRA_test_state     := user/lib/state.c user/lib/limits.c
+UNIT_EXTRA_test_state     := user/lib/state.c user/lib/io.c user/lib/limits.c
 UNIT_LIBS_test_state      := -ljansson
-UNIT_EXTRA_test_admin     := user/lib/admin.c user/lib/log.c user/lib/limits.c user/lib/state.c
+UNIT_EXTRA_test_admin     := user/lib/admin.c user/lib/log.c user/lib/limits.c user/lib/state.c user/lib/io.c
 UNIT_LIBS_test_admin      := -ljansson -lbpf -lpthread
 UNIT_EXTRA_test_meta_proto := user/lib/meta_proto.c user/lib/log.c user/lib/limits.c \
-                              user/lib/state.c
+                              user/lib/state.c user/lib/io.c
 UNIT_LIBS_test_meta_proto := -ljansson -lbpf
-UNIT_EXTRA_test_tables    := user/lib/counters.c user/lib/state.c user/lib/limits.c \
+UNIT_EXTRA_test_tables    := user/lib/counters.c user/lib/state.c user/lib/io.c user/lib/limits.c \
                              $(DECODE_LIB_SRCS)
 UNIT_LIBS_test_tables     := -ljansson $(DECODE_LIB_LIBS)
 UNIT_EXTRA_test_btf_layout := user/lib/maps.c user/lib/log.c

@@ -17,7 +17,7 @@ $(BUILD)/rowgate-meta: $(RG_META_SRCS) $(RG_META_HDRS) $(RG_LIB) $(RG_LIB_HDRS) 
 	$(Q)$(CC) $(USER_CFLAGS) $(RG_META_SRCS) $(RG_LIB) $(LDFLAGS) -o $@ $(RG_META_LIBS)
 
 # Unit tests of the pure parts: routing, auth, allocation glue, etcd, the allocator.
-RG_META_TEST_LIB := user/lib/log.c user/lib/limits.c user/lib/state.c
+RG_META_TEST_LIB := user/lib/log.c user/lib/limits.c user/lib/state.c user/lib/io.c
 UNIT_EXTRA_test_meta_cluster := user/meta/cluster.c user/lib/meta_proto.c user/meta/alloc.c \
                                 $(RG_META_TEST_LIB)
 UNIT_LIBS_test_meta_cluster  := -ljansson -lbpf

@@ -14,7 +14,7 @@ $(BUILD)/rowgated: $(RG_D_SRCS) $(RG_D_HDRS) $(RG_LIB) $(SHARED_H) $(BUILD)/rowg
 	$(Q)$(CC) $(USER_CFLAGS) $(RG_D_SRCS) $(RG_LIB) $(LDFLAGS) -o $@ $(RG_D_LIBS)
 
 UNIT_EXTRA_test_reconcile := user/rowgated/reconcile.c user/lib/log.c user/lib/counters.c \
-                             user/lib/state.c user/lib/limits.c $(DECODE_LIB_SRCS)
+                             user/lib/state.c user/lib/io.c user/lib/limits.c $(DECODE_LIB_SRCS)
 UNIT_LIBS_test_reconcile  := -lbpf -lelf -lz -ljansson $(DECODE_LIB_LIBS)
 $(BUILD)/tests/unit/test_reconcile: $(RG_D_HDRS)
 

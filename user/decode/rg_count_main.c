@@ -12,6 +12,7 @@
 #include "count.h"
 #include "decompress.h"
 #include "encode.h"
+#include "../lib/io.h"
 
 /* stdin is read up to this many bytes before the decoded cap applies. */
 #define RG_COUNT_MAX_INPUT_BYTES (1ULL << 30)
@@ -111,22 +112,6 @@ static int read_all(FILE *f, uint8_t **out, size_t *len)
 	return 0;
 }
 
-static int write_all(const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(STDOUT_FILENO, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int do_encode(enum rg_payload_protocol p, const struct opts *o)
 {
 	struct rg_encode_opts eo = {
@@ -187,7 +172,7 @@ static int do_encode(enum rg_payload_protocol p, const struct opts *o)
 		body = z;
 		len = zlen;
 	}
-	err = write_all(body, len);
+	err = rg_write_all(STDOUT_FILENO, body, len);
 	free(body);
 	if (err) {
 		fprintf(stderr, "rg-count: write: %s\n", strerror(-err));

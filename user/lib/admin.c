@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "io.h"
 #include "limits.h"
 #include "log.h"
 #include "state.h"
@@ -174,22 +175,6 @@ static long read_line(int fd, char *buf, size_t max, long long deadline_ms)
 	return (long)len;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* Send obj and '\n'; steals the reference. */
 static int send_json(int fd, json_t *obj)
 {
@@ -197,9 +182,9 @@ static int send_json(int fd, json_t *obj)
 	int ret = -ENOMEM;
 
 	if (text) {
-		ret = write_all(fd, text, strlen(text));
+		ret = rg_write_all(fd, text, strlen(text));
 		if (!ret)
-			ret = write_all(fd, "\n", 1);
+			ret = rg_write_all(fd, "\n", 1);
 	}
 	free(text);
 	json_decref(obj);

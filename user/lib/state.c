@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "limits.h"
 #include "state.h"
 
@@ -322,22 +323,6 @@ fail:
 	return NULL;
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int fsync_parent_dir(const char *path)
 {
 	char dir[PATH_MAX];
@@ -385,9 +370,9 @@ int rg_state_save(const char *path, const struct rg_limit_list *list, char *err,
 	}
 	tmp_exists = true;
 	step = "write";
-	ret = write_all(fd, text, strlen(text));
+	ret = rg_write_all(fd, text, strlen(text));
 	if (!ret)
-		ret = write_all(fd, "\n", 1);
+		ret = rg_write_all(fd, "\n", 1);
 	if (ret)
 		goto out;
 	if (fchmod(fd, 0644) || fsync(fd)) {
