@@ -16,22 +16,28 @@
 
 set -u
 BL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BL_BUILD=${BUILD:-$BL_ROOT/build}
-[ "${BL_BUILD#/}" != "$BL_BUILD" ] || BL_BUILD=$BL_ROOT/$BL_BUILD
-BL_ROWGATED=$BL_BUILD/rowgated
-BL_ROWGATECTL=$BL_BUILD/rowgatectl
+# a relative BUILD is the checkout's, wherever the figure runs from
+BUILD=${BUILD:-$BL_ROOT/build}
+[ "${BUILD#/}" != "$BUILD" ] || BUILD=$BL_ROOT/$BUILD
+# The end-to-end tests' harness: temporary directory, cleanups on exit,
+# free ports, cgroup, bpffs, victoria-metrics, InfluxDB and rowgated.
+# shellcheck source=../tests/e2e/lib.sh
+RG_KIND=bench
+RG_LOG_FD=2
+source "$BL_ROOT/tests/e2e/lib.sh"
+BL_BUILD=$RG_BUILD
+BL_ROWGATED=$RG_ROWGATED
+BL_ROWGATECTL=$RG_ROWGATECTL
 BL_LUA=$BL_ROOT/bench/write.lua
-BL_PY=${PYTHON:-/usr/bin/python3}
-BL_NAME=$(basename "$0" .sh)
-BL_TMP=$(mktemp -d "/tmp/rowgate-bench-$BL_NAME.XXXXXX")
-BL_BPFFS_MNT=$BL_TMP/bpffs
-BL_BPFFS=$BL_BPFFS_MNT/rowgate
-BL_SOCK=$BL_TMP/admin.sock
-BL_STATE=$BL_TMP/limits.json
+BL_PY=$RG_PY
+BL_NAME=$RG_NAME
+BL_TMP=$RG_TMP
+BL_BPFFS=$RG_BPFFS
+BL_SOCK=$RG_SOCK
+BL_STATE=$RG_STATE
 BL_CGROUP=""
 BL_PORT=""
 BL_RG_PID=""
-VM_PID=""
 
 # Seconds of load per measured run and runs per configuration (medians).
 BENCH_SECONDS=${BENCH_SECONDS:-3}
@@ -40,29 +46,11 @@ BENCH_RUNS=${BENCH_RUNS:-5}
 BENCH_THREADS=${BENCH_THREADS:-1}
 BENCH_CONNS=${BENCH_CONNS:-16}
 
-_bl_cleanups=()
-bl_log() { printf '[%s] %s\n' "$BL_NAME" "$*" >&2; }
+bl_log() { rg_log "$@"; }
 bl_die() { bl_log "ERROR: $*"; exit 1; }
-bl_on_exit() { _bl_cleanups+=("$1"); }
-_bl_cleanup() {
-	local rc=$? i
-	for ((i = ${#_bl_cleanups[@]} - 1; i >= 0; i--)); do
-		eval "${_bl_cleanups[$i]}" >/dev/null 2>&1 || true
-	done
-	if [ "$rc" -ne 0 ]; then
-		bl_log "failed; logs kept in $BL_TMP"
-		for f in "$BL_TMP"/*.log; do
-			[ -f "$f" ] || continue
-			echo "--- $f (tail)" >&2
-			tail -n 20 "$f" >&2
-		done
-	else
-		rm -rf "$BL_TMP"
-	fi
-	exit "$rc"
-}
-trap _bl_cleanup EXIT
-trap 'exit 1' INT TERM
+bl_on_exit() { rg_on_exit "$@"; }
+bl_free_port() { rg_free_port; }
+bl_wait_for() { rg_wait_for "$@"; }
 
 bl_require() {
 	[ "$(id -u)" -eq 0 ] || bl_die "needs root (BPF, cgroups)"
@@ -73,56 +61,19 @@ bl_require() {
 	[ -x "$BL_ROWGATED" ] || bl_die "build first (make): $BL_ROWGATED is missing"
 }
 
-bl_cgroup2_root() { awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts; }
-
-# A free TCP port in [20000, 32000), below the ephemeral range.
-bl_free_port() {
-	local p
-	for _ in $(seq 1 100); do
-		p=$((20000 + RANDOM % 12000))
-		if ! ss -Htan "sport = :$p" | grep -q .; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
-
-bl_wait_for() { # SECONDS cmd...
-	local deadline=$((SECONDS + $1)); shift
-	until "$@" >/dev/null 2>&1; do
-		[ $SECONDS -lt $deadline ] || return 1
-		sleep 0.05
-	done
-}
-
 bl_ctl() { "$BL_ROWGATECTL" --socket "$BL_SOCK" "$@"; }
 
 # The guarded server's cgroup (removed on exit) and port: BL_CGROUP, BL_PORT.
 bl_server_cgroup_port() {
-	local root
-	root=$(bl_cgroup2_root)
-	[ -n "$root" ] || bl_die "no cgroup v2 hierarchy mounted"
-	BL_CGROUP="$root/rowgate-bench-$BL_NAME-$$"
-	mkdir "$BL_CGROUP" || bl_die "cannot create cgroup $BL_CGROUP"
-	bl_on_exit "rmdir '$BL_CGROUP'"
-	BL_PORT=$(bl_free_port) || bl_die "no free port"
+	rg_make_cgroup
+	RG_PORT=$(rg_free_port) || bl_die "no free port"
+	BL_CGROUP=$RG_CGROUP BL_PORT=$RG_PORT
 }
 
 # Start victoria-metrics in a cgroup of its own; the server rowgate guards.
 bl_start_vm() {
 	bl_server_cgroup_port
-	mkdir -p "$BL_TMP/vm"
-	(
-		echo "$BASHPID" >"$BL_CGROUP/cgroup.procs"
-		exec victoria-metrics -httpListenAddr="127.0.0.1:$BL_PORT" \
-			-storageDataPath="$BL_TMP/vm" -loggerLevel=ERROR \
-			-retentionPeriod=100y -search.disableCache
-	) >"$BL_TMP/vm.log" 2>&1 &
-	VM_PID=$!
-	bl_on_exit "kill -9 $VM_PID; wait $VM_PID"
-	bl_wait_for 20 curl -sf "http://127.0.0.1:$BL_PORT/health" ||
-		bl_die "victoria-metrics did not come up"
+	rg_start_vm_in "$BL_CGROUP"
 }
 
 # Start InfluxDB 1.x in a cgroup of its own instead (figure 5): the server
@@ -132,37 +83,9 @@ bl_start_vm() {
 # max-series-per-database limit exceeded") without being stored.  Sets
 # BL_PORT, BL_CGROUP and INFLUX_PID.
 bl_start_influxdb() {
-	local d=$BL_TMP/influx rpc_port
 	bl_server_cgroup_port
-	rpc_port=$(bl_free_port) || bl_die "no free port"
-	mkdir -p "$d"
-	cat >"$d/influxdb.conf" <<INF
-reporting-disabled = true
-bind-address = "127.0.0.1:$rpc_port"
-[meta]
-  dir = "$d/meta"
-[data]
-  dir = "$d/data"
-  wal-dir = "$d/wal"
-  query-log-enabled = false
-  max-series-per-database = 1
-[monitor]
-  store-enabled = false
-[continuous_queries]
-  enabled = false
-[http]
-  bind-address = "127.0.0.1:$BL_PORT"
-  log-enabled = false
-[logging]
-  level = "error"
-INF
-	(
-		echo "$BASHPID" >"$BL_CGROUP/cgroup.procs"
-		exec influxd -config "$d/influxdb.conf"
-	) >"$BL_TMP/influxd.log" 2>&1 &
-	INFLUX_PID=$!
-	bl_on_exit "kill -9 $INFLUX_PID; wait $INFLUX_PID"
-	bl_wait_for 30 curl -sf "http://127.0.0.1:$BL_PORT/ping" || bl_die "influxd did not come up"
+	RG_INFLUX_DATA="  max-series-per-database = 1" RG_INFLUX_LOG_LEVEL=error \
+		rg_start_influxd "$BL_PORT"
 	curl -sf -XPOST "http://127.0.0.1:$BL_PORT/query" --data-urlencode 'q=CREATE DATABASE bench' \
 		>/dev/null || bl_die "influxd: CREATE DATABASE failed"
 	curl -sf -XPOST "http://127.0.0.1:$BL_PORT/write?db=bench" --data-binary 'seed v=1' ||
@@ -173,32 +96,21 @@ INF
 		bl_die "influxd does not reject over its max-series-per-database"
 }
 
-bl_mount_bpffs() {
-	mkdir -p "$BL_BPFFS_MNT"
-	mount -t bpf bpf "$BL_BPFFS_MNT" || bl_die "cannot mount a bpf filesystem"
-	bl_on_exit "umount '$BL_BPFFS_MNT'"
-	bl_on_exit "'$BL_ROWGATED' --cleanup --bpffs '$BL_BPFFS'"
-}
+bl_mount_bpffs() { rg_mount_bpffs; }
 
 # Enforcement on: rowgated guards BL_PORT (it adopts earlier pins, so
-# limits and counters survive a stop/start).
+# limits and counters survive a stop/start); BL_PROFILE: how it reads the
+# port (greptimedb, the profile of a port no server is known by).
 bl_rowgated_start() {
-	"$BL_ROWGATED" --foreground --port "$BL_PORT${BL_PROFILE:+=$BL_PROFILE}" --cgroup "$BL_CGROUP" \
-		--bpffs "$BL_BPFFS" --admin-socket "$BL_SOCK" --state-file "$BL_STATE" \
-		--log-level warn "$@" >>"$BL_TMP/rowgated.log" 2>&1 &
-	BL_RG_PID=$!
-	# kill -9 is asynchronous: reap it before --cleanup and the umount
-	# (a rowgated still exiting kept the bpffs busy: mounts were left)
-	bl_on_exit "kill -9 $BL_RG_PID; wait $BL_RG_PID"
-	bl_wait_for 20 bl_ctl limit show || bl_die "rowgated did not come up"
+	RG_PORT=$BL_PORT RG_CGROUP=$BL_CGROUP
+	RG_PROFILE=${BL_PROFILE:-greptimedb} rg_start_rowgated --log-level warn "$@"
+	BL_RG_PID=$RG_PID
 }
 
 # Enforcement off: SIGTERM detaches every program (DESIGN: open connections
 # go on unenforced; wrk opens new ones each run).
 bl_rowgated_stop() {
-	[ -n "$BL_RG_PID" ] || return 0
-	kill -TERM "$BL_RG_PID" 2>/dev/null
-	wait "$BL_RG_PID" 2>/dev/null
+	rg_stop_rowgated
 	BL_RG_PID=""
 }
 

@@ -13,6 +13,10 @@
 #   ...; rg_pass / rg_fail "why"
 #
 # Exit codes: 0 pass, 1 fail, 77 skipped.
+#
+# The benchmarks (bench/lib.sh) share this harness: RG_KIND names their
+# temporary directory and cgroup, RG_LOG_FD=2 keeps their logs off the
+# markdown they print on stdout.
 
 set -u
 RG_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -22,7 +26,9 @@ RG_ROWGATECTL=$RG_BUILD/rowgatectl
 RG_PY=${PYTHON:-/usr/bin/python3}
 RG_CLIENT=$RG_ROOT/tests/e2e/rgclient.py
 RG_NAME=$(basename "$0" .sh)
-RG_TMP=$(mktemp -d "/tmp/rowgate-e2e-$RG_NAME.XXXXXX")
+RG_KIND=${RG_KIND:-e2e}
+RG_LOG_FD=${RG_LOG_FD:-1}
+RG_TMP=$(mktemp -d "/tmp/rowgate-$RG_KIND-$RG_NAME.XXXXXX")
 RG_CGROUP=""
 RG_BPFFS_MNT="$RG_TMP/bpffs"
 RG_BPFFS="$RG_BPFFS_MNT/rowgate"
@@ -33,7 +39,7 @@ VM_PID=""
 RG_PORT=""
 _rg_cleanups=()
 
-rg_log() { printf '[%s] %s\n' "$RG_NAME" "$*"; }
+rg_log() { printf '[%s] %s\n' "$RG_NAME" "$*" >&"$RG_LOG_FD"; }
 rg_pass() { rg_log "PASS${1:+: $1}"; exit 0; }
 rg_fail() { rg_log "FAIL: $*"; exit 1; }
 rg_skip() { rg_log "SKIP: $*"; exit 77; }
@@ -61,7 +67,7 @@ _rg_cleanup() {
 			[ -f "$f" ] || continue
 			echo "--- $f (tail)"
 			tail -n 20 "$f"
-		done
+		done >&"$RG_LOG_FD"
 	else
 		rm -rf "$RG_TMP"
 	fi
@@ -207,7 +213,8 @@ rg_make_cgroup() {
 	local root
 	root=$(rg_cgroup2_root)
 	[ -n "$root" ] || rg_skip "no cgroup v2 hierarchy mounted"
-	RG_CGROUP="$root/rowgate-test-$RG_NAME-$$"
+	# rowgate-test-* for the tests, as ever; rowgate-bench-* for figures
+	RG_CGROUP="$root/rowgate-${RG_KIND/e2e/test}-$RG_NAME-$$"
 	mkdir "$RG_CGROUP" || rg_fail "cannot create cgroup $RG_CGROUP"
 	rg_on_exit "rmdir '$RG_CGROUP'"
 }
@@ -269,7 +276,9 @@ rg_stop_vm() {
 # cgroup rowgated guards (RG_CGROUP must exist); sets INFLUX_PID.
 # RG_INFLUX_HTTP: more lines of its [http] section (e.g. auth-enabled = true);
 # RG_INFLUX_MORE: more sections ([[udp]] listeners); RG_INFLUX_NETNS: the
-# network namespace it runs in, listening on all its addresses.
+# network namespace it runs in, listening on all its addresses;
+# RG_INFLUX_DATA: more lines of its [data] section; RG_INFLUX_LOG_LEVEL: its
+# log level (warn).
 rg_start_influxd() {
 	local port=$1 rpc bind=127.0.0.1 in=()
 	if [ -n "${RG_INFLUX_NETNS:-}" ]; then
@@ -287,6 +296,7 @@ bind-address = "127.0.0.1:$rpc"
   dir = "$RG_TMP/influx/data"
   wal-dir = "$RG_TMP/influx/wal"
   query-log-enabled = false
+${RG_INFLUX_DATA:-}
 [monitor]
   store-enabled = false
 [continuous_queries]
@@ -296,7 +306,7 @@ bind-address = "127.0.0.1:$rpc"
   log-enabled = false
 ${RG_INFLUX_HTTP:-}
 [logging]
-  level = "warn"
+  level = "${RG_INFLUX_LOG_LEVEL:-warn}"
 ${RG_INFLUX_MORE:-}
 CONF
 	(
