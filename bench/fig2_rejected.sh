@@ -20,71 +20,46 @@ PACE_MS=${FIG2_PACE_MS:-4}
 
 raw=$BL_TMP/fig2
 CPU_PIDS=$VM_PID
-# the server's background CPU (flushes, merges) over an idle run's length
-v0=$(bl_proc_ticks "$VM_PID"); sleep "$BENCH_SECONDS"; v1=$(bl_proc_ticks "$VM_PID")
-idle_ticks=$((v1 - v0))
+idle_ticks=$(bl_idle_ticks "$VM_PID")
 
-for ((r = 1; r <= RUNS; r++)); do
-	bl_log "round $r/$RUNS"
-	for size in 20 1; do
-		for mode in sat paced; do
-			extra=()
-			[ "$mode" = sat ] || extra=("delay_ms=$PACE_MS")
-			bl_rowgated_start
-			[ -s "$BL_STATE" ] || bl_ctl limit set bench 1 >/dev/null
-			PROXY_PIDS="" bl_wrk "$raw.rowgate.$size.$mode" -- \
-				path=/write?db=bench lines="$size" statuses=1 "${extra[@]}"
-			bl_rowgated_stop
-			PORT=$NGINX_PORT PROXY_PIDS=$NGINX_PIDS bl_wrk "$raw.nginx.$size.$mode" -- \
-				path=/write?db=bench lines="$size" statuses=1 "${extra[@]}"
-			PORT=$HAPROXY_PORT PROXY_PIDS=$HAPROXY_PID bl_wrk "$raw.haproxy.$size.$mode" -- \
-				path=/write?db=bench lines="$size" statuses=1 "${extra[@]}"
-		done
-	done
-done
+# each limiter in turn on the same overload: overload_run SIZE MODE WRK_ARGS...
+overload_run() {
+	local size=$1 mode=$2
+	shift 2
+	bl_wrk_rowgate_rejecting "$raw.rowgate.$size.$mode" "$@"
+	PORT=$NGINX_PORT PROXY_PIDS=$NGINX_PIDS bl_wrk "$raw.nginx.$size.$mode" -- "$@"
+	PORT=$HAPROXY_PORT PROXY_PIDS=$HAPROXY_PID bl_wrk "$raw.haproxy.$size.$mode" -- "$@"
+}
+bl_overload_rounds "$RUNS" "20 1" "$PACE_MS" overload_run
 bl_rowgated_start
 closes=$(bl_ctl --json stats | "$BL_PY" -c 'import json,sys; print(json.load(sys.stdin)["global"]["responses_close"])' 2>/dev/null || echo "?")
 bl_rowgated_stop
 [ -n "${BENCH_RAW:-}" ] && cp "$raw".* "$BENCH_RAW/"
 
-for f in "$raw".*; do
-	read -r other < <(bl_agg "$f" "sother + errors")
-	[ "$other" = 0 ] || bl_log "WARNING: ${f##*/}: statuses other than 204/429 or socket errors (median $other)"
-done
+bl_warn_nonzero "sother + errors" "statuses other than 204/429 or socket errors" "$raw".*
 
 # per 429: the benchmark's CPU (wrk + server + limiter + kernel threads),
-# the same without wrk, and where it went
+# the same without wrk, and where it went; in the table's order
 M=(
 	"s429/seconds"
 	"bench_ticks/HZ/s429*1e6"
 	"(bench_ticks-client_ticks)/HZ/s429*1e6"
+	"bench_ticks/HZ/seconds*100"
 	"proxy_ticks/HZ/seconds*100"
 	"server_ticks/HZ/seconds*100"
 	"kthread_ticks/HZ/seconds*100"
-	"bench_ticks/HZ/seconds*100"
 	"p50_us"
 	"(host_ticks-bench_ticks)/HZ/seconds*100"
 )
 table() { # size mode
-	local size=$1 mode=$2 v n rg_cpu rg_net
-	read -r _ rg_cpu rg_net _ < <(bl_agg "$raw.rowgate.$size.$mode" "${M[@]}")
-	for v in rowgate nginx haproxy; do
-		read -r rate cpu net proxy server kth total p50 other < <(bl_agg "$raw.$v.$size.$mode" "${M[@]}")
-		case $v in
-		rowgate) n="rowgate (kernel)" ;;
-		nginx) n="nginx limit_req" ;;
-		haproxy) n="haproxy stick table" ;;
-		esac
-		printf '| %s | %s | %s | **%s** | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" \
-			"$(bl_fmt "$rate" .0f)" "$(bl_fmt "$cpu" .1f)" "$(bl_ratio "$cpu" "$rg_cpu")" \
-			"$(bl_fmt "$net" .1f)" "$(bl_ratio "$net" "$rg_net")" \
-			"$(bl_fmt "$total" .0f)" "$(bl_fmt "$proxy" .0f)" "$(bl_fmt "$server" .1f)" \
-			"$(bl_fmt "$kth" .1f)" "$(bl_fmt "$p50" .0f)" "$(bl_fmt "$other" .0f)"
-	done
+	local f=$1.$2
+	bl_versus_rows "$raw.rowgate.$f" ".0f .1f .1f .0f .0f .1f .1f .0f .0f" \
+		"rowgate (kernel)" "$raw.rowgate.$f" "nginx limit_req" "$raw.nginx.$f" \
+		"haproxy stick table" "$raw.haproxy.$f"
 }
 head='| limiter | 429/s | CPU µs/429 | ÷ rowgate | without wrk µs/429 | ÷ rowgate | CPU % | limiter % | server % | kthreads % | p50 µs | other load % |
 |---|---|---|---|---|---|---|---|---|---|---|---|'
-idle_pct=$(bl_fmt "$(awk -v t="$idle_ticks" -v hz="$BL_HZ" -v s="$BENCH_SECONDS" 'BEGIN { print t / hz / s * 100 }')" .1f)
+idle_pct=$(bl_ticks_pct "$idle_ticks")
 offered=$((BENCH_CONNS * 1000 / PACE_MS))
 
 cat <<EOF

@@ -16,63 +16,40 @@ SIZES=${FIG5_SIZES:-20 1000}
 
 raw=$BL_TMP/fig5
 CPU_PIDS=$INFLUX_PID
-v0=$(bl_proc_ticks "$INFLUX_PID"); sleep "$BENCH_SECONDS"; v1=$(bl_proc_ticks "$INFLUX_PID")
-idle_ticks=$((v1 - v0))
+idle_ticks=$(bl_idle_ticks "$INFLUX_PID")
 
-for ((r = 1; r <= RUNS; r++)); do
-	bl_log "round $r/$RUNS"
-	for size in $SIZES; do
-		for mode in sat paced; do
-			extra=()
-			[ "$mode" = sat ] || extra=("delay_ms=$PACE_MS")
-			PROXY_PIDS="" bl_wrk "$raw.server.$size.$mode" -- \
-				path=/write?db=bench lines="$size" statuses=1 "${extra[@]}"
-			bl_rowgated_start
-			[ -s "$BL_STATE" ] || bl_ctl limit set bench 1 >/dev/null
-			PROXY_PIDS="" bl_wrk "$raw.rowgate.$size.$mode" -- \
-				path=/write?db=bench lines="$size" statuses=1 "${extra[@]}"
-			bl_rowgated_stop
-		done
-	done
-done
+# the server rejecting, then rowgate in front of it: overload_run SIZE MODE WRK_ARGS...
+overload_run() {
+	local size=$1 mode=$2
+	shift 2
+	PROXY_PIDS="" bl_wrk "$raw.server.$size.$mode" -- "$@"
+	bl_wrk_rowgate_rejecting "$raw.rowgate.$size.$mode" "$@"
+}
+bl_overload_rounds "$RUNS" "$SIZES" "$PACE_MS" overload_run
 [ -n "${BENCH_RAW:-}" ] && cp "$raw".* "$BENCH_RAW/"
 
 # Nothing may be stored: the server's own rejections are 400s, rowgate's
 # 429s (its first write of a round may be admitted, and is then a 400).
-for f in "$raw".*; do
-	read -r ok < <(bl_agg "$f" "s204 + errors")
-	[ "$ok" = 0 ] || bl_log "WARNING: ${f##*/}: writes stored or socket errors (median $ok)"
-done
+bl_warn_nonzero "s204 + errors" "writes stored or socket errors" "$raw".*
 
 M=(
 	"(s429+sother)/seconds"
 	"bench_ticks/HZ/(s429+sother)*1e6"
 	"server_ticks/HZ/(s429+sother)*1e6"
+	"bench_ticks/HZ/seconds*100"
 	"server_ticks/HZ/seconds*100"
 	"kthread_ticks/HZ/seconds*100"
-	"bench_ticks/HZ/seconds*100"
 	"p50_us"
 	"(host_ticks-bench_ticks)/HZ/seconds*100"
 )
 table() { # size mode
-	local size=$1 mode=$2 v n rg_cpu rg_srv
-	read -r _ rg_cpu rg_srv _ < <(bl_agg "$raw.rowgate.$size.$mode" "${M[@]}")
-	for v in rowgate server; do
-		read -r rate cpu srv server kth total p50 other < <(bl_agg "$raw.$v.$size.$mode" "${M[@]}")
-		case $v in
-		rowgate) n="rowgate (kernel 429)" ;;
-		server) n="InfluxDB itself (400)" ;;
-		esac
-		printf '| %s | %s | %s | **%s** | %s | %s | %s | %s | %s | %s | %s |\n' "$n" \
-			"$(bl_fmt "$rate" .0f)" "$(bl_fmt "$cpu" .1f)" "$(bl_ratio "$cpu" "$rg_cpu")" \
-			"$(bl_fmt "$srv" .1f)" "$(bl_ratio "$srv" "$rg_srv")" \
-			"$(bl_fmt "$total" .0f)" "$(bl_fmt "$server" .1f)" "$(bl_fmt "$kth" .1f)" \
-			"$(bl_fmt "$p50" .0f)" "$(bl_fmt "$other" .0f)"
-	done
+	local f=$1.$2
+	bl_versus_rows "$raw.rowgate.$f" ".0f .1f .1f .0f .1f .1f .0f .0f" \
+		"rowgate (kernel 429)" "$raw.rowgate.$f" "InfluxDB itself (400)" "$raw.server.$f"
 }
 head='| who rejects | rejections/s | CPU µs/rejection | ÷ rowgate | server µs/rejection | ÷ rowgate | CPU % | server % | kthreads % | p50 µs | other load % |
 |---|---|---|---|---|---|---|---|---|---|---|'
-idle_pct=$(bl_fmt "$(awk -v t="$idle_ticks" -v hz="$BL_HZ" -v s="$BENCH_SECONDS" 'BEGIN { print t / hz / s * 100 }')" .1f)
+idle_pct=$(bl_ticks_pct "$idle_ticks")
 offered=$((BENCH_CONNS * 1000 / PACE_MS))
 version=$(dpkg-query -W -f '${Version}' influxdb 2>/dev/null || echo "?")
 

@@ -172,6 +172,88 @@ bl_proc_ticks() {
 	echo "$t"
 }
 
+# The server's own CPU while nothing loads it (flushes, merges), in ticks
+# over one run's length: bl_idle_ticks PID
+bl_idle_ticks() {
+	local t0 t1
+	t0=$(bl_proc_ticks "$1")
+	sleep "$BENCH_SECONDS"
+	t1=$(bl_proc_ticks "$1")
+	echo $((t1 - t0))
+}
+
+# Ticks over one run's length as a percentage of one core, for a table:
+# bl_ticks_pct TICKS
+bl_ticks_pct() {
+	bl_fmt "$(awk -v t="$1" -v hz="$BL_HZ" -v s="$BENCH_SECONDS" 'BEGIN { print t / hz / s * 100 }')" .1f
+}
+
+# bl_overload_rounds RUNS SIZES PACE_MS RUN: RUNS interleaved rounds, each
+# calling `RUN SIZE MODE WRK_ARGS...` for every write size in SIZES (lines)
+# and both loads: sat (as many requests as wrk sends) and paced (each
+# connection waits PACE_MS before a request).  WRK_ARGS: bench/write.lua's
+# arguments for those writes to db bench, every response counted by status.
+bl_overload_rounds() {
+	local runs=$1 sizes=$2 pace_ms=$3 run=$4 r size mode pace
+	for ((r = 1; r <= runs; r++)); do
+		bl_log "round $r/$runs"
+		for size in $sizes; do
+			for mode in sat paced; do
+				pace=()
+				[ "$mode" = sat ] || pace=("delay_ms=$pace_ms")
+				"$run" "$size" "$mode" path=/write?db=bench lines="$size" statuses=1 "${pace[@]}"
+			done
+		done
+	done
+}
+
+# One run of bl_wrk through rowgate, started for it with db bench limited
+# to 1 row/s (the state file keeps that limit after the first run) and
+# stopped after it: bl_wrk_rowgate_rejecting OUT WRK_ARGS...
+bl_wrk_rowgate_rejecting() {
+	local out=$1
+	shift
+	bl_rowgated_start
+	[ -s "$BL_STATE" ] || bl_ctl limit set bench 1 >/dev/null
+	PROXY_PIDS="" bl_wrk "$out" -- "$@"
+	bl_rowgated_stop
+}
+
+# bl_versus_rows REF FORMATS LABEL FILE [LABEL FILE]...: markdown table
+# rows, one a LABEL, of the medians over its FILE of the expressions in
+# the array M (the figure's): M[0] a rate, M[1] and M[2] two costs, each
+# followed by its ratio to the same cost over REF (rowgate's runs), then
+# the rest.  FORMATS: each expression's bl_fmt format, space separated.
+bl_versus_rows() {
+	local ref=$1 ref1 ref2 row i
+	local -a fmt v
+	read -r -a fmt <<<"$2"
+	shift 2
+	read -r _ ref1 ref2 _ < <(bl_agg "$ref" "${M[@]}")
+	while [ $# -gt 0 ]; do
+		read -r -a v < <(bl_agg "$2" "${M[@]}")
+		row="| $1 | $(bl_fmt "${v[0]}" "${fmt[0]}") | $(bl_fmt "${v[1]}" "${fmt[1]}")"
+		row+=" | **$(bl_ratio "${v[1]}" "$ref1")** | $(bl_fmt "${v[2]}" "${fmt[2]}")"
+		row+=" | $(bl_ratio "${v[2]}" "$ref2") |"
+		for ((i = 3; i < ${#M[@]}; i++)); do
+			row+=" $(bl_fmt "${v[i]}" "${fmt[i]}") |"
+		done
+		echo "$row"
+		shift 2
+	done
+}
+
+# Warn of each raw file whose runs' median of EXPR is not 0:
+# bl_warn_nonzero EXPR WHAT FILE...
+bl_warn_nonzero() {
+	local expr=$1 what=$2 f v
+	shift 2
+	for f in "$@"; do
+		read -r v < <(bl_agg "$f" "$expr")
+		[ "$v" = 0 ] || bl_log "WARNING: ${f##*/}: $what (median $v)"
+	done
+}
+
 # bpf_stats of the verdict program: "run_time_ns run_cnt".  The pin is
 # what the sockhash runs: the entry, whose figures include the verdict it
 # tail-calls (docs/design.md#verdict-slot).
