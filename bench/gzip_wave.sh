@@ -10,6 +10,9 @@
 #
 #   sudo bench/gzip_wave.sh
 #   WAVE_CONNS=40 WAVE_ROWS=500 WAVE_LIMIT=2000 WAVE_RUNS=5 bench/gzip_wave.sh
+# rowgate reads requests as GreptimeDB does (victoria-metrics stores them),
+# as in tests/e2e/estimates.sh, whose wave this is
+RG_PROFILE=greptimedb
 source "$(dirname "$0")/../tests/e2e/lib.sh"
 CONNS=${WAVE_CONNS:-40}
 ROWS=${WAVE_ROWS:-500}
@@ -23,23 +26,11 @@ for run in $(seq 1 "$RUNS"); do
 	rg_ctl limit set "$db" "$LIMIT" >/dev/null || rg_fail "limit set"
 	PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" "$db" "$CONNS" "$ROWS" \
 		>"$RG_TMP/wave$run.out" <<'PY' || rg_fail "client: $(cat "$RG_TMP/wave$run.out")"
-import gzip, sys, threading, time
-from rgclient import Conn
+import sys
+from rgclient import gzip_wave
 port, db, conns, rows = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-now = int(time.time() * 1000)
-bodies = [gzip.compress(b"".join(b"wave,c=%d v=%d %d\n" % (c, j, now - j) for j in range(rows)))
-          for c in range(conns)]
-cs = [Conn(port) for _ in range(conns)]
-gate = threading.Barrier(conns)
-status = [0] * conns
-def go(i):
-    gate.wait()
-    status[i] = cs[i].request("/write?db=%s&precision=ms" % db, bodies[i],
-                              {"Content-Encoding": "gzip"}).status
-ts = [threading.Thread(target=go, args=(i,)) for i in range(conns)]
-for t in ts: t.start()
-for t in ts: t.join()
-print(sum(1 for s in status if s == 204), len(bodies[0]))
+status, body_bytes = gzip_wave(port, db, conns, rows)
+print(sum(1 for s in status if s == 204), body_bytes)
 PY
 	read -r admitted body_bytes <"$RG_TMP/wave$run.out"
 	stored=$(rg_vm_rows_wait "{db=\"$db\"}" $((admitted * ROWS)))

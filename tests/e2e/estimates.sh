@@ -59,22 +59,9 @@ rg_check "the estimate ($est) is not below the rows ($rows)" [ "$est" -ge "$rows
 rg_check "and was reconciled exactly (20000 rows: $rows)" [ "$rows" -eq 20000 ]
 
 PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" >"$RG_TMP/wave.out" 2>&1 <<'PY' ||
-import gzip, sys, threading, time
-from rgclient import Conn
-port, conns, rows = int(sys.argv[1]), 40, 500
-now = int(time.time() * 1000)
-bodies = [gzip.compress(b"".join(b"wave,c=%d v=%d %d\n" % (c, j, now - j) for j in range(rows)))
-          for c in range(conns)]
-cs = [Conn(port) for _ in range(conns)]
-gate = threading.Barrier(conns)
-status = [0] * conns
-def go(i):
-    gate.wait()
-    status[i] = cs[i].request("/write?db=wave&precision=ms", bodies[i],
-                              {"Content-Encoding": "gzip"}).status
-ts = [threading.Thread(target=go, args=(i,)) for i in range(conns)]
-for t in ts: t.start()
-for t in ts: t.join()
+import sys
+from rgclient import gzip_wave
+status, _ = gzip_wave(int(sys.argv[1]), "wave", 40, 500)
 print(sum(1 for s in status if s == 204), sum(1 for s in status if s == 429))
 PY
 	rg_fail "wave client: $(tail -n 5 "$RG_TMP/wave.out")"

@@ -20,6 +20,7 @@ it with PYTHONPATH=tests/e2e) and as a command:
 """
 import argparse
 import fcntl
+import gzip
 import json
 import os
 import random
@@ -140,6 +141,29 @@ def lines(n, series="m", tag="", start_ms=None, field="v"):
     return b"".join(b"%s%s %s=%d %d\n" % (series.encode(), tagpart.encode(),
                                          field.encode(), i, t0 + i)
                     for i in range(n))
+
+
+def gzip_wave(port, db, conns, rows):
+    """A wave of compressed writes: conns connections, each with one gzip
+    line-protocol write of rows rows (millisecond timestamps), all released
+    at once.  Returns the statuses and the bytes of one body."""
+    now = int(time.time() * 1000)
+    bodies = [gzip.compress(b"".join(b"wave,c=%d v=%d %d\n" % (c, j, now - j) for j in range(rows)))
+              for c in range(conns)]
+    cs = [Conn(port) for _ in range(conns)]
+    gate = threading.Barrier(conns)
+    status = [0] * conns
+
+    def go(i):
+        gate.wait()
+        status[i] = cs[i].request("/write?db=%s&precision=ms" % db, bodies[i],
+                                  {"Content-Encoding": "gzip"}).status
+    ts = [threading.Thread(target=go, args=(i,)) for i in range(conns)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return status, len(bodies[0])
 
 
 def load(args):
