@@ -26,7 +26,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	protov1 "github.com/golang/protobuf/proto"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -36,26 +35,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
-
-// protoCodec marshals with the protobuf API the generated code is made for:
-// the grpc-go in Debian 12 still marshals through the older
-// github.com/golang/protobuf, which cannot encode these messages.
-type protoCodec struct{}
-
-// grpc-go's own messages (grpc.health.v1) are of the older API.
-func (protoCodec) Marshal(v interface{}) ([]byte, error) {
-	if m, ok := v.(proto.Message); ok {
-		return proto.Marshal(m)
-	}
-	return protov1.Marshal(v.(protov1.Message))
-}
-func (protoCodec) Unmarshal(b []byte, v interface{}) error {
-	if m, ok := v.(proto.Message); ok {
-		return proto.Unmarshal(b, m)
-	}
-	return protov1.Unmarshal(b, v.(protov1.Message))
-}
-func (protoCodec) Name() string { return "proto" }
 
 const serviceConfig = `{"methodConfig": [{
   "name": [{"service": "greptime.v1.GreptimeDatabase"}],

@@ -29,34 +29,12 @@ import (
 	"strings"
 	"sync"
 
-	protov1 "github.com/golang/protobuf/proto"
 	"google.golang.org/grpc"
 	_ "google.golang.org/grpc/encoding/gzip" // grpc-encoding: gzip, as GreptimeDB (zstd: gocommon)
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/stats"
-	"google.golang.org/protobuf/proto"
 )
-
-// protoCodec: see the client; Debian's grpc-go marshals through the older
-// protobuf API.
-type protoCodec struct{}
-
-// grpc-go's own messages (grpc.health.v1) are of the older API.
-func (protoCodec) Marshal(v interface{}) ([]byte, error) {
-	if m, ok := v.(proto.Message); ok {
-		return proto.Marshal(m)
-	}
-	return protov1.Marshal(v.(protov1.Message))
-}
-func (protoCodec) Unmarshal(b []byte, v interface{}) error {
-	if m, ok := v.(proto.Message); ok {
-		return proto.Unmarshal(b, m)
-	}
-	return protov1.Unmarshal(b, v.(protov1.Message))
-}
-func (protoCodec) String() string { return "proto" }
-func (protoCodec) Name() string   { return "proto" }
 
 type store struct {
 	mu         sync.Mutex
@@ -158,6 +136,27 @@ func (s *store) call() {
 	s.mu.Unlock()
 }
 
+// countingService: a service of one unary method taking a GreptimeRequest,
+// which answers as GreptimeDB does and hands each call's rows to count.
+func countingService(service, method string, count func(rows uint64)) *grpc.ServiceDesc {
+	return &grpc.ServiceDesc{
+		ServiceName: service,
+		HandlerType: (*interface{})(nil),
+		Methods: []grpc.MethodDesc{{
+			MethodName: method,
+			Handler: func(_ interface{}, ctx context.Context, dec func(interface{}) error, _ grpc.UnaryServerInterceptor) (interface{}, error) {
+				r := &GreptimeRequest{}
+				if err := dec(r); err != nil {
+					return nil, err
+				}
+				n := rowsOf(r)
+				count(n)
+				return response(n), nil
+			},
+		}},
+	}
+}
+
 func response(n uint64) *GreptimeResponse {
 	return &GreptimeResponse{Header: &ResponseHeader{Status: &Status{}},
 		Response: &GreptimeResponse_AffectedRows{AffectedRows: &AffectedRows{Value: uint32(n)}}}
@@ -209,26 +208,12 @@ func main() {
 	srv := grpc.NewServer(grpc.CustomCodec(protoCodec{}), grpc.MaxConcurrentStreams(uint32(*maxStreams)),
 		grpc.StatsHandler(streamStats{st}))
 	srv.RegisterService(&desc, struct{}{})
-	other := grpc.ServiceDesc{
-		ServiceName: "rowgate.test.Other",
-		HandlerType: (*interface{})(nil),
-		Methods: []grpc.MethodDesc{{
-			MethodName: "Handle",
-			Handler: func(_ interface{}, ctx context.Context, dec func(interface{}) error, _ grpc.UnaryServerInterceptor) (interface{}, error) {
-				r := &GreptimeRequest{}
-				if err := dec(r); err != nil {
-					return nil, err
-				}
-				n := rowsOf(r)
-				st.mu.Lock()
-				st.OtherRows += n
-				st.OtherCalls++
-				st.mu.Unlock()
-				return response(n), nil
-			},
-		}},
-	}
-	srv.RegisterService(&other, struct{}{})
+	srv.RegisterService(countingService("rowgate.test.Other", "Handle", func(n uint64) {
+		st.mu.Lock()
+		st.OtherRows += n
+		st.OtherCalls++
+		st.mu.Unlock()
+	}), struct{}{})
 	// Methods of GreptimeDB's that store rows rowgate cannot count
 	// (rowgated --grpc-uncounted): unary GreptimeRequest handlers here, so
 	// a call that reaches the server is counted in uncounted_calls.
@@ -237,25 +222,12 @@ func main() {
 		{"arrow.flight.protocol.FlightService", "DoPut"},
 		{"opentelemetry.proto.experimental.arrow.v1.ArrowMetricsService", "ArrowMetrics"},
 	} {
-		srv.RegisterService(&grpc.ServiceDesc{
-			ServiceName: sm[0],
-			HandlerType: (*interface{})(nil),
-			Methods: []grpc.MethodDesc{{
-				MethodName: sm[1],
-				Handler: func(_ interface{}, ctx context.Context, dec func(interface{}) error, _ grpc.UnaryServerInterceptor) (interface{}, error) {
-					r := &GreptimeRequest{}
-					if err := dec(r); err != nil {
-						return nil, err
-					}
-					n := rowsOf(r)
-					st.mu.Lock()
-					st.UncountedRows += n
-					st.UncountedCalls++
-					st.mu.Unlock()
-					return response(n), nil
-				},
-			}},
-		}, struct{}{})
+		srv.RegisterService(countingService(sm[0], sm[1], func(n uint64) {
+			st.mu.Lock()
+			st.UncountedRows += n
+			st.UncountedCalls++
+			st.mu.Unlock()
+		}), struct{}{})
 	}
 	hs := health.NewServer()
 	hs.SetServingStatus("rowgate.test", healthpb.HealthCheckResponse_SERVING)
