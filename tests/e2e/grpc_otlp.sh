@@ -16,27 +16,10 @@
 # counted rejected; two values of the metadata fail closed.
 RG_PROFILE=greptimedb
 source "$(dirname "$0")/lib.sh"
-rg_require_root
-rg_require_cmd curl "$RG_PY"
-GRPC_PY=$RG_BUILD/grpc/py
 CLIENT=$RG_ROOT/tests/grpc/otlp_client.py
 JS=$RG_ROOT/tests/grpc/otlp_js.js
-"$RG_PY" -c 'import grpc, google.protobuf' 2>/dev/null ||
-	rg_skip "needs python3-grpcio and python3-protobuf for $RG_PY (make deps)"
-command -v node >/dev/null 2>&1 && [ -d "$RG_ROOT/tests/grpc/node_modules/@opentelemetry/exporter-metrics-otlp-grpc" ] ||
-	rg_skip "needs node and @opentelemetry/exporter-metrics-otlp-grpc in tests/grpc/node_modules (make deps)"
-[ -f "$GRPC_PY/otlp_pb2.py" ] || rg_fail "build first: $GRPC_PY/otlp_pb2.py is missing"
-export RG_GRPC_PY=$GRPC_PY
-
-out=$("$RG_ROWGATED" --grpc-otlp maybe 2>&1) && rg_fail "--grpc-otlp maybe accepted"
-rg_check "--grpc-otlp maybe: $out" grep -q "expected refuse or count" <<<"$out"
-
-rg_make_cgroup
-rg_start_greptime_py_server
-
-rg_mount_bpffs
 # --grpc-otlp count is the default
-RG_PORT=$PORT rg_start_rowgated --grpc "$PORT"
+rg_setup_grpc_protocol --grpc-otlp @opentelemetry/exporter-metrics-otlp-grpc otlp_pb2.py
 for db in o_free o_gz public o_tr o_js o_jsgz o_two; do
 	rg_ctl limit set $db 1000000 >/dev/null || rg_fail "limit set $db"
 done

@@ -27,13 +27,7 @@ rg_seg_namespace rg-grtx-$$
 rg_make_cgroup
 GPORT=18428 # LOSSY_PORT: the namespace is the test's own
 GADMIN=18429
-(
-	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-	exec ip netns exec "$NS" "$GO_SERVER" -port "$GPORT" -admin-port "$GADMIN"
-) >"$RG_TMP/goserver.log" 2>&1 &
-GSRV=$!
-rg_on_exit "kill -9 $GSRV; wait $GSRV"
-rg_wait_for 20 in_ns curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
+RG_GO_WRAP="ip netns exec $NS" rg_run_grpc_go_server
 sget() { in_ns curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 rg_mount_bpffs

@@ -20,16 +20,7 @@ rg_require_grpc_go client server
 rg_seg_namespace rg-seg-$$
 
 rg_make_cgroup
-GPORT=$(rg_free_port) || rg_fail "no free port"
-GADMIN=$(rg_free_port) || rg_fail "no free port"
-[ "$GPORT" != "$GADMIN" ] || rg_fail "ports collide"
-(
-	echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-	exec ip netns exec "$NS" "$GO_SERVER" -port "$GPORT" -admin-port "$GADMIN"
-) >"$RG_TMP/goserver.log" 2>&1 &
-GSRV=$!
-rg_on_exit "kill -9 $GSRV; wait $GSRV"
-rg_wait_for 20 in_ns curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
+RG_GO_WRAP="ip netns exec $NS" rg_start_grpc_go_server
 
 rg_mount_bpffs
 RG_PORT=$GPORT rg_start_rowgated --grpc-compressed debt

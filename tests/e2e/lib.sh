@@ -162,13 +162,20 @@ rg_start_grpc_go_server() {
 	GPORT=$(rg_free_port) || rg_fail "no free port"
 	GADMIN=$(rg_free_port) || rg_fail "no free port"
 	[ "$GPORT" != "$GADMIN" ] || rg_fail "ports collide"
+	rg_run_grpc_go_server "$@"
+}
+
+# The same on the GPORT and GADMIN the test set; RG_GO_WRAP: a command
+# prefix for the server and for the check that it is up (ip netns exec NS).
+rg_run_grpc_go_server() {
 	(
 		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-		exec "$RG_BUILD/grpc/rg-grpc-go-server" -port "$GPORT" -admin-port "$GADMIN" "$@"
+		exec ${RG_GO_WRAP:-} "$RG_BUILD/grpc/rg-grpc-go-server" -port "$GPORT" -admin-port "$GADMIN" "$@"
 	) >"$RG_TMP/goserver.log" 2>&1 &
 	GSRV=$!
 	rg_on_exit "kill -9 $GSRV; wait $GSRV"
-	rg_wait_for 20 curl -sf "http://127.0.0.1:$GADMIN/stats" || rg_fail "grpc-go server did not come up"
+	rg_wait_for 20 ${RG_GO_WRAP:-} curl -sf "http://127.0.0.1:$GADMIN/stats" ||
+		rg_fail "grpc-go server did not come up"
 }
 
 # The gRPC C-core GreptimeDatabase server (tests/grpc/greptime_server.py)
@@ -187,6 +194,33 @@ rg_start_greptime_py_server() {
 	rg_on_exit "kill -9 $SRV; wait $SRV"
 	rg_wait_for 20 curl -sf "http://127.0.0.1:$ADMIN/stats" ||
 		rg_fail "the gRPC C-core server did not come up"
+}
+
+# The setup of a test of one more gRPC protocol GreptimeDB takes (OTLP,
+# Arrow Flight) from a Python and a Node client: needs grpcio, the node
+# module NODE_MODULE in tests/grpc/node_modules and PB2 (a module of
+# build/grpc/py, exported as RG_GRPC_PY); checks that rowgated refuses
+# OPTION maybe (its values are refuse and count); then the C-core server
+# (rg_start_greptime_py_server) and rowgated guarding its PORT with the
+# option's default.  rg_setup_grpc_protocol OPTION NODE_MODULE PB2
+rg_setup_grpc_protocol() {
+	local option=$1 node_module=$2 pb2=$3 out
+	rg_require_root
+	rg_require_cmd curl "$RG_PY"
+	"$RG_PY" -c 'import grpc, google.protobuf' 2>/dev/null ||
+		rg_skip "needs python3-grpcio and python3-protobuf for $RG_PY (make deps)"
+	command -v node >/dev/null 2>&1 && [ -d "$RG_ROOT/tests/grpc/node_modules/$node_module" ] ||
+		rg_skip "needs node and $node_module in tests/grpc/node_modules (make deps)"
+	[ -f "$RG_BUILD/grpc/py/$pb2" ] || rg_fail "build first: $RG_BUILD/grpc/py/$pb2 is missing"
+	export RG_GRPC_PY=$RG_BUILD/grpc/py
+
+	out=$("$RG_ROWGATED" "$option" maybe 2>&1) && rg_fail "$option maybe accepted"
+	rg_check "$option maybe: $out" grep -q "expected refuse or count" <<<"$out"
+
+	rg_make_cgroup
+	rg_start_greptime_py_server
+	rg_mount_bpffs
+	RG_PORT=$PORT rg_start_rowgated --grpc "$PORT"
 }
 
 # Both GreptimeDatabase servers on guarded ports: the C-core one when
@@ -317,6 +351,31 @@ CONF
 	rg_on_exit "kill -9 $INFLUX_PID; wait $INFLUX_PID"
 	rg_wait_for 30 "${in[@]}" curl -sf "http://127.0.0.1:$port/ping" ||
 		rg_fail "influxd did not come up"
+}
+
+# victoria-metrics on RG_PORT and InfluxDB 1.x on IN_PORT, both in the
+# cgroup rowgated guards, and rowgated guarding both (IN_PORT read as
+# influxdb): the tests that write the same bytes to the two servers.
+# Arguments: more commands the test needs.
+rg_setup_vm_influxd() {
+	rg_require_root
+	rg_require_cmd victoria-metrics influxd curl "$RG_PY" "$@"
+	[ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
+	rg_mount_bpffs
+	rg_start_vm
+	IN_PORT=$(rg_free_port) || rg_fail "no free port"
+	rg_start_influxd "$IN_PORT"
+	rg_start_rowgated --port "$IN_PORT=influxdb"
+}
+
+# Databases in the InfluxDB on 127.0.0.1:PORT: rg_influx_create_dbs PORT DB...
+rg_influx_create_dbs() {
+	local port=$1 db
+	shift
+	for db in "$@"; do
+		curl -sf -XPOST "http://127.0.0.1:$port/query" --data-urlencode "q=CREATE DATABASE $db" \
+			>/dev/null || rg_fail "CREATE DATABASE $db"
+	done
 }
 
 rg_mount_bpffs() {

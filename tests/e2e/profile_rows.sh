@@ -10,25 +10,13 @@
 # (victoriametrics, gzip).
 RG_PROFILE=victoriametrics # on RG_PORT; influxd's port is guarded as influxdb
 source "$(dirname "$0")/lib.sh"
-rg_require_root
-rg_require_cmd victoria-metrics influxd curl gzip "$RG_PY"
-[ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
-rg_mount_bpffs
-rg_start_vm
-
-IN_PORT=$(rg_free_port) || rg_fail "no free port"
-rg_start_influxd "$IN_PORT"
-
 # no rule flag: the profiles alone choose the counting rules
-rg_start_rowgated --port "$IN_PORT=influxdb"
+rg_setup_vm_influxd gzip
 rg_on_exit 'kill -9 $RG_PID; wait $RG_PID'
 for db in vmplain vmgz inplain ingz; do
 	rg_ctl limit set $db 1000000000 >/dev/null || rg_fail "limit set $db"
 done
-for db in inplain ingz; do
-	curl -sf -XPOST "http://127.0.0.1:$IN_PORT/query" --data-urlencode "q=CREATE DATABASE $db" \
-		>/dev/null || rg_fail "CREATE DATABASE $db"
-done
+rg_influx_create_dbs "$IN_PORT" inplain ingz
 
 # 2 lines of 3 fields, a line victoria-metrics stores and influxd skips,
 # a comment to both

@@ -12,21 +12,8 @@
 # cases and the comparison.  No case may store a row in t.
 RG_PROFILE=victoriametrics # on RG_PORT; influxd's port is guarded as influxdb
 source "$(dirname "$0")/lib.sh"
-rg_require_root
-rg_require_cmd victoria-metrics influxd curl ss "$RG_PY"
-[ -x "$RG_ROWGATED" ] || rg_fail "build first: $RG_ROWGATED is missing"
-rg_mount_bpffs
-rg_start_vm
-
-# InfluxDB 1.x on free loopback ports, in the cgroup rowgated guards
-IN_PORT=$(rg_free_port) || rg_fail "no free port"
-rg_start_influxd "$IN_PORT"
-
-rg_start_rowgated --port "$IN_PORT=influxdb"
-for db in t free; do
-	curl -sf -XPOST "http://127.0.0.1:$IN_PORT/query" --data-urlencode "q=CREATE DATABASE $db" \
-		>/dev/null || rg_fail "CREATE DATABASE $db"
-done
+rg_setup_vm_influxd ss
+rg_influx_create_dbs "$IN_PORT" t free
 rg_view_limits "http://127.0.0.1:$RG_PORT/write?db=t"
 
 # the framing cases (and on victoria-metrics those with a db tag in the
