@@ -108,6 +108,27 @@ import json,sys; s=json.load(open(sys.argv[1]))
 print(s["admitted_rows"], s["rejected_requests"], len(s["errors"]), s["connects"])' "$1"
 }
 
+# The end of an rgclient.py load run started at T0 (date +%s.%N) with
+# --stop-file $RG_TMP/stop, its summary in $RG_TMP/load.json, on THREADS
+# connections under a limit of LIMIT rows/s, MAXROWS rows at most a
+# request: stop it, then check that no client saw an error, no connection
+# broke and the rows admitted (ADM_ROWS) fit the bucket's allowance over
+# the run.  rg_finish_load PID T0 LIMIT MAXROWS THREADS
+rg_finish_load() {
+	local pid=$1 t0=$2 limit=$3 maxrows=$4 threads=$5 t1 rej_req errors connects elapsed_ms allowed
+	touch "$RG_TMP/stop"
+	wait "$pid" || rg_fail "load client failed"
+	t1=$(date +%s.%N)
+	read -r ADM_ROWS rej_req errors connects < <(rg_load_summary "$RG_TMP/load.json")
+	elapsed_ms=$("$RG_PY" -c "print(int(($t1 - $t0) * 1000))")
+	allowed=$((limit * elapsed_ms / 1000 + limit + maxrows))
+	rg_log "admitted $ADM_ROWS rows in $elapsed_ms ms (bucket allows at most $allowed)," \
+		"rejected $rej_req requests, $connects connections"
+	rg_check "no client saw an error ($errors)" [ "$errors" -eq 0 ]
+	rg_check "no connection broke: $connects connections for $threads clients" [ "$connects" -eq "$threads" ]
+	rg_check "admitted rows ($ADM_ROWS) within the bucket's allowance ($allowed)" [ "$ADM_ROWS" -le "$allowed" ]
+}
+
 # The differential suites' databases (e2e/server_view*): t limited to 1
 # row/s and left ~20,000 s in debt by one admitted batch of 20,000 rows
 # written to URL (its db=t write path), free and public unlimited in effect.
