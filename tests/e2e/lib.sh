@@ -108,24 +108,35 @@ import json,sys; s=json.load(open(sys.argv[1]))
 print(s["admitted_rows"], s["rejected_requests"], len(s["errors"]), s["connects"])' "$1"
 }
 
-# The end of an rgclient.py load run started at T0 (date +%s.%N) with
-# --stop-file $RG_TMP/stop, its summary in $RG_TMP/load.json, on THREADS
-# connections under a limit of LIMIT rows/s, MAXROWS rows at most a
-# request: stop it, then check that no client saw an error, no connection
-# broke and the rows admitted (ADM_ROWS) fit the bucket's allowance over
-# the run.  rg_finish_load PID T0 LIMIT MAXROWS THREADS
+# An rgclient.py load run in the background until rg_finish_load: THREADS
+# connections writing 10 to MAXROWS rows a request (series rg_DB) to db DB,
+# for SECONDS at most.  Sets LOAD_PID.  rg_start_load DB SECONDS THREADS MAXROWS
+rg_start_load() {
+	_rg_load_threads=$3 _rg_load_maxrows=$4
+	_rg_load_t0=$(date +%s.%N)
+	"$RG_PY" "$RG_CLIENT" load --port "$RG_PORT" --db "$1" --seconds "$2" --threads "$3" \
+		--min-rows 10 --max-rows "$4" --series "rg_$1" --stop-file "$RG_TMP/stop" \
+		>"$RG_TMP/load.json" &
+	LOAD_PID=$!
+	rg_on_exit "kill $LOAD_PID"
+}
+
+# Stop that run, then check that no client saw an error, no connection
+# broke and the rows admitted (ADM_ROWS) fit the allowance of a bucket of
+# LIMIT rows/s over the run.  rg_finish_load LIMIT
 rg_finish_load() {
-	local pid=$1 t0=$2 limit=$3 maxrows=$4 threads=$5 t1 rej_req errors connects elapsed_ms allowed
+	local limit=$1 t1 rej_req errors connects elapsed_ms allowed
 	touch "$RG_TMP/stop"
-	wait "$pid" || rg_fail "load client failed"
+	wait "$LOAD_PID" || rg_fail "load client failed"
 	t1=$(date +%s.%N)
 	read -r ADM_ROWS rej_req errors connects < <(rg_load_summary "$RG_TMP/load.json")
-	elapsed_ms=$("$RG_PY" -c "print(int(($t1 - $t0) * 1000))")
-	allowed=$((limit * elapsed_ms / 1000 + limit + maxrows))
+	elapsed_ms=$("$RG_PY" -c "print(int(($t1 - $_rg_load_t0) * 1000))")
+	allowed=$((limit * elapsed_ms / 1000 + limit + _rg_load_maxrows))
 	rg_log "admitted $ADM_ROWS rows in $elapsed_ms ms (bucket allows at most $allowed)," \
 		"rejected $rej_req requests, $connects connections"
 	rg_check "no client saw an error ($errors)" [ "$errors" -eq 0 ]
-	rg_check "no connection broke: $connects connections for $threads clients" [ "$connects" -eq "$threads" ]
+	rg_check "no connection broke: $connects connections for $_rg_load_threads clients" \
+		[ "$connects" -eq "$_rg_load_threads" ]
 	rg_check "admitted rows ($ADM_ROWS) within the bucket's allowance ($allowed)" [ "$ADM_ROWS" -le "$allowed" ]
 }
 

@@ -34,12 +34,7 @@ for e in json.load(sys.stdin):
 }
 rg_require_cmd bpftool
 
-t0=$(date +%s.%N)
-"$RG_PY" "$RG_CLIENT" load --port "$RG_PORT" --db rst --seconds 300 --threads $THREADS \
-	--min-rows 10 --max-rows $MAXROWS --series rg_rst --stop-file "$RG_TMP/stop" \
-	>"$RG_TMP/load.json" &
-load_pid=$!
-rg_on_exit "kill $load_pid"
+rg_start_load rst 300 "$THREADS" "$MAXROWS"
 rg_wait_for 10 rejected_above 0 || rg_fail "no rejections under load"
 down_rejections=0
 for i in $(seq 1 $RESTARTS); do
@@ -57,7 +52,7 @@ for i in $(seq 1 $RESTARTS); do
 	sample
 done
 rg_log "$RESTARTS restarts done; rejections seen while the daemon was down in $down_rejections of them"
-rg_finish_load "$load_pid" "$t0" "$LIMIT" "$MAXROWS" "$THREADS"
+rg_finish_load "$LIMIT"
 adm_rows=$ADM_ROWS
 rg_check "the kernel rejected writes while the daemon was down ($down_rejections/$RESTARTS)" [ "$down_rejections" -ge $((RESTARTS / 2)) ]
 # every window between two samples (around each stop and start): what the

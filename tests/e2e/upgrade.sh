@@ -66,13 +66,9 @@ etag0=$(entry_tag prog_egress)
 prog_before=$(link_prog)
 rg_check "v1 runs build 1" [ "$(build_id)" = 1 ]
 
-t0=$(date +%s.%N)
 # the load runs until the swaps are done (six swaps took 136 s under TCG)
-"$RG_PY" "$RG_CLIENT" load --port "$RG_PORT" --db upg --seconds 900 --threads $THREADS \
-	--min-rows 10 --max-rows $MAXROWS --series rg_upg --stop-file "$RG_TMP/stop" \
-	>"$RG_TMP/load.json" &
-load_pid=$!
-rg_on_exit "kill $load_pid"
+rg_start_load upg 900 "$THREADS" "$MAXROWS"
+load_pid=$LOAD_PID
 conns_open() { [ "$(conn_builds | grep -c ' 1$')" -eq $THREADS ]; }
 rg_wait_for 30 conns_open || rg_fail "the $THREADS load connections are not all tracked: $(conn_builds)"
 cookies=$(conn_builds | cut -d' ' -f1)
@@ -110,7 +106,7 @@ for i in $(seq 1 $SWAPS); do
 	sleep 0.5
 	kill -0 "$load_pid" 2>/dev/null || rg_fail "the load ended before swap $i was done"
 done
-rg_finish_load "$load_pid" "$t0" "$LIMIT" "$MAXROWS" "$THREADS"
+rg_finish_load "$LIMIT"
 adm_rows=$ADM_ROWS
 stored=$(rg_vm_rows_wait '{__name__="rg_upg_v"}' "$adm_rows")
 rg_check "stored rows ($stored) == admitted rows ($adm_rows)" [ "$stored" -eq "$adm_rows" ]
