@@ -189,16 +189,7 @@ event() { printf '[%s, %s, "%s", %s]\n' "$1" "$2" "$3" "${4:-0}" >>"$OUT/events.
 restart_vm() {
 	kill -TERM "$VM_PID"
 	wait "$VM_PID" 2>/dev/null
-	(
-		echo "$BASHPID" >"$RG_CGROUP/cgroup.procs"
-		exec victoria-metrics -httpListenAddr="127.0.0.1:$RG_PORT" \
-			-storageDataPath="$RG_TMP/vm" -loggerLevel=ERROR \
-			-search.disableCache -retentionPeriod=100y -http.connTimeout=1h "${VM_ARGS[@]}"
-	) >>"$RG_TMP/vm.log" 2>&1 &
-	VM_PID=$!
-	rg_on_exit "kill -9 $VM_PID; wait $VM_PID"
-	rg_wait_for 30 curl -sf "http://127.0.0.1:$RG_PORT/health" ||
-		rg_fail "victoria-metrics did not come back"
+	rg_start_vm_in "$RG_CGROUP" "${VM_ARGS[@]}"
 }
 
 rg_log "soak: $MINUTES min$([ "$META" = 1 ] && echo ", distributed (rowgate-meta)"), limit $LIMIT rows/s, $PROCS writers$([ "$UDP" = 1 ] && echo " + UDP $UDP_RATE datagrams/s"), faults every ${GAP_S}s, SIGSTOP ${STOP_S}s"

@@ -135,18 +135,8 @@ rg_check_rc $? "h_lim: 3,000 rows stored = admitted, 3 rejected"
 # at a limit with retries: every row stored once; a call whose 5 attempts
 # were all refused is made again by the application
 for c in $CLIENTS; do
-	left=30 runs=0
-	while [ $left -gt 0 ] && [ $runs -lt 20 ]; do
-		f=$RG_TMP/retry-$c-$runs.json
-		if [ $c = go ]; then
-			run_one "$f" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id t$runs -db h_retry -calls $left -rows 100 -concurrency 4
-		else
-			run_one "$f" node "$JS_CLIENT" --target "$T" --id u$runs --db h_retry --calls $left --rows 100 --concurrency 4
-		fi
-		left=$((left - $(rg_jget "$f" "d['ok']")))
-		runs=$((runs + 1))
-	done
-	rg_check "grpc-$c client: 30 calls OK ($runs runs of the client)" [ $left = 0 ]
+	R=h_retry rg_until_ok "retry-$c" 30 rg_grpc_retry_$c
+	rg_check "grpc-$c client: 30 calls OK ($RUNS runs of the client)" [ "$LEFT" = 0 ]
 done
 n=$(wc -w <<<"$CLIENTS")
 [ "$(stored h_retry)" = $((3000 * n)) ] && [ "$(rg_stat h_retry admitted_rows)" = $((3000 * n)) ] &&
@@ -158,15 +148,8 @@ rg_check_rc $? "h_retry: $((3000 * n)) rows stored = admitted ($(rg_stat h_retry
 # (docs/grpc.md#streams); with retries every row at least once, each
 # stored row charged
 rg_ctl limit set h_stream 2000 >/dev/null || rg_fail "limit set"
-left=20 runs=0
-while [ $left -gt 0 ] && [ $runs -lt 20 ]; do
-	f=$RG_TMP/stream-$runs.json
-	run_one "$f" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id v$runs -db h_stream \
-		-mode stream -calls $left -per-call 3 -rows 100 -concurrency 4
-	left=$((left - $(rg_jget "$f" "d['ok']")))
-	runs=$((runs + 1))
-done
-rg_check "HandleRequests: 20 calls OK ($runs runs of the client)" [ $left = 0 ]
+R=h_stream rg_until_ok stream 20 rg_grpc_retry_stream
+rg_check "HandleRequests: 20 calls OK ($RUNS runs of the client)" [ "$LEFT" = 0 ]
 hst=$(stored h_stream)
 [ "$hst" -ge 6000 ] && [ "$(rg_stat h_stream admitted_rows)" = "$hst" ] &&
 	[ "$(rg_stat h_stream rejected_requests)" -gt 0 ]

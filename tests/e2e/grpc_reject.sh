@@ -101,18 +101,8 @@ for srv in $SERVERS; do
 	# are refused on the host; a TCG guest's client may be too slow to
 	# meet the limit at all
 	for c in $CLIENTS; do
-		left=30 runs=0
-		while [ $left -gt 0 ] && [ $runs -lt 20 ]; do
-			f=$RG_TMP/$srv-retry-$c-$runs.json
-			if [ $c = go ]; then
-				run_one "$f" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id t$runs -db $R -calls $left -rows 100 -concurrency 4
-			else
-				run_one "$f" node "$JS_CLIENT" --target "$T" --id u$runs --db $R --calls $left --rows 100 --concurrency 4
-			fi
-			left=$((left - $(rg_jget "$f" "d['ok']")))
-			runs=$((runs + 1))
-		done
-		rg_check "$srv, grpc-$c client: 30 calls OK ($runs runs of the client)" [ $left = 0 ]
+		rg_until_ok "$srv-retry-$c" 30 rg_grpc_retry_$c
+		rg_check "$srv, grpc-$c client: 30 calls OK ($RUNS runs of the client)" [ "$LEFT" = 0 ]
 	done
 	[ "$(stored $A $R)" = $((3000 * $(wc -w <<<"$CLIENTS"))) ] &&
 		[ "$(rg_stat $R admitted_rows)" = $((3000 * $(wc -w <<<"$CLIENTS"))) ] &&
@@ -129,15 +119,8 @@ done
 rg_ctl limit set k_stream 2000 >/dev/null || rg_fail "limit set"
 SPORT=$PORT SADMIN=$ADMIN
 [ "$SERVERS" != go ] || SPORT=$GPORT SADMIN=$GADMIN
-left=20 runs=0
-while [ $left -gt 0 ] && [ $runs -lt 20 ]; do
-	f=$RG_TMP/stream-$runs.json
-	run_one "$f" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "127.0.0.1:$SPORT" -id v$runs -db k_stream \
-		-mode stream -calls $left -per-call 3 -rows 100 -concurrency 4
-	left=$((left - $(rg_jget "$f" "d['ok']")))
-	runs=$((runs + 1))
-done
-rg_check "HandleRequests: 20 calls OK ($runs runs of the client)" [ $left = 0 ]
+T=127.0.0.1:$SPORT R=k_stream rg_until_ok stream 20 rg_grpc_retry_stream
+rg_check "HandleRequests: 20 calls OK ($RUNS runs of the client)" [ "$LEFT" = 0 ]
 kst=$(stored $SADMIN k_stream) kad=$(rg_stat k_stream admitted_rows)
 [ "$kst" -ge 6000 ] && [ "$kad" -ge "$kst" ] &&
 	{ [ "$(rg_stat k_stream rejected_requests)" -gt 0 ] || [ "${VMTEST:-0}" = 1 ]; }

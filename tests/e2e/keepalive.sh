@@ -15,18 +15,12 @@ rg_ctl limit set ka 20 >/dev/null || rg_fail "limit set"
 PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" "$RG_ROWGATECTL" "$RG_SOCK" \
 	>"$RG_TMP/ka.out" 2>&1 <<'PY' || rg_fail "client: $(cat "$RG_TMP/ka.out")"
 import json, subprocess, sys, time
+import rgclient
 from rgclient import Conn, lines, build_request
 port, ctl, sock = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
-def tokens():
-    out = subprocess.check_output([ctl, "--socket", sock, "--json", "stats", "ka"])
-    return int(json.loads(out)["databases"][0]["tokens"])
-
-def wait_token(timeout=10):
-    deadline = time.monotonic() + timeout
-    while tokens() < 1:
-        assert time.monotonic() < deadline, "bucket never refilled"
-        time.sleep(0.02)
+def wait_token():
+    rgclient.wait_token(ctl, sock, "ka", timeout=10)
 
 c = Conn(port)
 peer = c.sock.getsockname()
@@ -138,17 +132,11 @@ rg_start_rowgated --egress off
 PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" "$RG_ROWGATECTL" "$RG_SOCK" \
 	>"$RG_TMP/off.out" 2>&1 <<'PY' || rg_fail "client (--egress off): $(cat "$RG_TMP/off.out")"
 import json, subprocess, sys, time
+import rgclient
 from rgclient import Conn, lines, build_request
 port, ctl, sock = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 
-def tokens():
-    out = subprocess.check_output([ctl, "--socket", sock, "--json", "stats", "ka"])
-    return int(json.loads(out)["databases"][0]["tokens"])
-
-deadline = time.monotonic() + 10
-while tokens() < 1:
-    assert time.monotonic() < deadline, "bucket never refilled"
-    time.sleep(0.02)
+rgclient.wait_token(ctl, sock, "ka", timeout=10)
 c = Conn(port)
 c.send(build_request("/write?db=ka", lines(25, series="rg_ka", tag="req=l")) +
        build_request("/write?db=ka", lines(25, series="rg_ka", tag="req=m")))

@@ -329,7 +329,8 @@ rg_start_vm_in() {
 	) >>"$RG_TMP/vm.log" 2>&1 &
 	VM_PID=$!
 	rg_on_exit "kill -9 $VM_PID; wait $VM_PID"
-	rg_wait_for 20 curl -sf "http://127.0.0.1:$RG_PORT/health" ||
+	# a restart replays its storage first
+	rg_wait_for 30 curl -sf "http://127.0.0.1:$RG_PORT/health" ||
 		rg_fail "victoria-metrics did not come up"
 }
 
@@ -461,6 +462,38 @@ rg_h2_counters() {
 	rg_ctl --json stats | "$RG_PY" -c "import json,sys; g=json.load(sys.stdin)['global']
 print(' '.join(f'{k}={v}' for k, v in g.items() if v and (k.startswith('h2_') or 'fail' in k or k == 'internal_errors')))"
 }
+# Run a client until all its calls succeed, as an application makes a call
+# again whose attempts were all refused: rg_until_ok NAME CALLS FN, where
+# FN OUT RUN LEFT runs the client once for LEFT calls with its JSON summary
+# ({"ok": N, ...}) in OUT; at most 20 runs.  Sets LEFT (0: all succeeded)
+# and RUNS.
+rg_until_ok() {
+	local name=$1 fn=$3 out
+	LEFT=$2 RUNS=0
+	while [ "$LEFT" -gt 0 ] && [ "$RUNS" -lt 20 ]; do
+		out=$RG_TMP/$name-$RUNS.json
+		"$fn" "$out" "$RUNS" "$LEFT"
+		LEFT=$((LEFT - $(rg_jget "$out" "d['ok']")))
+		RUNS=$((RUNS + 1))
+	done
+}
+
+# One run of a gRPC client at a limit with retries (the clients' retry
+# policies on), for rg_until_ok: target $T, database $R, through the test's
+# run_one OUT CMD... (it checks what one run must show).
+rg_grpc_retry_go() {
+	run_one "$1" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id "t$2" -db "$R" -calls "$3" \
+		-rows 100 -concurrency 4
+}
+rg_grpc_retry_js() {
+	run_one "$1" node "$JS_CLIENT" --target "$T" --id "u$2" --db "$R" --calls "$3" --rows 100 \
+		--concurrency 4
+}
+rg_grpc_retry_stream() { # HandleRequests, 3 messages a call
+	run_one "$1" env GRPC_GO_RETRY=on "$GO_CLIENT" -target "$T" -id "v$2" -db "$R" -mode stream \
+		-calls "$3" -per-call 3 -rows 100 -concurrency 4
+}
+
 # Run a gRPC client with its output to OUT, bounded by RG_CLIENT_TIMEOUT
 # seconds (600), and log that output, its exit status when not 0 and
 # rg_h2_counters.  RG_CONNS_NEW: the connections rowgate began to track

@@ -26,6 +26,7 @@ import os
 import random
 import socket
 import struct
+import subprocess
 import sys
 import termios
 import threading
@@ -143,6 +144,20 @@ def lines(n, series="m", tag="", start_ms=None, field="v"):
                     for i in range(n))
 
 
+def tokens(ctl, sock, db):
+    """Whole tokens in db's bucket now, from rowgatectl."""
+    out = subprocess.check_output([ctl, "--socket", sock, "--json", "stats", db])
+    return int(json.loads(out)["databases"][0]["tokens"])
+
+
+def wait_token(ctl, sock, db, timeout=15):
+    """Until db's bucket holds a whole token (the next write is admitted)."""
+    deadline = time.monotonic() + timeout
+    while tokens(ctl, sock, db) < 1:
+        assert time.monotonic() < deadline, "bucket never refilled"
+        time.sleep(0.02)
+
+
 def gzip_wave(port, db, conns, rows):
     """A wave of compressed writes: conns connections, each with one gzip
     line-protocol write of rows rows (millisecond timestamps), all released
@@ -166,6 +181,53 @@ def gzip_wave(port, db, conns, rows):
     return status, len(bodies[0])
 
 
+class Writer:
+    """One thread's keep-alive connection for load and paced: connects
+    (counted) when it has none, drops it after Connection: close or an
+    error (recorded)."""
+
+    def __init__(self, args, summary, lock):
+        self.args, self.summary, self.lock = args, summary, lock
+        self.conn = None
+
+    def running(self, deadline):
+        stop = self.args.stop_file
+        return time.time() < deadline and not (stop and os.path.exists(stop))
+
+    def write(self, rid, body):
+        """The response to one write, or None after an error."""
+        try:
+            if self.conn is None:
+                self.conn = Conn(self.args.port)
+                with self.lock:
+                    self.summary["connects"] += 1
+            resp = self.conn.request("/write?db=%s" % self.args.db, body)
+        except (OSError, ValueError) as e:
+            with self.lock:
+                self.summary["errors"].append("%s: %s" % (rid, e))
+            self.close()
+            return None
+        if resp.header("connection", "").lower() == "close":
+            self.close()
+        return resp
+
+    def close(self):
+        if self.conn:
+            self.conn.close()
+        self.conn = None
+
+
+def run_threads(args, worker, summary):
+    """worker(tid) on --threads threads; the summary as JSON once all end."""
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    json.dump(summary, sys.stdout)
+    print()
+
+
 def load(args):
     lock = threading.Lock()
     summary = {"admitted_requests": 0, "admitted_rows": 0, "rejected_requests": 0,
@@ -175,28 +237,14 @@ def load(args):
 
     def worker(tid):
         rnd = random.Random(args.seed * 1000 + tid)
-        conn = None
+        w = Writer(args, summary, lock)
         seq = 0
-        while time.time() < deadline and not (args.stop_file and os.path.exists(args.stop_file)):
+        while w.running(deadline):
             rows = rnd.randint(args.min_rows, args.max_rows)
             rid = "t%dr%d" % (tid, seq)
             seq += 1
-            body = lines(rows, series=args.series, tag="req=%s" % rid)
-            try:
-                if conn is None:
-                    conn = Conn(args.port)
-                    with lock:
-                        summary["connects"] += 1
-                resp = conn.request("/write?db=%s" % args.db, body)
-                if resp.header("connection", "").lower() == "close":
-                    conn.close()
-                    conn = None
-            except (OSError, ValueError) as e:
-                with lock:
-                    summary["errors"].append("%s: %s" % (rid, e))
-                if conn:
-                    conn.close()
-                conn = None
+            resp = w.write(rid, lines(rows, series=args.series, tag="req=%s" % rid))
+            if resp is None:
                 continue
             with lock:
                 if resp.status == 204:
@@ -210,16 +258,9 @@ def load(args):
                 else:
                     summary["other_status"] += 1
                     summary["errors"].append("%s: status %d %r" % (rid, resp.status, resp.body[:200]))
-        if conn:
-            conn.close()
+        w.close()
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    json.dump(summary, sys.stdout)
-    print()
+    run_threads(args, worker, summary)
 
 
 def paced(args):
@@ -229,24 +270,13 @@ def paced(args):
     deadline = time.time() + args.seconds
 
     def worker(tid):
-        conn = None
+        w = Writer(args, summary, lock)
         seq = 0
-        while time.time() < deadline and not (args.stop_file and os.path.exists(args.stop_file)):
+        while w.running(deadline):
             rid = "p%dr%d" % (tid, seq)
             seq += 1
-            body = lines(args.rows, series=args.series, tag="req=%s" % rid)
-            try:
-                if conn is None:
-                    conn = Conn(args.port)
-                    with lock:
-                        summary["connects"] += 1
-                resp = conn.request("/write?db=%s" % args.db, body)
-            except (OSError, ValueError) as e:
-                with lock:
-                    summary["errors"].append("%s: %s" % (rid, e))
-                if conn:
-                    conn.close()
-                conn = None
+            resp = w.write(rid, lines(args.rows, series=args.series, tag="req=%s" % rid))
+            if resp is None:
                 continue
             with lock:
                 if resp.status == 204:
@@ -258,20 +288,10 @@ def paced(args):
                         summary["first_429"][tid] = time.time()
                 else:
                     summary["errors"].append("%s: status %d" % (rid, resp.status))
-            if resp.header("connection", "").lower() == "close":
-                conn.close()
-                conn = None
             time.sleep(args.interval_ms / 1000.0)
-        if conn:
-            conn.close()
+        w.close()
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(args.threads)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    json.dump(summary, sys.stdout)
-    print()
+    run_threads(args, worker, summary)
 
 
 def main():

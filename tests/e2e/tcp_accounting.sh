@@ -15,6 +15,7 @@ rg_ctl limit set acct 100 >/dev/null || rg_fail "limit set"
 PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" "$VM_PID" "$RG_ROWGATECTL" "$RG_SOCK" \
 	2>&1 <<'PY' | tee "$RG_TMP/acct.out"
 import json, os, signal, socket, subprocess, sys, time
+import rgclient
 from rgclient import Conn, lines, build_request
 port, vm, ctl, sock = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 HZ = os.sysconf("SC_CLK_TCK")
@@ -37,15 +38,8 @@ def idle_check(what):
     used = (cpu() - c0) / HZ / (time.monotonic() - t0)
     check(what + ": server idle afterwards", used < 0.5, "%.0f%% of a core" % (used * 100))
 
-def tokens():
-    out = subprocess.check_output([ctl, "--socket", sock, "--json", "stats", "acct"])
-    return int(json.loads(out)["databases"][0]["tokens"])
-
 def wait_token():
-    deadline = time.monotonic() + 15
-    while tokens() < 1:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+    rgclient.wait_token(ctl, sock, "acct")
 
 def exhaust():
     """Go into debt so that the next write is rejected."""
