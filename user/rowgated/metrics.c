@@ -84,42 +84,38 @@ static void put_table(struct rg_prom *t, const struct rg_counter_table *tab, con
 	}
 }
 
-/* The HTTP/2 path's host-wide counters (h2_stats), when pinned. */
+/* The one entry of the pinned counter map NAME (a struct of __u64 counters
+ * that TABLE describes, read into buf) as series, when it is pinned. */
+static void put_pinned(struct rg_prom *t, const char *bpffs, const char *name,
+		       const struct rg_counter_table *table, void *buf)
+{
+	__u32 zero = 0;
+	int fd = bpffs ? rg_pin_open(bpffs, name) : -ENOENT;
+
+	if (fd < 0)
+		return;
+	bpf_map_lookup_elem(fd, &zero, buf);
+	close(fd);
+	rg_prom_table(t, table, buf);
+}
+
+/* The HTTP/2 path's host-wide counters (h2_stats). */
 static void put_h2(struct rg_prom *t, const char *bpffs)
 {
 	struct rg_h2_stats h2 = { 0 };
-	__u32 zero = 0;
-	int fd;
 
-	fd = bpffs ? rg_pin_open(bpffs, RG_STR(RG_MAP_H2_STATS)) : -ENOENT;
-	if (fd < 0)
-		return;
-	bpf_map_lookup_elem(fd, &zero, &h2);
-	close(fd);
-	rg_prom_table(t, &rg_h2_stats_table, &h2);
+	put_pinned(t, bpffs, RG_STR(RG_MAP_H2_STATS), &rg_h2_stats_table, &h2);
 }
 
 /* Adoption and connection-table counters (guard_stats) and the verdict
- * entry's (verdict_stats), when pinned. */
+ * entry's (verdict_stats). */
 static void put_guard(struct rg_prom *t, const char *bpffs)
 {
 	struct rg_guard_stats gs = { 0 };
 	struct rg_verdict_stats vs = { 0 };
-	__u32 zero = 0;
-	int fd;
 
-	fd = bpffs ? rg_pin_open(bpffs, RG_STR(RG_MAP_GUARD_STATS)) : -ENOENT;
-	if (fd < 0)
-		return;
-	bpf_map_lookup_elem(fd, &zero, &gs);
-	close(fd);
-	rg_prom_table(t, &rg_guard_stats_table, &gs);
-	fd = rg_pin_open(bpffs, RG_STR(RG_MAP_VERDICT_STATS));
-	if (fd < 0)
-		return;
-	bpf_map_lookup_elem(fd, &zero, &vs);
-	close(fd);
-	rg_prom_table(t, &rg_verdict_stats_table, &vs);
+	put_pinned(t, bpffs, RG_STR(RG_MAP_GUARD_STATS), &rg_guard_stats_table, &gs);
+	put_pinned(t, bpffs, RG_STR(RG_MAP_VERDICT_STATS), &rg_verdict_stats_table, &vs);
 }
 
 /* Databases whose limit runs in shadow mode, and what it would have
