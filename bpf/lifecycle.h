@@ -2,7 +2,7 @@
 /* A guarded connection's life in the kernel, the one place its state is
  * created and torn down: at PASSIVE_ESTABLISHED, rg_conn (conns) and the
  * sockhash entry that runs the verdict; at TCP_CLOSE, rg_conn and the
- * HTTP/2 state the verdict (h2_conns, h2_cdb) and egress (h2_out) created
+ * HTTP/2 state the verdict (h2_conns, h2_parked, h2_cdb) and egress (h2_out) created
  * on the way.  The HTTP/2 verdict allocates its state lazily
  * (bpf/h2/state.h), egress its own (bpf/h2/egress.h); neither frees it.
  * Connections that predate a start are rowgated's: adoption
@@ -20,6 +20,7 @@
 #include "guard.h"
 #include "h2/egress.h"
 #include "h2/state.h"
+#include "h2/park.h"
 
 /* An accepted connection on a guarded port: its rg_conn from the template,
  * its port's profile, and the sockhash entry.  A connection that cannot be
@@ -79,6 +80,7 @@ static __always_inline void rg_conn_close(struct bpf_sock_ops *skops)
 	if (c && !c->started && skops->bytes_received)
 		rg_global_inc(closed_unseen);
 	if (!c || c->h2 || (c->port_flags & RG_PORT_GRPC)) {
+		rg_h2_unpark_all(cookie);
 		bpf_map_delete_elem(&RG_MAP_H2_CONNS, &cookie);
 		bpf_map_delete_elem(&RG_MAP_H2_OUT, &cookie);
 		bpf_map_delete_elem(&RG_MAP_H2_CDB, &cookie);

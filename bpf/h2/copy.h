@@ -40,7 +40,7 @@ static __always_inline bool rg_h2_copy_open(const struct rg_h2_sock *st)
 		return false;
 	i = rg_h2_slot(slot);
 	return st->h.s[i].id == st->h.fsid && st->h.s[i].pfx_got == 5 &&
-	       st->copy_seq[i] > RG_H2_COPY_NONE && st->copy_sid[i] == st->h.fsid;
+	       st->h.s[i].copy_seq > RG_H2_COPY_NONE && st->h.s[i].copy_sid == st->h.fsid;
 }
 
 /* Emit the bytes of this skb gathered for a copy. */
@@ -52,10 +52,10 @@ __noinline int rg_h2_copy_flush(struct __sk_buff *skb, struct rg_h2_sock *st)
 		return 0;
 	slot = rg_h2_slot(st->cp_slot);
 	st->cp_slot = -1;
-	if (st->copy_seq[slot] <= RG_H2_COPY_NONE)
+	if (st->h.s[slot].copy_seq <= RG_H2_COPY_NONE)
 		return 0;
-	if (rg_emit_bytes(skb, st->copy_seq[slot], st->cp_from, st->cp_to)) {
-		st->copy_seq[slot] = RG_H2_COPY_NONE;
+	if (rg_emit_bytes(skb, st->h.s[slot].copy_seq, st->cp_from, st->cp_to)) {
+		st->h.s[slot].copy_seq = RG_H2_COPY_NONE;
 		rg_h2_stats_inc(h2_compressed_lost);
 	}
 	return 0;
@@ -76,9 +76,9 @@ __noinline int rg_h2_copy_extend(struct __sk_buff *skb, struct rg_h2_sock *st, i
 	i = rg_h2_slot(slot);
 	s = &st->h.s[i];
 	sid = s->id;
-	if (!st->copy_seq[i] || st->copy_sid[i] != sid) {
-		st->copy_sid[i] = sid;
-		st->copy_seq[i] = RG_H2_COPY_NONE;
+	if (!st->h.s[i].copy_seq || st->h.s[i].copy_sid != sid) {
+		st->h.s[i].copy_sid = sid;
+		st->h.s[i].copy_seq = RG_H2_COPY_NONE;
 		/* a refused stream's frames never reach the server */
 		if (rg_h2_stream_refused(st, sid))
 			return 0;
@@ -88,11 +88,11 @@ __noinline int rg_h2_copy_extend(struct __sk_buff *skb, struct rg_h2_sock *st, i
 			rg_h2_stats_inc(h2_compressed_lost);
 			return 0;
 		}
-		st->copy_seq[i] = RG_H2_COPY_SEQ_BASE | ++st->copy_next;
+		st->h.s[i].copy_seq = RG_H2_COPY_SEQ_BASE | ++st->copy_next;
 		__builtin_memset(rec, 0, sizeof(*rec));
 		rec->h.type = RG_BODY_START;
 		rec->h.cookie = bpf_get_socket_cookie(skb);
-		rec->h.seq = st->copy_seq[i];
+		rec->h.seq = st->h.s[i].copy_seq;
 		rec->protocol = s->m.hdr ? s->m.hdr : RG_PROTO_GREPTIME_GRPC;
 		if (s->m.hdr) /* an OTLP export's: its header's database */
 			rg_grpc_db_key_in(&s->m, &rec->db, st->db_raw);
@@ -100,7 +100,7 @@ __noinline int rg_h2_copy_extend(struct __sk_buff *skb, struct rg_h2_sock *st, i
 		rec->content_length = s->m.len;
 		bpf_ringbuf_submit(rec, 0);
 	}
-	if (st->copy_seq[i] == RG_H2_COPY_NONE)
+	if (st->h.s[i].copy_seq == RG_H2_COPY_NONE)
 		return 0;
 	if (st->cp_slot == slot && st->cp_to == off) {
 		st->cp_to += n;
@@ -125,9 +125,9 @@ __noinline int rg_h2_copy_end(struct __sk_buff *skb, struct rg_h2_sock *st, int 
 	i = rg_h2_slot(slot);
 	if (st->cp_slot == slot)
 		rg_h2_copy_flush(skb, st);
-	if (st->copy_seq[i] > RG_H2_COPY_NONE) {
+	if (st->h.s[i].copy_seq > RG_H2_COPY_NONE) {
 		/* what the kernel charged or refused: an OTLP export's estimate */
-		if (rg_body_end_record(bpf_get_socket_cookie(skb), st->copy_seq[i],
+		if (rg_body_end_record(bpf_get_socket_cookie(skb), st->h.s[i].copy_seq,
 				       st->h.s[i].m.len, st->h.s[i].m.hdr ? st->h.s[i].m.rows : 0,
 				       admitted, false)) {
 			rg_global_inc(body_ring_full);
@@ -136,7 +136,7 @@ __noinline int rg_h2_copy_end(struct __sk_buff *skb, struct rg_h2_sock *st, int 
 			rg_h2_stats_inc(h2_compressed_copied);
 		}
 	}
-	st->copy_seq[i] = 0;
+	st->h.s[i].copy_seq = 0;
 	return 0;
 }
 

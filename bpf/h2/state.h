@@ -29,6 +29,15 @@
  * accepted (docs/grpc.md §6.2.3) */
 #define RG_H2_RESETS_PER_SKB 16
 #define RG_H2_REJECTED	      16 /* refused streams the client still sends on */
+/* Streams with a message half-read at a frame boundary, at most: grpc's
+ * clients open up to 100 concurrent calls by default.  Those past the
+ * parser's RG_H2_STREAM_SLOTS wait in h2_parked; one more fails closed
+ * (docs/grpc.md#framing). */
+#define RG_H2_HALF_READ_MAX 128
+#define RG_H2_PARKED	    (RG_H2_HALF_READ_MAX - RG_H2_STREAM_SLOTS)
+/* h2_parked's entries, all connections together (about 370 bytes each,
+ * allocated as streams park): 146 connections with every stream parked */
+#define RG_H2_PARKED_ENTRIES 16384
 #define RG_H2_OP_REWRITE      1 /* RST_STREAM + kernel SETTINGS + filler */
 #define RG_H2_OP_FILL	      2 /* the frame becomes unknown filler */
 #define RG_H2_OP_EARLY	      3 /* RST_STREAM + filler; SETTINGS at the frame's end */
@@ -100,8 +109,6 @@ struct rg_h2_sock {
 	__u32 rej_next;		   /* the entry taken when none is free (a ring) */
 	__u32 pad_adm[16]; /* free (as pad_adm_next): the pinned layout stays */
 	/* --grpc-compressed debt: copies of compressed messages for rowgated */
-	__u64 copy_seq[RG_H2_STREAM_SLOTS]; /* the slot's message's copy; 0: none */
-	__u32 copy_sid[RG_H2_STREAM_SLOTS]; /* the stream copy_seq belongs to */
 	__u32 copy_next;		    /* copies begun on the connection */
 	__s32 cp_slot;			    /* bytes of this skb not emitted yet: */
 	__u32 cp_from;			    /* [cp_from, cp_to) of slot cp_slot */
@@ -110,6 +117,11 @@ struct rg_h2_sock {
 	__s32 cverdict; /* rg_h2_compressed_admit of the compressed message completing */
 	__u32 reject_estimated; /* reject_rows is an estimate (rg_grpc_answer_rows) */
 	__u32 goaway_sid; /* the GOAWAY's last stream id (rg_h2_goaway_text) */
+	/* streams whose half-read message waits in h2_parked (bpf/h2/park.h) */
+	__u32 parked[RG_H2_PARKED]; /* their ids, 0 = free */
+	__u32 parked_n;		    /* ids in parked */
+	__u32 park_next;	    /* the slot parked next (a ring) */
+	__s32 park_at;		    /* scratch of rg_h2_parked_find */
 };
 
 /* 1: rowgated --grpc-compressed debt: a compressed GreptimeDatabase message

@@ -10,7 +10,7 @@
  * has its own stack and verifier budget.  Here its steps: the byte loop
  * (rg_h2_byte_cb), the GOAWAY that fails closed, the rewrites applied to
  * the skb; the rest of the wing: state.h (struct rg_h2_sock, h2_conns),
- * route.h, copy.h, judge.h, refuse.h, early.h, egress.h (the server's
+ * route.h, copy.h, park.h, judge.h, refuse.h, early.h, egress.h (the server's
  * side), start.h (the HTTP/1 verdict's side). */
 #ifndef ROWGATE_BPF_H2_VERDICT_H
 #define ROWGATE_BPF_H2_VERDICT_H
@@ -25,6 +25,7 @@
 #include "state.h"
 #include "route.h" /* rg_h2_route_kind, which the HPACK shadow calls */
 #include "copy.h"
+#include "park.h"
 #include "judge.h"
 #include "refuse.h"
 #include "early.h"
@@ -88,6 +89,14 @@ static __maybe_unused long rg_h2_byte_cb(__u64 idx, void *ctx)
 	/* gathered before the step, which may end the stream and free its slot */
 	if (cs >= 0)
 		rg_h2_copy_extend(l->skb, st, cs, st->win_off + p, 1);
+	if (st->h.st == RG_H2S_FRAME_HDR && st->h.got == RG_H2_FRAME_HDR_BYTES - 1) {
+		/* streams past the parser's slots (park.h) */
+		r = rg_h2_park_frame(l->skb, st, st->win[p & (RG_H2_WINDOW_BYTES - 1)]);
+		if (r < 0) {
+			st->err = r;
+			return 1;
+		}
+	}
 	/* the last byte of an unpadded DATA frame: its stream's slot */
 	tail = st->h.st == RG_H2S_DATA && st->h.left == 1 && !st->h.pad_left ? st->h.slot : -1;
 	r = rg_h2_step(&st->h, st->win[p & (RG_H2_WINDOW_BYTES - 1)]);

@@ -32,6 +32,7 @@
 #define RG_MAP_REFUSED  refused
 #define RG_MAP_H2_CONNS h2_conns
 #define RG_MAP_H2_OUT   h2_out
+#define RG_MAP_H2_PARKED h2_parked
 #define RG_MAP_H2_GOAWAY h2_goaway
 #define RG_MAP_H2_STATS h2_stats
 #define RG_STR_(x) #x

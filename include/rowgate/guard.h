@@ -44,7 +44,9 @@
  * another version rather than reading them wrong.  Pins without a guard
  * record predate the number and are version 1.  4: the HPACK shadow in
  * h2_conns keeps a :path's kind as its protocol id (issue 38).  5: the
- * HTTP/2 counters left global_stats for h2_stats. */
+ * HTTP/2 counters left global_stats for h2_stats; a stream's copy state
+ * moved into its slot, streams past the slots park in h2_parked (issue
+ * 35). */
 #define RG_ABI_VERSION 5
 
 #define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */

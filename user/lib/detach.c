@@ -69,6 +69,7 @@ void rg_detach_all(const char *dir)
 	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
 	rg_unpin(dir, RG_STR(RG_MAP_CONNS));
 	rg_unpin(dir, RG_STR(RG_MAP_H2_CONNS));
+	rg_unpin(dir, RG_STR(RG_MAP_H2_PARKED));
 	rg_unpin(dir, RG_STR(RG_MAP_H2_OUT));
 	rg_unpin(dir, RG_STR(RG_MAP_H2_GOAWAY));
 	rg_unpin(dir, RG_STR(RG_MAP_REFUSED));

@@ -22,6 +22,13 @@ struct rg_h2_stream {
 	__u8 hdr;     /* rg_grpc_msg.hdr of its messages */
 	struct rg_pb_walk w;
 	struct rg_grpc_msg m;
+	/* the verdict's copy of its message for rowgated (bpf/h2/copy.h),
+	 * kept with the stream so that it moves with it when parked
+	 * (bpf/h2/park.h); the native parser leaves them alone */
+	__u64 copy_seq; /* 0: none */
+	__u32 copy_sid; /* the stream copy_seq belongs to (the slot may have
+			 * changed hands since) */
+	__u32 pad;
 };
 
 /* ---- gRPC messages of one stream ---------------------------------------- */
