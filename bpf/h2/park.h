@@ -10,6 +10,7 @@
 #include "../maps.h"
 #include "copy.h"
 #include "state.h"
+#include "stats.h"
 #include "rowgate/abi.h"
 #include "rowgate/h2/result.h"
 #include "rowgate/h2/grpc.h"
@@ -101,6 +102,7 @@ static __always_inline int rg_h2_park(struct __sk_buff *skb, struct rg_h2_sock *
 	st->parked[rg_h2_parked_idx(q)] = k.sid;
 	st->parked_n++;
 	s->id = 0;
+	rg_h2_stats_inc(h2_streams_parked);
 	return 0;
 }
 

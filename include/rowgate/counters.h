@@ -249,7 +249,10 @@
 	  "across two skbs (the first one too long to hold back).")                     \
 	X(h2_failclosed_err, "h2_failclosed_err", "h2_failclosed_err", GAUGE,           \
 	  "Why the last HTTP/2 connection that failed closed did: minus its enum "      \
-	  "rg_h2_result (include/rowgate/h2/result.h; 3 protocol, 4 streams, 6 protobuf).")
+	  "rg_h2_result (include/rowgate/h2/result.h; 3 protocol, 4 streams, 6 protobuf).") \
+	X(h2_streams_parked, "h2_streams_parked", "h2_streams_parked_total", COUNTER,   \
+	  "Streams whose half-read message waited in h2_parked while every parser slot " \
+	  "held one (docs/grpc.md#framing).")
 
 /* udp_stats: database -> UDP counters (per CPU: readers sum the CPUs).  A
  * datagram is a batch, admitted or dropped whole; the same datagrams also

@@ -37,6 +37,9 @@ scenarios: mix (rejected and admitted calls interleaved on one connection),
            GOAWAY that refuses it, or its grpc-status),
            unary_two (one Handle call whose DATA holds a message of --db
            and one of --free-db: the call's grpc-status),
+           streams (--streams unary calls on one connection, each
+           message half sent before any is finished: each call's
+           grpc-status),
            late (a call of --db refused and answered, then 48,000 bytes
            more DATA on its stream, as a client sends what it had queued
            before the answer reached it: the connection WINDOW_UPDATEs
@@ -594,6 +597,36 @@ def scenario_unary_two(a):
     return {"status": status}
 
 
+def scenario_streams(c, a):
+    """--streams unary Handle calls on one connection, each with its
+    message (--db, --rows rows) half sent: every stream's first DATA frame
+    holds the first half, and only once all are sent do the second halves
+    follow (END_STREAM), last stream first.  The kernel then follows that
+    many half-read messages at once.  Returns each call's grpc-status."""
+    sids = [2 * i + 1 for i in range(a.streams)]
+    halves = {}
+    for i, sid in enumerate(sids):
+        msg = message(a.db, a.rows, "streams_%d_%d" % (os.getpid(), i))
+        cut = len(msg) // 2
+        halves[sid] = msg[cut:]
+        c.send(c.headers_frame(sid, a.port) + frame(DATA, 0, sid, msg[:cut]))
+    for sid in reversed(sids):
+        c.send(frame(DATA, END_STREAM, sid, halves[sid]))
+
+    def status(sid):
+        for h in c.streams.get(sid, {}).get("headers", []):
+            v = h.get("grpc-status", h.get(b"grpc-status"))
+            if v is not None:
+                return int(v)
+        return None
+    c.wait(lambda: all(c.streams.get(sid, {}).get("done") for sid in sids), 30)
+    codes = {}
+    for sid in sids:
+        k = str(status(sid))
+        codes[k] = codes.get(k, 0) + 1
+    return {"streams": a.streams, "codes": codes}
+
+
 def scenario_fallback(a):
     """Refusals whose frames reach the kernel cut across skbs: a short
     completing frame whose RequestHeader is in it, and a completing frame
@@ -734,7 +767,7 @@ def main():
     ap.add_argument("--port", type=int, required=True, help="server's gRPC port")
     ap.add_argument("--scenario",
                     choices=("mix", "window", "split", "fallback", "open_call", "uncounted",
-                             "late", "unary_two"),
+                             "late", "unary_two", "streams"),
                     required=True)
     ap.add_argument("--path", default="/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
                     help="uncounted: the method path called")
@@ -742,6 +775,8 @@ def main():
     ap.add_argument("--admit-every", type=int, default=10,
                     help="an admitted call before every K-th rejection (default 10, 0: none)")
     ap.add_argument("--rows", type=int, default=20, help="rows a message (default 20)")
+    ap.add_argument("--streams", type=int, default=128,
+                    help="streams: concurrent half-sent calls (default 128)")
     ap.add_argument("--trigger", choices=("settings", "ping"), default="settings",
                     help="frame that makes the server answer (default settings)")
     ap.add_argument("--client-rst", action="store_true",
@@ -779,7 +814,8 @@ def main():
         sys.exit("h2_probe: no SETTINGS ACK from the server")
     base = c.settings_acks
     c.settings_acks = 0
-    r = {"mix": scenario_mix, "window": scenario_window, "late": scenario_late}[a.scenario](c, a)
+    r = {"mix": scenario_mix, "window": scenario_window, "late": scenario_late,
+         "streams": scenario_streams}[a.scenario](c, a)
     r.update({"goaway": c.goaway, "closed": c.closed,
               "server_max_concurrent_streams": c.server_settings.get(3),
               "handshake_acks": base})
