@@ -40,8 +40,9 @@
 /* SETTINGS_MAX_FRAME_SIZE's initial value (RFC 9113 §6.5.2); a caller that
  * learns the server's larger setting raises rg_h2_conn.max_frame. */
 #define RG_H2_DEFAULT_MAX_FRAME_BYTES 16384
-/* Streams with a message half-read at a frame boundary that can be
- * followed at once; one more is refused (fail closed).  A stream takes a
+/* Streams with a message half-read at a frame boundary that the parser
+ * follows at once; one more is refused (fail closed), unless its caller
+ * makes room (the verdict parks one: bpf/h2/park.h).  A stream takes a
  * slot only while one of its messages spans DATA frames: grpc-go with 16
  * calls in flight opened 16 streams before any DATA (measured), and
  * interleaves large messages 16 KB at a time. */
