@@ -62,6 +62,39 @@ static __always_inline int rg_starts_request(struct __sk_buff *skb)
 	return 0;
 }
 
+/* --adopt-grace in ns (0: off; docs/design.md#adoption) */
+const volatile __u64 rg_adopt_grace_ns = 0;
+
+/*
+ * An adopted connection still sending --adopt-grace after its adoption
+ * without a request boundary cannot be read: an HTTP/2 connection, whose
+ * streams and HPACK table began before rowgated (its bytes never start a
+ * request line), or a request streaming since before the start.  Fail
+ * closed: its bytes are dropped from now on (RG_MODE_CLOSING) and it is
+ * queued for rowgated to reset, like a connection the full table refused
+ * (at_ns 0; rowgated tells the two apart by the adopting entry, kept
+ * until the socket is gone).  Its client reconnects and is enforced from
+ * its first byte.  A port that lets unparsed bytes pass goes on passing.
+ */
+static __always_inline bool rg_adopt_overdue(struct __sk_buff *skb, __u64 cookie,
+					     const struct rg_adopt *a, struct rg_conn *c)
+{
+	struct rg_h2_goaway ev = { .cookie = cookie };
+	__u32 port = skb->local_port;
+	struct rg_port *pv;
+
+	if (!rg_adopt_grace_ns || bpf_ktime_get_ns() - a->adopted_ns < rg_adopt_grace_ns)
+		return false;
+	pv = bpf_map_lookup_elem(&RG_MAP_PORTS, &port);
+	if (!pv || (pv->flags & RG_PORT_ALLOW_UNPARSED))
+		return false;
+	rg_close_event_fill(&ev, skb);
+	if (bpf_map_push_elem(&RG_MAP_H2_GOAWAY, &ev, 0))
+		return false; /* the queue is full: the next skb asks again */
+	c->mode = RG_MODE_CLOSING;
+	return true;
+}
+
 /*
  * The verdict's hook for a connection it has not started: 1 while it is
  * being adopted and must pass untouched (rg_adopt).  write_seq is the
@@ -77,8 +110,8 @@ static __always_inline int rg_adopt_hold(struct __sk_buff *skb, __u64 cookie, __
 	__u32 zero = 0;
 	__u64 took;
 
-	if (!a)
-		return 0;
+	if (!a || c->mode == RG_MODE_CLOSING)
+		return 0; /* closing: dropped until rowgated resets it */
 	if ((a->at_boundary || (a->seq_known && a->write_seq != write_seq)) &&
 	    rg_starts_request(skb)) {
 		took = bpf_ktime_get_ns() - a->adopted_ns;
@@ -97,6 +130,8 @@ static __always_inline int rg_adopt_hold(struct __sk_buff *skb, __u64 cookie, __
 		}
 		return 0;
 	}
+	if (rg_adopt_overdue(skb, cookie, a, c))
+		return 0;
 	a->write_seq = write_seq;
 	a->seq_known = 1;
 	a->at_boundary = 0;

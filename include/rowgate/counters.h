@@ -336,7 +336,14 @@
 	  COUNTER, "Connections the full table refused, reset by rowgated.")             \
 	X(refused_reset_failed, "conns_refused_reset_failed",                             \
 	  "conns_refused_reset_failed_total", COUNTER,                                    \
-	  "Of those, not reset: sock_diag refused (logged once).")
+	  "Of those, not reset: sock_diag refused (logged once).")                      \
+	X(adopt_resets, "adopt_resets", "adopt_resets_total", COUNTER,                    \
+	  "Adopted connections reset: still sending --adopt-grace after adoption "       \
+	  "without a request boundary (HTTP/2, or a request streaming since before "     \
+	  "the start).")                                                                 \
+	X(adopt_reset_failed, "adopt_reset_failed", "adopt_reset_failed_total", COUNTER,  \
+	  "Of those, not reset: sock_diag refused (logged once); their bytes are "       \
+	  "dropped.")
 
 /* rowgated's reconciler (user/rowgated/reconcile.c): not a map, rowgated's own
  * memory; the body copies it holds are bounded by --copy-memory

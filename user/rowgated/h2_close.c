@@ -7,7 +7,10 @@
  * the connection (h2_goaway) and rowgated resets it with sock_diag's
  * SOCK_DESTROY (CONFIG_INET_DIAG_DESTROY) once --grpc-close-grace has let
  * the client read the GOAWAY and the server answer what it had whole
- * (docs/grpc.md#h2-close).  The server's socket may live in another network
+ * (docs/grpc.md#h2-close).  The same queue carries, for a reset at once,
+ * connections a full table refused and adopted connections that went on
+ * sending past --adopt-grace without a request boundary (bpf/guard.h; told
+ * apart by their adopting entry).  The server's socket may live in another network
  * namespace than rowgated's (a container): those of the guarded cgroup's
  * processes are tried next.
  */
@@ -42,7 +45,8 @@
 
 struct rg_h2_closer {
 	int queue_fd;
-	int nl_fd; /* sock_diag in rowgated's own namespace */
+	int adopt_fd; /* the adopting map */
+	int nl_fd;    /* sock_diag in rowgated's own namespace */
 	unsigned int grace_ms;
 	const char *cgroup;
 	struct rg_h2_goaway *pending;
@@ -128,7 +132,7 @@ static int tcp_diag_probe(int nl_fd, __u32 *seq)
 	return sock_diag_call(nl_fd, seq, SOCK_DIAG_BY_FAMILY, NLM_F_DUMP, &req, NULL, NULL);
 }
 
-int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
+int rg_h2_closer_new(int queue_fd, int adopt_fd, unsigned int grace_ms, const char *cgroup,
 		     struct rg_h2_closer **out)
 {
 	struct rg_h2_closer *c = calloc(1, sizeof(*c));
@@ -141,6 +145,7 @@ int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
 		return -ENOMEM;
 	}
 	c->queue_fd = queue_fd;
+	c->adopt_fd = adopt_fd;
 	c->grace_ms = grace_ms;
 	c->cgroup = cgroup;
 	/* with no grace too: connections the full table refused are reset */
@@ -283,15 +288,37 @@ static void walk_cgroup(struct netns_walk *w, const char *dir, int depth)
 /* A connection the full table refused (--conns-full=fail-closed; the
  * kernel queues it with at_ns 0) is reset at once: none of its data reaches
  * the server, and its client would otherwise wait for its own timeout. */
+/* A reset at once: refused by a full table, or adopted and overdue */
 static bool refused_by_table(const struct rg_h2_goaway *e)
 {
 	return !e->at_ns;
 }
 
+enum reset_why { RESET_GOAWAY, RESET_REFUSED, RESET_ADOPTED };
+
+static const char *const reset_what[] = {
+	[RESET_GOAWAY] = "closed by GOAWAY",
+	[RESET_REFUSED] = "the full table refused",
+	[RESET_ADOPTED] = "adopted and still unreadable after --adopt-grace",
+};
+
+static enum reset_why reset_why(const struct rg_h2_closer *c, const struct rg_h2_goaway *e)
+{
+	struct rg_adopt a;
+
+	if (!refused_by_table(e))
+		return RESET_GOAWAY;
+	if (c->adopt_fd >= 0 && !bpf_map_lookup_elem(c->adopt_fd, &e->cookie, &a))
+		return RESET_ADOPTED;
+	return RESET_REFUSED;
+}
+
 static void reset_one(struct rg_h2_closer *c, const struct rg_h2_goaway *e)
 {
 	struct netns_walk w = { .e = e, .seq = &c->seq, .ret = -ENOENT };
-	bool refused = refused_by_table(e);
+	enum reset_why why = reset_why(c, e);
+	__u64 *done[] = { &c->st.resets, &c->st.refused_resets, &c->st.adopt_resets };
+	__u64 *failed[] = { &c->st.failed, &c->st.refused_reset_failed, &c->st.adopt_reset_failed };
 	struct stat sb;
 
 	if (c->nl_fd >= 0)
@@ -301,22 +328,21 @@ static void reset_one(struct rg_h2_closer *c, const struct rg_h2_goaway *e)
 		walk_cgroup(&w, c->cgroup, 0);
 	}
 	if (!w.ret) {
-		stat_add(refused ? &c->st.refused_resets : &c->st.resets, 1);
-		pr_debug("%s: reset connection %llu (%u -> %u)",
-			 refused ? "table full" : "h2 close", (unsigned long long)e->cookie,
-			 e->remote_port, e->local_port);
+		stat_add(done[why], 1);
+		pr_debug("reset connection %llu (%u -> %u): %s", (unsigned long long)e->cookie,
+			 e->remote_port, e->local_port, reset_what[why]);
 	} else if (w.ret == -ENOENT || w.ret == -ESTALE) {
 		stat_add(&c->st.gone, 1);
 	} else {
-		stat_add(refused ? &c->st.refused_reset_failed : &c->st.failed, 1);
+		stat_add(failed[why], 1);
 		if (!c->warned)
-			pr_warn("cannot reset a connection %s (%s%s); %s",
-				refused ? "the full table refused" : "closed by GOAWAY",
+			pr_warn("cannot reset a connection %s (%s%s); %s", reset_what[why],
 				strerror(-w.ret),
 				w.ret == -EOPNOTSUPP ? ": no CONFIG_INET_DIAG_DESTROY" : "",
-				refused ?
-					"its client waits for its own timeout" :
-					"its client closes it, or waits for its calls' deadlines");
+				why == RESET_GOAWAY ?
+					"its client closes it, or waits for its calls' deadlines" :
+					"its bytes are dropped and its client waits for its own "
+					"timeout");
 		c->warned = true;
 	}
 }

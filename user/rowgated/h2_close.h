@@ -10,10 +10,11 @@
 struct rg_h2_closer;
 struct rg_h2_close_stats;
 
-/* queue_fd: the h2_goaway queue map; grace_ms 0: reset no GOAWAY'd
+/* queue_fd: the h2_goaway queue map; adopt_fd: the adopting map (tells
+ * overdue adopted connections from refused ones); grace_ms 0: reset no GOAWAY'd
  * connection (refused ones still); cgroup: the guarded cgroup, whose processes' network namespaces
  * are searched for a socket not in rowgated's own.  0 or negative errno. */
-int rg_h2_closer_new(int queue_fd, unsigned int grace_ms, const char *cgroup,
+int rg_h2_closer_new(int queue_fd, int adopt_fd, unsigned int grace_ms, const char *cgroup,
 		     struct rg_h2_closer **out);
 void rg_h2_closer_free(struct rg_h2_closer *c);
 

@@ -176,6 +176,7 @@ int rgd_load(struct daemon *d)
 	if (err == -EEXIST || err == -EPROTO)
 		return err;
 	d->skel->rodata->rg_conns_full_close = d->cfg->conns_full_close;
+	d->skel->rodata->rg_adopt_grace_ns = (__u64)d->cfg->adopt_grace_s * 1000000000ULL;
 	d->skel->rodata->rg_egress_on = !d->cfg->egress_off;
 	d->skel->rodata->rg_h2_keep = d->cfg->grpc_keep && !d->cfg->egress_off;
 	d->skel->rodata->rg_h2_compressed_debt = d->cfg->grpc_compressed_debt;

@@ -18,6 +18,7 @@
 
 #include "rowgate.skel.h"
 #include "../lib/clock.h"
+#include "../lib/counters.h"
 #include "../lib/log.h"
 #include "../lib/maps.h"
 #include "../lib/notify.h"
@@ -108,6 +109,27 @@ static void conns_full_alarm(struct daemon *d)
 	last_log_ns = now;
 }
 
+/* A log line when adopted connections were reset (--adopt-grace), at most
+ * every RG_CONNS_FULL_LOG_MS: once per start, as a rule. */
+static void adopt_reset_log(struct daemon *d)
+{
+	static __u64 seen, last_log_ns;
+	struct rg_h2_close_stats cs;
+	__u64 now = rg_monotonic_ns();
+
+	rg_h2_closer_stats(d->closer, &cs);
+	if (cs.adopt_resets == seen ||
+	    (last_log_ns && now - last_log_ns < (__u64)RG_CONNS_FULL_LOG_MS * 1000000))
+		return;
+	pr_warn("reset %llu connection(s) that predate this start: still sending %u s after "
+		"adoption without a request boundary (HTTP/2, or a request streaming since "
+		"before the start); their clients reconnect, enforced (adopt_resets %llu)",
+		(unsigned long long)(cs.adopt_resets - seen), d->cfg->adopt_grace_s,
+		(unsigned long long)cs.adopt_resets);
+	seen = cs.adopt_resets;
+	last_log_ns = now;
+}
+
 /* The signals serve() reads from a signalfd: SIGTERM and SIGINT stop,
  * SIGHUP reads the configuration again (rgd_reload). */
 static void stop_signals(sigset_t *mask)
@@ -174,6 +196,7 @@ static int serve(struct daemon *d, int notify_fd)
 				;
 		rgd_guard_check(d);
 		conns_full_alarm(d);
+		adopt_reset_log(d);
 		rgd_fail_events(d);
 		if (!d->detached &&
 		    rg_monotonic_ns() - last_gc_ns >= RG_GC_INTERVAL_MS * 1000000ULL) {
@@ -295,7 +318,8 @@ int main(int argc, char **argv)
 		if (rg_reconciler_new(&rf, &d.rec))
 			goto out;
 	}
-	if (rg_h2_closer_new(bpf_map__fd(d.skel->maps.RG_MAP_H2_GOAWAY), cfg.grpc_close_grace_ms,
+	if (rg_h2_closer_new(bpf_map__fd(d.skel->maps.RG_MAP_H2_GOAWAY),
+			     bpf_map__fd(d.skel->maps.RG_MAP_ADOPT), cfg.grpc_close_grace_ms,
 			     cfg.cgroup, &d.closer))
 		goto out;
 	if (rgd_attach_all(&d))

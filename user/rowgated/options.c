@@ -412,6 +412,12 @@ static int opt_grpc_close_grace(struct config *cfg, const char *v, char *err, si
 			    "whole milliseconds", err, len);
 }
 
+static int opt_adopt_grace(struct config *cfg, const char *v, char *err, size_t len)
+{
+	return whole_or_off(v, RG_ADOPT_GRACE_MAX_S, &cfg->adopt_grace_s, "whole seconds", err,
+			    len);
+}
+
 static int opt_copy_memory(struct config *cfg, const char *v, char *err, size_t len)
 {
 	if (rg_parse_bytes(v, &cfg->copy_memory_bytes) ||
@@ -670,6 +676,15 @@ static const struct option_def options[] = {
 	  "(conns_refused, conns_refused_resets) and logged;\n"
 	  "fail-open: it passes unlimited, counted\n"
 	  "(conns_untracked) and logged" },
+	{ "adopt-grace", 0, 0, "S|off", opt_adopt_grace,
+	  "a connection that predates the start and still\n"
+	  "sends S seconds after it was adopted without\n"
+	  "reaching a request boundary (HTTP/2, whose state\n"
+	  "began before rowgated, or a request streaming\n"
+	  "since before it) is reset and its bytes dropped:\n"
+	  "its client reconnects, enforced; counted\n"
+	  "(adopt_resets); off: it passes unenforced until\n"
+	  "it closes; default: " RG_XSTR(RG_ADOPT_GRACE_S) },
 	{ "egress", 0, 0, "on|off", opt_egress,
 	  "follow the servers' responses (sk_msg) and refund\n"
 	  "writes they refuse unstored: 401, 403, 404, 413,\n"
@@ -1059,6 +1074,7 @@ static void defaults(struct config *cfg)
 	/* whoever holds --max-conns idle connections must not unlimit the rest */
 	cfg->conns_full_close = true;
 	cfg->grpc_close_grace_ms = RG_GRPC_CLOSE_GRACE_MS;
+	cfg->adopt_grace_s = RG_ADOPT_GRACE_S;
 	cfg->grpc_max_streams = RG_GRPC_MAX_STREAMS;
 }
 
@@ -1198,8 +1214,9 @@ static const char *restart_change(const struct config *a, const struct config *b
 	if (!same_str(a->xdp_iface, b->xdp_iface) || a->nudp != b->nudp ||
 	    memcmp(a->udp, b->udp, sizeof(a->udp)))
 		return "xdp-iface or udp";
-	if (a->max_conns != b->max_conns || a->conns_full_close != b->conns_full_close)
-		return "max-conns or conns-full";
+	if (a->max_conns != b->max_conns || a->conns_full_close != b->conns_full_close ||
+	    a->adopt_grace_s != b->adopt_grace_s)
+		return "max-conns, conns-full or adopt-grace";
 	if (a->egress_off != b->egress_off || a->grpc_keep != b->grpc_keep ||
 	    a->grpc_close_grace_ms != b->grpc_close_grace_ms ||
 	    a->grpc_max_streams != b->grpc_max_streams ||

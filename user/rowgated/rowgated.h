@@ -24,6 +24,8 @@
 #define RGD_CONFIG_DEFAULT  "/etc/rowgate/rowgated.conf"
 #define RG_POLL_INTERVAL_MS 1000
 #define RG_GRPC_CLOSE_GRACE_MS 2000 /* --grpc-close-grace default */
+#define RG_ADOPT_GRACE_S       5    /* --adopt-grace default */
+#define RG_ADOPT_GRACE_MAX_S   3600
 #define RG_GRPC_CLOSE_GRACE_MAX_MS 3600000
 /* --grpc-max-streams default: refusals of more streams in one read trip
  * h2's limit of 20 reset streams not yet accepted (tonic, GreptimeDB) and
@@ -62,6 +64,7 @@ struct config {
 	bool foreground;
 	__u32 max_conns;       /* connection table entries, set before load */
 	bool conns_full_close; /* --conns-full=fail-closed */
+	__u32 adopt_grace_s;   /* --adopt-grace, 0 = off */
 	bool egress_off;       /* --egress off */
 	bool grpc_keep;        /* --grpc-reject keep */
 	__u64 copy_memory_bytes; /* --copy-memory */

@@ -27,7 +27,7 @@ obj=$build/bpf/rowgate.bpf.o
 [ -f "$obj" ] || exit $rc
 # The globals varied below, and rg_build_id, which only tags the build.  A
 # new one fails here until it is varied too.
-known=" rg_egress_on rg_h2_keep rg_h2_max_streams rg_h2_compressed_debt rg_conns_full_close rg_build_id "
+known=" rg_egress_on rg_h2_keep rg_h2_max_streams rg_h2_compressed_debt rg_conns_full_close rg_adopt_grace_ns rg_build_id "
 globals=$("$load" -l "$obj") || exit 1
 for g in $globals; do
 	case $known in
@@ -39,7 +39,9 @@ for g in $globals; do
 	esac
 done
 # rg_h2_keep needs egress; rg_h2_max_streams is 0 without keep, and 0
-# (unlimited) or a limit (rowgated's default, 16) with it.
+# (unlimited) or a limit (rowgated's default, 16) with it.  rg_adopt_grace_ns
+# goes with rg_conns_full_close: 5 s (the default) with fail-closed (the
+# default), 0 (off) with fail-open.
 configs=0 failed=0
 for egress in 0 1; do
 	for keep in 0 1; do
@@ -52,7 +54,9 @@ for egress in 0 1; do
 					configs=$((configs + 1))
 					"$load" -s rg_egress_on=$egress -s rg_h2_keep=$keep \
 						-s rg_h2_max_streams=$streams -s rg_h2_compressed_debt=$debt \
-						-s rg_conns_full_close=$full_close "$obj" || failed=$((failed + 1))
+						-s rg_conns_full_close=$full_close \
+						-s rg_adopt_grace_ns=$((full_close * 5000000000)) "$obj" ||
+						failed=$((failed + 1))
 				done
 			done
 		done
