@@ -35,9 +35,6 @@
  * (docs/grpc.md#framing). */
 #define RG_H2_HALF_READ_MAX 128
 #define RG_H2_PARKED	    (RG_H2_HALF_READ_MAX - RG_H2_STREAM_SLOTS)
-/* h2_parked's entries, all connections together (about 370 bytes each,
- * allocated as streams park): 146 connections with every stream parked */
-#define RG_H2_PARKED_ENTRIES 16384
 #define RG_H2_OP_REWRITE      1 /* RST_STREAM + kernel SETTINGS + filler */
 #define RG_H2_OP_FILL	      2 /* the frame becomes unknown filler */
 #define RG_H2_OP_EARLY	      3 /* RST_STREAM + filler; SETTINGS at the frame's end */

@@ -44,6 +44,10 @@
 #define RG_MAX_ROUTES    256
 #define RG_MAX_PORTS     64
 #define RG_MAX_CONNS     65536 /* tracked ingest connections per host */
+/* h2_parked's entries by default (--grpc-parked-streams), all connections
+ * together (about 370 bytes each, allocated as streams park): 146
+ * connections with every stream parked */
+#define RG_H2_PARKED_ENTRIES 16384
 
 /* A database as the server resolves it (dbname.h), NUL-padded. */
 struct rg_db_key {

@@ -338,9 +338,8 @@
 	  "conns_refused_reset_failed_total", COUNTER,                                    \
 	  "Of those, not reset: sock_diag refused (logged once).")                      \
 	X(adopt_resets, "adopt_resets", "adopt_resets_total", COUNTER,                    \
-	  "Adopted connections reset: still sending --adopt-grace after adoption "       \
-	  "without a request boundary (HTTP/2, or a request streaming since before "     \
-	  "the start).")                                                                 \
+	  "Adopted connections reset: --adopt-grace after adoption, bytes that start "   \
+	  "no request after the server answered (HTTP/2).")                             \
 	X(adopt_reset_failed, "adopt_reset_failed", "adopt_reset_failed_total", COUNTER,  \
 	  "Of those, not reset: sock_diag refused (logged once); their bytes are "       \
 	  "dropped.")

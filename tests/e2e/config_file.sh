@@ -70,7 +70,7 @@ rg_check "/metrics moved to the new address" rg_wait_for 10 curl -sf "http://127
 closed() { ! curl -sf "http://127.0.0.1:$1/metrics" -o /dev/null; }
 rg_check "... and left the old one" closed "$M1"
 rg_check "max-conns logged as waiting for a restart" \
-	grep -q "SIGHUP: max-conns, conns-full or adopt-grace changed: it takes effect when rowgated restarts" "$RG_TMP/rowgated.log"
+	grep -q "SIGHUP: max-conns, conns-full, adopt-grace or grpc-parked-streams changed: it takes effect when rowgated restarts" "$RG_TMP/rowgated.log"
 codes=$(write; write; write)
 rg_check "without the route the same writes are limited ($(echo $codes))" grep -q 429 <<<"$codes"
 

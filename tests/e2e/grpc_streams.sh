@@ -10,7 +10,9 @@
 # succeeds on one connection, no GOAWAY, rows charged = rows stored; the
 # parked entries are gone once the connection closed.  A 129th half-read
 # stream fails closed (GOAWAY, h2_failclosed_err 4), nothing charged or
-# stored of that connection.
+# stored of that connection.  Then --grpc-parked-streams 50 bounds
+# h2_parked for all connections: 66 half-read messages work, the 67th
+# fails closed; a pinned map of another size is refused until a detach.
 RG_PROFILE=greptimedb
 source "$(dirname "$0")/lib.sh"
 rg_require_root
@@ -77,4 +79,33 @@ rg_check_rc $? "129 half-read messages: GOAWAY, failed closed for streams (h2_fa
 rg_check "over: nothing charged" [ "$(rg_stat st_over admitted_rows)" = 0 ]
 rg_check "over: nothing stored" [ "$(stored st_over)" = 0 ]
 rg_check "over: the parked entries went with the connection" rg_wait_for 10 parked_empty
+
+# --grpc-parked-streams sizes h2_parked: a pinned one of another size is
+# refused clearly while connections may live in it; after a detach, 50
+# parked streams in all: 16 + 50 half-read messages work, one more fails
+# closed the same way
+rg_stop_rowgated
+out=$(timeout 60 "$RG_ROWGATED" --foreground --port "$GPORT=$RG_PROFILE" --cgroup "$RG_CGROUP" \
+	--bpffs "$RG_BPFFS" --admin-socket "$RG_SOCK" --state-file "$RG_STATE" --grpc "$GPORT" \
+	--grpc-max-streams off --grpc-parked-streams 50 2>&1)
+rc=$?
+rg_check "another size while pinned: refused ($rc: $(tail -1 <<<"$out"))" \
+	eval '[ $rc -ne 0 ] && grep -q "has 16384 entries, not --grpc-parked-streams 50: start with --grpc-parked-streams 16384, or .rowgatectl detach" <<<"$out"'
+rg_ctl detach >/dev/null || rg_fail "detach"
+RG_PORT=$GPORT rg_start_rowgated --grpc "$GPORT" --grpc-max-streams off --grpc-parked-streams 50
+rg_check "h2_parked holds 50 entries" \
+	[ "$(bpftool -j map show pinned "$RG_BPFFS/h2_parked" | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["max_entries"])')" = 50 ]
+for db in st_p66 st_p67; do rg_ctl limit set $db 100000000 >/dev/null || rg_fail "limit set"; done
+fc0=$(rg_global h2_failclosed)
+probe "$RG_TMP/p66.json" st_p66 66
+[ "$(rg_jget "$RG_TMP/p66.json" "d['codes']")" = "{'0': 66}" ] && [ "$(rg_global h2_failclosed)" = "$fc0" ]
+rg_check_rc $? "--grpc-parked-streams 50: 66 half-read messages on one connection, all OK"
+rg_check "p66: rows charged = rows stored = 660" rg_wait_charged st_p66 660
+rg_check "p66: the parked entries went with the connection" rg_wait_for 10 parked_empty
+probe "$RG_TMP/p67.json" st_p67 67
+[ "$(rg_jget "$RG_TMP/p67.json" "d['goaway'] is not None")" = True ] &&
+	[ "$(rg_global h2_failclosed)" = $((fc0 + 1)) ]
+rg_check_rc $? "--grpc-parked-streams 50: the 67th half-read message fails closed (GOAWAY)"
+rg_check "p67: nothing stored" [ "$(stored st_p67)" = 0 ]
+rg_check "p67: the parked entries went with the connection" rg_wait_for 10 parked_empty
 rg_log "PASS"

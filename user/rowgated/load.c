@@ -124,38 +124,47 @@ static int check_pinned_abi(struct daemon *d)
 	return 0;
 }
 
-/* The connection table's maps get --max-conns entries; pinned ones of
- * another size are kept (open connections live in them): refuse clearly. */
+/* A connection map gets the entries its option says; a pinned one of
+ * another size is kept (open connections live in it): refuse clearly. */
+static int size_map(struct daemon *d, struct bpf_map *map, __u32 entries, const char *option)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+	char path[PATH_MAX];
+	int fd;
+
+	rg_pin_path(path, sizeof(path), d->cfg->bpffs, bpf_map__name(map));
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		int ret = bpf_obj_get_info_by_fd(fd, &info, &len);
+
+		close(fd);
+		if (!ret && info.max_entries != entries) {
+			pr_err("the pinned connection map %s has %u entries, not --%s %u: start "
+			       "with --%s %u, or 'rowgatectl detach' first (it releases every "
+			       "guarded connection)",
+			       path, info.max_entries, option, entries, option, info.max_entries);
+			return -EEXIST;
+		}
+	}
+	return bpf_map__set_max_entries(map, entries) ? -EINVAL : 0;
+}
+
+/* The connection table's maps get --max-conns entries, h2_parked
+ * --grpc-parked-streams. */
 static int size_conn_table(struct daemon *d)
 {
 	struct bpf_map *maps[] = { d->skel->maps.RG_MAP_CONNS, d->skel->maps.RG_MAP_SOCKHASH,
 				   d->skel->maps.RG_MAP_ADOPT, d->skel->maps.RG_MAP_H2_CONNS,
 				   d->skel->maps.RG_MAP_H2_OUT };
-	char path[PATH_MAX];
+	int err = 0;
 
-	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++) {
-		struct bpf_map_info info = {};
-		__u32 len = sizeof(info);
-		int fd;
-
-		rg_pin_path(path, sizeof(path), d->cfg->bpffs, bpf_map__name(maps[i]));
-		fd = bpf_obj_get(path);
-		if (fd >= 0) {
-			int ret = bpf_obj_get_info_by_fd(fd, &info, &len);
-
-			close(fd);
-			if (!ret && info.max_entries != d->cfg->max_conns) {
-				pr_err("the pinned connection table %s has %u entries, not --max-conns "
-				       "%u: start with --max-conns %u, or 'rowgatectl detach' first "
-				       "(it releases every guarded connection)",
-				       path, info.max_entries, d->cfg->max_conns, info.max_entries);
-				return -EEXIST;
-			}
-		}
-		if (bpf_map__set_max_entries(maps[i], d->cfg->max_conns))
-			return -EINVAL;
-	}
-	return 0;
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]) && !err; i++)
+		err = size_map(d, maps[i], d->cfg->max_conns, "max-conns");
+	if (!err)
+		err = size_map(d, d->skel->maps.RG_MAP_H2_PARKED, d->cfg->grpc_parked_streams,
+			       "grpc-parked-streams");
+	return err;
 }
 
 int rgd_load(struct daemon *d)

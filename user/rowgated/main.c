@@ -121,9 +121,9 @@ static void adopt_reset_log(struct daemon *d)
 	if (cs.adopt_resets == seen ||
 	    (last_log_ns && now - last_log_ns < (__u64)RG_CONNS_FULL_LOG_MS * 1000000))
 		return;
-	pr_warn("reset %llu connection(s) that predate this start: still sending %u s after "
-		"adoption without a request boundary (HTTP/2, or a request streaming since "
-		"before the start); their clients reconnect, enforced (adopt_resets %llu)",
+	pr_warn("reset %llu connection(s) that predate this start: %u s or more after "
+		"adoption they sent bytes that start no request after their server answered "
+		"(HTTP/2); their clients reconnect, enforced (adopt_resets %llu)",
 		(unsigned long long)(cs.adopt_resets - seen), d->cfg->adopt_grace_s,
 		(unsigned long long)cs.adopt_resets);
 	seen = cs.adopt_resets;

@@ -406,6 +406,17 @@ static int opt_grpc_max_streams(struct config *cfg, const char *v, char *err, si
 			    err, len);
 }
 
+static int opt_grpc_parked_streams(struct config *cfg, const char *v, char *err, size_t len)
+{
+	unsigned long n;
+
+	if (parse_whole(v, 1, RG_PARKED_STREAMS_MAX, &n))
+		return EXPECT("expected a whole number of streams from 1 to %u",
+			      RG_PARKED_STREAMS_MAX);
+	cfg->grpc_parked_streams = (__u32)n;
+	return 0;
+}
+
 static int opt_grpc_close_grace(struct config *cfg, const char *v, char *err, size_t len)
 {
 	return whole_or_off(v, RG_GRPC_CLOSE_GRACE_MAX_MS, &cfg->grpc_close_grace_ms,
@@ -571,6 +582,14 @@ static const struct option_def options[] = {
 	  "fail UNAVAILABLE instead of waiting for their\n"
 	  "deadline; off leaves it to the client;\n"
 	  "docs/grpc.md#h2-close; default: " RG_XSTR(RG_GRPC_CLOSE_GRACE_MS) },
+	{ "grpc-parked-streams", 0, 0, "N", opt_grpc_parked_streams,
+	  "gRPC streams, all connections together, whose\n"
+	  "half-read message may wait outside the parser's\n"
+	  "16 slots of its connection (up to 112 each); one\n"
+	  "more fails its connection closed (GOAWAY);\n"
+	  "~370 bytes each, taken as streams park; a change\n"
+	  "needs 'rowgatectl detach' first;\n"
+	  "docs/grpc.md#framing; default: " RG_XSTR(RG_H2_PARKED_ENTRIES) },
 	{ "grpc-max-streams", 0, 0, "N|off", opt_grpc_max_streams,
 	  "with --grpc-reject keep, tell gRPC clients they\n"
 	  "may open at most N concurrent streams per\n"
@@ -677,14 +696,14 @@ static const struct option_def options[] = {
 	  "fail-open: it passes unlimited, counted\n"
 	  "(conns_untracked) and logged" },
 	{ "adopt-grace", 0, 0, "S|off", opt_adopt_grace,
-	  "a connection that predates the start and still\n"
-	  "sends S seconds after it was adopted without\n"
-	  "reaching a request boundary (HTTP/2, whose state\n"
-	  "began before rowgated, or a request streaming\n"
-	  "since before it) is reset and its bytes dropped:\n"
-	  "its client reconnects, enforced; counted\n"
-	  "(adopt_resets); off: it passes unenforced until\n"
-	  "it closes; default: " RG_XSTR(RG_ADOPT_GRACE_S) },
+	  "a connection that predates the start and, S\n"
+	  "seconds or more after it was adopted, sends bytes\n"
+	  "that start no request after its server answered\n"
+	  "(HTTP/2, whose state began before rowgated) is\n"
+	  "reset and its bytes dropped: its client\n"
+	  "reconnects, enforced; counted (adopt_resets);\n"
+	  "off: it passes unenforced until it closes;\n"
+	  "default: " RG_XSTR(RG_ADOPT_GRACE_S) },
 	{ "egress", 0, 0, "on|off", opt_egress,
 	  "follow the servers' responses (sk_msg) and refund\n"
 	  "writes they refuse unstored: 401, 403, 404, 413,\n"
@@ -1076,6 +1095,7 @@ static void defaults(struct config *cfg)
 	cfg->grpc_close_grace_ms = RG_GRPC_CLOSE_GRACE_MS;
 	cfg->adopt_grace_s = RG_ADOPT_GRACE_S;
 	cfg->grpc_max_streams = RG_GRPC_MAX_STREAMS;
+	cfg->grpc_parked_streams = RG_H2_PARKED_ENTRIES;
 }
 
 /* The command line's options in order; --help and --version answered. */
@@ -1215,8 +1235,9 @@ static const char *restart_change(const struct config *a, const struct config *b
 	    memcmp(a->udp, b->udp, sizeof(a->udp)))
 		return "xdp-iface or udp";
 	if (a->max_conns != b->max_conns || a->conns_full_close != b->conns_full_close ||
-	    a->adopt_grace_s != b->adopt_grace_s)
-		return "max-conns, conns-full or adopt-grace";
+	    a->adopt_grace_s != b->adopt_grace_s ||
+	    a->grpc_parked_streams != b->grpc_parked_streams)
+		return "max-conns, conns-full, adopt-grace or grpc-parked-streams";
 	if (a->egress_off != b->egress_off || a->grpc_keep != b->grpc_keep ||
 	    a->grpc_close_grace_ms != b->grpc_close_grace_ms ||
 	    a->grpc_max_streams != b->grpc_max_streams ||

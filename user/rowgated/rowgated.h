@@ -26,6 +26,7 @@
 #define RG_GRPC_CLOSE_GRACE_MS 2000 /* --grpc-close-grace default */
 #define RG_ADOPT_GRACE_S       5    /* --adopt-grace default */
 #define RG_ADOPT_GRACE_MAX_S   3600
+#define RG_PARKED_STREAMS_MAX  (1U << 24) /* --grpc-parked-streams */
 #define RG_GRPC_CLOSE_GRACE_MAX_MS 3600000
 /* --grpc-max-streams default: refusals of more streams in one read trip
  * h2's limit of 20 reset streams not yet accepted (tonic, GreptimeDB) and
@@ -71,6 +72,7 @@ struct config {
 	__u32 copy_expiry_s;     /* --copy-expiry */
 	__u32 grpc_close_grace_ms; /* --grpc-close-grace, 0 = off */
 	__u32 grpc_max_streams;	   /* --grpc-max-streams, 0 = off */
+	__u32 grpc_parked_streams; /* --grpc-parked-streams: h2_parked entries */
 	bool grpc_uncounted_pass;  /* --grpc-uncounted pass */
 	bool grpc_otlp_count;      /* --grpc-otlp count */
 	bool grpc_flight_count;    /* --grpc-flight count */
