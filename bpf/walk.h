@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* How the verdict walks an skb: windows of RG_WINDOW_BYTES loaded from it,
  * the bulk of a body counted a word at a time, and everything else fed
- * byte by byte to the request state machine (rg_feed_byte), with the head
- * bytes nobody reads skipped a word at a time.  The cost figures are in
+ * byte by byte to the request state machine (rg_feed_byte), with the runs
+ * of head bytes a state reads alike taken a word at a time.  The cost figures are in
  * docs/design.md#row-counting.
  */
 #ifndef ROWGATE_BPF_WALK_H
@@ -33,6 +33,32 @@ static __always_inline __u64 rg_data_ahead(const struct rg_conn *c)
 
 #define RG_BYTES_PER_STEP 8 /* byte steps per bpf_loop iteration */
 
+/*
+ * The head bytes at w->pos that rg_http_head_take_word() takes at once, as
+ * many byte steps would; returns how many (0: step one).  A global
+ * function: verified once, not once per state of the callback's steps.
+ */
+__noinline int rg_head_word(struct rg_conn *c)
+{
+	struct rg_walk *w;
+	__u32 p, n;
+
+	if (!c)
+		return 0;
+	w = &c->w;
+	p = w->pos;
+	if (p + 8 > w->win_len || p > RG_WINDOW_BYTES - 8)
+		return 0;
+	/* where rg_feed_byte() would mark the request's start */
+	if (c->head.head_bytes == 0) {
+		w->req_start = w->win_off + p;
+		w->req_in_skb = 1;
+	}
+	n = rg_http_head_take_word(&c->head, *(__u64 *)&c->win[p & (RG_WINDOW_BYTES - 1)]);
+	w->pos = p + n;
+	return (int)n;
+}
+
 /* Up to RG_BYTES_PER_STEP bytes of the window per iteration (the frames of
  * nested callbacks and global functions are limited, so no deeper call). */
 static long rg_byte_cb(__u64 idx, void *ctx)
@@ -51,12 +77,8 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 		    (!c->scan_db || (c->dbt.state == RG_DBT_REST &&
 				     c->win[p & (RG_WINDOW_BYTES - 1)] != '\n')))
 			return 1;
-		if (c->phase == RG_PHASE_HEAD && p + 8 <= w->win_len &&
-		    p <= RG_WINDOW_BYTES - 8 &&
-		    rg_http_head_skip_word(&c->head, *(__u64 *)&c->win[p & (RG_WINDOW_BYTES - 1)])) {
-			w->pos = p + 8;
+		if (c->phase == RG_PHASE_HEAD && rg_head_word(c))
 			continue;
-		}
 		w->pos = p + 1;
 		if (c->scan_db && c->phase == RG_PHASE_BODY_LENGTH && c->body_remaining > 1 &&
 		    !c->count_rows) {

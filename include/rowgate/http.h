@@ -213,6 +213,50 @@ RG_INLINE bool rg_is_field_byte(__u8 c)
 	return c == '\t' || (c >= ' ' && c != 0x7f);
 }
 
+/* 0x80 in every byte of x that is not an RFC 9110 tchar (what a header
+ * name may hold): controls, SP, DEL, bytes past ASCII and the separators
+ * "(),/:;<=>?@[\]{} (pairs that differ in bit 0 are tested together). */
+RG_INLINE __u64 rg_swar_not_tchar(__u64 x)
+{
+	__u64 even = x & (RG_SWAR_ONES * 0xfe);
+
+	return rg_swar_lt_space(x) | rg_swar_eq(x, ' ') | rg_swar_eq(x, 0x7f) | (x & RG_SWAR_HIGH) |
+	       rg_swar_eq(x, '"') | rg_swar_eq(even, '(') | rg_swar_eq(x, ',') |
+	       rg_swar_eq(x, '/') | rg_swar_eq(even, ':') | rg_swar_eq(even, '<') |
+	       rg_swar_eq(even, '>') | rg_swar_eq(x, '@') | rg_swar_eq(x, '[') |
+	       rg_swar_eq(even, '\\') | rg_swar_eq(x, '{') | rg_swar_eq(x, '}');
+}
+
+/* x lower-cased, every byte below 0x80 (no carries). */
+RG_INLINE __u64 rg_swar_lower(__u64 x)
+{
+	__u64 ge_a = x + RG_SWAR_ONES * (0x80 - 'A');
+	__u64 gt_z = x + RG_SWAR_ONES * (0x80 - 'Z' - 1);
+
+	return x | ((ge_a & ~gt_z & RG_SWAR_HIGH) >> 2);
+}
+
+/* The index of the lowest byte flagged 0x80 in m, 8 when none. */
+RG_INLINE __u32 rg_swar_first(__u64 m)
+{
+	if (!m)
+		return 8;
+	/* bit 8j+7 alone, times bytes 7..0: j lands in the top byte */
+	return (__u32)((((m & -m) >> 7) * 0x0001020304050607ULL) >> 56);
+}
+
+/* The first n bytes of x (memory order, little-endian), the rest zero. */
+RG_INLINE __u64 rg_swar_low(__u64 x, __u32 n)
+{
+	return n >= 8 ? x : x & ((1ULL << (n * 8)) - 1);
+}
+
+/* Byte i of x (memory order). */
+RG_INLINE __u8 rg_swar_byte(__u64 x, __u32 i)
+{
+	return (__u8)(x >> ((i & 7) * 8));
+}
+
 RG_INLINE void rg_word_put(__u64 *words, __u32 nwords, __u32 i, __u8 c)
 {
 	__u32 w = i / 8;
@@ -333,26 +377,34 @@ RG_INLINE int rg_header_end(struct rg_http_head *h)
 	return RG_HEAD_MORE;
 }
 
-/* A header name ended at ':': which header is it, and is it allowed twice? */
-RG_INLINE int rg_header_begin(struct rg_http_head *h)
+/* A line of header id would frame the body ambiguously: a second length
+ * or coding, or Transfer-Encoding on HTTP/1.0. */
+RG_INLINE bool rg_header_conflicts(const struct rg_http_head *h, __u8 id)
 {
-	h->header = rg_header_lookup(h);
+	if (id != RG_HDR_CONTENT_LENGTH && id != RG_HDR_TRANSFER_ENCODING)
+		return false;
+	if (h->has_content_length || h->has_transfer_encoding)
+		return true;
+	/* Go ignores it on HTTP/1.0 (transfer.go parseTransferEncoding),
+	 * other servers honour it: no single reading */
+	return id == RG_HDR_TRANSFER_ENCODING && h->http_minor == 0;
+}
+
+/* A header name ended at ':' (id: rg_header_lookup of it): which header
+ * is it, and is it allowed twice? */
+RG_INLINE int rg_header_begin(struct rg_http_head *h, __u8 id)
+{
+	h->header = id;
 	h->token_len = 0;
 	h->value_started = 0;
 	__builtin_memset(h->token, 0, sizeof(h->token));
+	if (rg_header_conflicts(h, id))
+		return RG_HEAD_ERR_FRAMING;
 	switch (h->header) {
 	case RG_HDR_CONTENT_LENGTH:
-		if (h->has_content_length || h->has_transfer_encoding)
-			return RG_HEAD_ERR_FRAMING;
 		h->has_content_length = 1;
 		break;
 	case RG_HDR_TRANSFER_ENCODING:
-		if (h->has_content_length || h->has_transfer_encoding)
-			return RG_HEAD_ERR_FRAMING;
-		/* Go ignores it on HTTP/1.0 (transfer.go parseTransferEncoding),
-		 * other servers honour it: no single reading */
-		if (h->http_minor == 0)
-			return RG_HEAD_ERR_FRAMING;
 		h->has_transfer_encoding = 1;
 		break;
 	case RG_HDR_CONTENT_ENCODING:
@@ -860,7 +912,7 @@ RG_INLINE int rg_hs_name(struct rg_http_head *h, __u8 c)
 		if (h->name_len == 0)
 			return RG_HEAD_ERR_MALFORMED;
 		h->state = RG_HS_VALUE_OWS;
-		return rg_header_begin(h);
+		return rg_header_begin(h, rg_header_lookup(h));
 	}
 	if (!rg_is_tchar(c)) /* includes SP before the colon */
 		return RG_HEAD_ERR_MALFORMED;
@@ -1012,45 +1064,287 @@ RG_INLINE int rg_http_head_step(struct rg_http_head *h, __u8 c)
 }
 
 /*
- * Eight head bytes that only need skipping: inside the value of a header
- * rowgate ignores, or of a query parameter it ignores, with no byte that
- * ends it or would make the head malformed; or the request line's
- * "HTTP/1.x", read whole.  Then they count as consumed,
- * exactly as eight rg_http_head_step() calls would leave the head (x holds
- * the bytes in memory order, little-endian).
+ * Taking head bytes a word at a time.  Each rg_take_*() gets the head's next
+ * eight bytes x (memory order, little-endian) in one state and takes the run
+ * of them that state reads alike, up to the first byte that decides
+ * something; it returns how many it took (0..8), leaving h exactly as that
+ * many rg_http_head_step() calls would.  It never takes a byte that ends the
+ * head or makes an error: those are stepped alone, as before.
  */
-RG_INLINE bool rg_http_head_skip_word(struct rg_http_head *h, __u64 x)
+
+/* 0x80 in the bytes of x from index n on (n <= 8). */
+RG_INLINE __u64 rg_swar_from(__u32 n)
+{
+	return n >= 8 ? 0 : RG_SWAR_HIGH << (n * 8);
+}
+
+/* The method's tchars, and the SP that ends it. */
+RG_INLINE __u32 rg_take_method(struct rg_http_head *h, __u64 x)
+{
+	__u32 k = rg_swar_first(rg_swar_not_tchar(x));
+
+	/* CR/LF a Go server skips first are no tchars: stepped */
+	if (k == 0 || h->method_len + k > RG_METHOD_MAX_BYTES)
+		return 0;
+	if (h->method_len < 8)
+		h->method |= rg_swar_low(x, k) << (h->method_len * 8);
+	h->method_len += k;
+	h->state = RG_HS_METHOD;
+	if (k < 8 && rg_swar_byte(x, k) == ' ') {
+		h->method_post = h->method == RG_W8('P', 'O', 'S', 'T', 0, 0, 0, 0);
+		h->is_post = rg_http_write_method(h);
+		h->state = RG_HS_TARGET_START;
+		k++;
+	}
+	return k;
+}
+
+/* A header name's tchars, then its ':' and the blanks after it. */
+RG_INLINE __u32 rg_take_name(struct rg_http_head *h, __u64 x)
+{
+	__u32 k = rg_swar_first(rg_swar_not_tchar(x)), w, off;
+	__u64 lw;
+	__u8 id;
+
+	if (h->state == RG_HS_NAME_START) {
+		if (k == 0)
+			return 0;
+		__builtin_memset(h->name_words, 0, sizeof(h->name_words));
+		h->name_len = 0;
+		h->state = RG_HS_NAME;
+	}
+	if (k && h->name_len < RG_HDR_NAME_WORDS * 8) {
+		/* bytes past the last word are dropped, as rg_word_put does */
+		lw = rg_swar_lower(rg_swar_low(x, k));
+		w = h->name_len / 8;
+		off = h->name_len % 8;
+		if (w < RG_HDR_NAME_WORDS) {
+			h->name_words[w] |= lw << (off * 8);
+			if (off && w + 1 < RG_HDR_NAME_WORDS)
+				h->name_words[w + 1] |= lw >> (64 - off * 8);
+		}
+	}
+	h->name_len = h->name_len + k > RG_HDR_NAME_WORDS * 8 ? 0xff : h->name_len + k;
+	if (k == 8 || rg_swar_byte(x, k) != ':' || h->name_len == 0)
+		return k;
+	/* a line that makes the framing ambiguous fails at its ':', stepped */
+	id = (__u8)rg_header_lookup(h);
+	if (rg_header_conflicts(h, id))
+		return k;
+	h->state = RG_HS_VALUE_OWS;
+	rg_header_begin(h, id);
+	k++;
+	return rg_swar_first(~(rg_swar_eq(x, ' ') | rg_swar_eq(x, '\t')) & RG_SWAR_HIGH &
+			     rg_swar_from(k));
+}
+
+/* 0x80 in the bytes of x that end a header value's run or are no field
+ * bytes: CR, controls but HTAB, DEL. */
+RG_INLINE __u64 rg_value_stop(__u64 x)
+{
+	return (rg_swar_lt_space(x) & ~rg_swar_eq(x, '\t')) | rg_swar_eq(x, 0x7f);
+}
+
+/* The value of a header nobody reads, up to its first stop byte; leading
+ * blanks alone stay in RG_HS_VALUE_OWS. */
+RG_INLINE __u32 rg_take_value_run(struct rg_http_head *h, __u64 x)
+{
+	__u32 k = rg_swar_first(rg_value_stop(x));
+
+	if (h->state == RG_HS_VALUE_OWS &&
+	    (~(rg_swar_eq(x, ' ') | rg_swar_eq(x, '\t')) & RG_SWAR_HIGH & ~rg_swar_from(k)))
+		h->state = RG_HS_VALUE;
+	return k;
+}
+
+/* A value's CR LF at byte k of x, taken with the line when the header does
+ * nothing at the line's end (rg_header_end). */
+RG_INLINE __u32 rg_take_line_end(struct rg_http_head *h, __u64 x, __u32 k)
+{
+	if (k < 7 && rg_swar_byte(x, k) == '\r' && rg_swar_byte(x, k + 1) == '\n') {
+		h->state = RG_HS_NAME_START;
+		return k + 2;
+	}
+	return k;
+}
+
+/* A Content-Type value, lower-cased into content_type as it is stepped. */
+RG_INLINE __u32 rg_take_content_type(struct rg_http_head *h, __u64 x)
+{
+	__u32 k;
+	__u64 lw;
+
+	if (h->state == RG_HS_VALUE_OWS) {
+		/* its leading blanks are no part of it */
+		k = rg_swar_first(~(rg_swar_eq(x, ' ') | rg_swar_eq(x, '\t')) & RG_SWAR_HIGH);
+		if (k)
+			return k;
+	}
+	/* past ASCII: stepped, as the lower-casing below would carry */
+	k = rg_swar_first(rg_value_stop(x) | (x & RG_SWAR_HIGH));
+	if (k && h->ct_len < RG_CT_BYTES - 1) {
+		/* a whole word stored, zero past the run as the buffer is;
+		 * the last bytes of the buffer are stepped */
+		if (h->ct_len > RG_CT_BYTES - 1 - 8)
+			return 0;
+		lw = rg_swar_lower(rg_swar_low(x, k));
+		__builtin_memcpy(&h->content_type[h->ct_len], &lw, 8);
+		h->ct_len += k;
+	}
+	if (k)
+		h->state = RG_HS_VALUE;
+	return rg_take_line_end(h, x, k);
+}
+
+/* Content-Length's digits, then its CR LF; blanks after the digits end
+ * the number and are stepped. */
+RG_INLINE __u32 rg_take_length(struct rg_http_head *h, __u64 x)
+{
+	__u64 lt0 = x + RG_SWAR_ONES * (0x80 - '0');
+	__u64 gt9 = x + RG_SWAR_ONES * (0x80 - '9' - 1);
+	__u32 k, i;
+
+	if (h->state == RG_HS_VALUE_OWS) {
+		k = rg_swar_first(~(rg_swar_eq(x, ' ') | rg_swar_eq(x, '\t')) & RG_SWAR_HIGH);
+		if (k)
+			return k;
+	}
+	/* bytes past ASCII first: the sums below would carry out of them */
+	k = rg_swar_first((x & RG_SWAR_HIGH) | (~(lt0 & ~gt9) & RG_SWAR_HIGH));
+	if (k == 0) {
+		/* a line with digits ends here */
+		if (h->state == RG_HS_VALUE && h->cl_digits)
+			return rg_take_line_end(h, x, 0);
+		return 0;
+	}
+	if (h->cl_done || h->cl_digits + k > 19)
+		return 0;
+	h->state = RG_HS_VALUE;
+	RG_UNROLL
+	for (i = 0; i < 8; i++) {
+		if (i >= k)
+			break;
+		h->content_length = h->content_length * 10 + (rg_swar_byte(x, i) - '0');
+	}
+	h->cl_digits += k;
+	return rg_take_line_end(h, x, k);
+}
+
+/* A path's bytes that are no decision: not SP, '?', controls, DEL, an
+ * escape where the server decodes it, GreptimeDB's refused bytes, nor a
+ * '/' that VictoriaMetrics merges with the next; the target's leading '/'
+ * first. */
+RG_INLINE __u32 rg_take_path(struct rg_http_head *h, __u64 x)
+{
+	__u64 stop = rg_swar_lt_space(x) | rg_swar_eq(x, ' ') | rg_swar_eq(x, '?') |
+		     rg_swar_eq(x, 0x7f) | rg_swar_eq(x, '#') | rg_swar_eq(x, '<') |
+		     rg_swar_eq(x, '>') | rg_swar_eq(x, '`');
+	__u32 s = 0, k;
+
+	if (h->profile != RG_PROFILE_INFLUXDB && h->profile != RG_PROFILE_GREPTIMEDB)
+		stop |= rg_swar_eq(x, '%');
+	if (h->profile == RG_PROFILE_VICTORIAMETRICS)
+		stop |= rg_swar_eq(x, '/');
+	if (h->state == RG_HS_TARGET_START) {
+		if ((__u8)x != '/')
+			return 0;
+		h->state = RG_HS_PATH;
+		rg_path_char(h, '/');
+		s = 1;
+	}
+	k = rg_swar_first(stop & rg_swar_from(s));
+	if (k > s) {
+		__u64 run = rg_swar_low(x, k) >> (s * 8);
+
+		/* a whole word stored, zero past the run as the key is; the
+		 * last bytes of the key are stepped, those past it counted */
+		if (h->path_len >= RG_PATH_MAX) {
+			h->path_len = h->path_len > 0xffff - 8 ? 0xffff : h->path_len + k - s;
+		} else {
+			if (h->path_len > RG_PATH_MAX - 8)
+				return s;
+			__builtin_memcpy(&h->path[h->path_len], &run, 8);
+			h->path_len += k - s;
+		}
+		h->path_slash = 0;
+	}
+	return k;
+}
+
+/*
+ * The head bytes of x the state reads alike, taken at once: the method, a
+ * header name with its ':' and blanks, the values of headers nobody reads
+ * (Host's too: it is counted at its name) and Content-Type's, each with its
+ * line's CR LF, the request line's "HTTP/1.x" and the values of ignored
+ * query parameters.  Returns how many bytes it took, 0..8; 0: step one.
+ */
+RG_INLINE __u32 rg_http_head_take_word(struct rg_http_head *h, __u64 x)
 {
 	__u64 stop;
+	__u32 k;
 
 	if (h->head_bytes + 8 >= RG_HEAD_MAX_BYTES)
-		return false;
-	/* the whole version of the request line: only its minor digit counts */
-	if (h->state == RG_HS_VERSION && h->version_len == 0) {
+		return 0;
+	switch (h->state) {
+	case RG_HS_LEAD:
+	case RG_HS_METHOD:
+		k = rg_take_method(h, x);
+		break;
+	case RG_HS_VERSION: {
+		/* the whole version of the request line: only its minor digit counts */
 		__u8 minor = (__u8)(x >> 56);
 
-		if ((x & 0x00ffffffffffffffULL) != RG_W8('H', 'T', 'T', 'P', '/', '1', '.', 0) ||
+		if (h->version_len == 8 && (__u16)x == ('\r' | '\n' << 8)) {
+			/* its CR LF: the CR counts as a version byte */
+			h->version_len = 9;
+			h->state = RG_HS_NAME_START;
+			k = 2;
+			break;
+		}
+		if (h->version_len != 0 ||
+		    (x & 0x00ffffffffffffffULL) != RG_W8('H', 'T', 'T', 'P', '/', '1', '.', 0) ||
 		    (minor != '0' && minor != '1'))
-			return false;
+			return 0;
 		h->version_len = 8;
 		h->http_minor = minor - '0';
-		h->head_bytes += 8;
-		return true;
+		k = 8;
+		break;
 	}
-	/* Host is counted at its name; its value is read by nobody */
-	if (h->state == RG_HS_VALUE && (h->header == RG_HDR_OTHER || h->header == RG_HDR_HOST))
-		stop = (rg_swar_lt_space(x) & ~rg_swar_eq(x, '\t')) | rg_swar_eq(x, 0x7f);
-	else if (h->state == RG_HS_QUERY_SKIP)
-		/* and the bytes rg_gt_target_byte() reads (harmless elsewhere) */
+	case RG_HS_TARGET_START:
+	case RG_HS_PATH:
+		k = rg_take_path(h, x);
+		break;
+	case RG_HS_NAME_START:
+	case RG_HS_NAME:
+		k = rg_take_name(h, x);
+		break;
+	case RG_HS_VALUE_OWS:
+	case RG_HS_VALUE:
+		if (h->header == RG_HDR_OTHER || h->header == RG_HDR_HOST)
+			k = rg_take_line_end(h, x, rg_take_value_run(h, x));
+		else if (h->header == RG_HDR_CONTENT_TYPE)
+			k = rg_take_content_type(h, x);
+		else if (h->header == RG_HDR_CONTENT_LENGTH)
+			k = rg_take_length(h, x);
+		else if (h->state == RG_HS_VALUE_OWS)
+			k = rg_swar_first(~(rg_swar_eq(x, ' ') | rg_swar_eq(x, '\t')) &
+					  RG_SWAR_HIGH);
+		else
+			k = 0;
+		break;
+	case RG_HS_QUERY_SKIP:
+		/* up to a byte that ends the value, and the bytes
+		 * rg_gt_target_byte() reads (harmless elsewhere) */
 		stop = rg_swar_lt_space(x) | rg_swar_eq(x, ' ') | rg_swar_eq(x, '&') |
 		       rg_swar_eq(x, 0x7f) | rg_swar_eq(x, '#') | rg_swar_eq(x, '"') |
 		       rg_swar_eq(x, '<') | rg_swar_eq(x, '>');
-	else
-		return false;
-	if (stop)
-		return false;
-	h->head_bytes += 8;
-	return true;
+		k = rg_swar_first(stop);
+		break;
+	default:
+		k = 0;
+	}
+	h->head_bytes += k;
+	return k;
 }
 
 /* The path ends in "/_bulk" (an Elasticsearch bulk endpoint of any index). */

@@ -165,29 +165,6 @@ RG_INLINE int rg_resp_skip(struct rg_resp *r, __u64 n)
 	return RG_RESP_MORE;
 }
 
-/* 0x80 in every byte of x that is not an RFC 9110 tchar (what a header
- * name may hold): controls, SP, DEL, bytes past ASCII and the separators
- * "(),/:;<=>?@[\]{} (pairs that differ in bit 0 are tested together). */
-RG_INLINE __u64 rg_resp_swar_not_tchar(__u64 x)
-{
-	__u64 even = x & (RG_SWAR_ONES * 0xfe);
-
-	return rg_swar_lt_space(x) | rg_swar_eq(x, ' ') | rg_swar_eq(x, 0x7f) | (x & RG_SWAR_HIGH) |
-	       rg_swar_eq(x, '"') | rg_swar_eq(even, '(') | rg_swar_eq(x, ',') |
-	       rg_swar_eq(x, '/') | rg_swar_eq(even, ':') | rg_swar_eq(even, '<') |
-	       rg_swar_eq(even, '>') | rg_swar_eq(x, '@') | rg_swar_eq(x, '[') |
-	       rg_swar_eq(even, '\\') | rg_swar_eq(x, '{') | rg_swar_eq(x, '}');
-}
-
-/* x lower-cased, every byte a tchar (below 0x80: no carries). */
-RG_INLINE __u64 rg_resp_swar_lower(__u64 x)
-{
-	__u64 ge_a = x + RG_SWAR_ONES * (0x80 - 'A');
-	__u64 gt_z = x + RG_SWAR_ONES * (0x80 - 'Z' - 1);
-
-	return x | ((ge_a & ~gt_z & RG_SWAR_HIGH) >> 2);
-}
-
 /*
  * Eight head bytes taken at once where no byte decides anything alone: the
  * reason phrase or the value of a header that does not frame the response
@@ -213,7 +190,7 @@ RG_INLINE bool rg_resp_skip_word(struct rg_resp *r, __u64 x)
 		break;
 	case RG_RS_NAME_START:
 	case RG_RS_NAME:
-		if ((r->state == RG_RS_NAME && r->pos % 8) || rg_resp_swar_not_tchar(x))
+		if ((r->state == RG_RS_NAME && r->pos % 8) || rg_swar_not_tchar(x))
 			return false;
 		if (r->state == RG_RS_NAME_START) {
 			r->state = RG_RS_NAME;
@@ -222,7 +199,7 @@ RG_INLINE bool rg_resp_skip_word(struct rg_resp *r, __u64 x)
 		}
 		w = r->pos / 8;
 		if (w < RG_HDR_NAME_WORDS)
-			r->name_words[w] = rg_resp_swar_lower(x);
+			r->name_words[w] = rg_swar_lower(x);
 		r->pos = r->pos > 255 - 8 ? 255 : r->pos + 8;
 		break;
 	default:

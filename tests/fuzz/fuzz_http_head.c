@@ -5,7 +5,8 @@
  * at any offset, the state copied between the pieces, must end exactly as
  * the whole head does.  On a finished head, the generic resolver and the
  * padded one the BPF program uses must agree for every route kind, which
- * relies on each captured value being zero past its length.
+ * relies on each captured value being zero past its length.  Taking runs a
+ * word at a time, as the verdict does, must end exactly as byte steps do.
  *
  * Input: one flags byte (bit 0: first request on the connection), then the
  * bytes of the connection. */
@@ -25,6 +26,30 @@ static void feed(struct run *r, const uint8_t *p, size_t from, size_t to)
 	for (i = from; i < to && r->result == RG_HEAD_MORE; i++) {
 		r->result = rg_http_head_step(&r->h, p[i]);
 		r->used = i + 1;
+	}
+}
+
+/* The verdict's way: runs taken a word at a time by
+ * rg_http_head_take_word(), the rest byte by byte. */
+static void feed_words(struct run *r, const uint8_t *p, size_t n)
+{
+	size_t i = 0;
+	__u32 k;
+	__u64 x;
+
+	while (i < n && r->result == RG_HEAD_MORE) {
+		if (i + 8 <= n) {
+			memcpy(&x, p + i, 8);
+			k = rg_http_head_take_word(&r->h, x);
+			FUZZ_ASSERT(k <= 8, "took %u bytes", k);
+			if (k) {
+				i += k;
+				r->used = i;
+				continue;
+			}
+		}
+		r->result = rg_http_head_step(&r->h, p[i++]);
+		r->used = i;
 	}
 }
 
@@ -85,6 +110,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(whole.used <= RG_HEAD_MAX_BYTES + 1, "used %zu", whole.used);
 	if (whole.result == RG_HEAD_DONE)
 		check_done(&whole.h);
+
+	rg_http_head_init(&split.h, first, profile, after_post);
+	split.result = RG_HEAD_MORE;
+	split.used = 0;
+	feed_words(&split, p, n);
+	FUZZ_ASSERT(split.result == whole.result && split.used == whole.used,
+		    "words: result %d after %zu bytes, bytes %d after %zu", split.result,
+		    split.used, whole.result, whole.used);
+	FUZZ_ASSERT(memcmp(&split.h, &whole.h, sizeof(whole.h)) == 0, "words: state differs");
 
 	/* every offset of short inputs, a spread of them in long ones */
 	step = n <= 512 ? 1 : n / 61 + 1;
