@@ -77,7 +77,8 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 		    (!c->scan_db || (c->dbt.state == RG_DBT_REST &&
 				     c->win[p & (RG_WINDOW_BYTES - 1)] != '\n')))
 			return 1;
-		if (c->phase == RG_PHASE_HEAD && rg_head_word(c))
+		/* a state that never takes a word costs no call */
+		if (c->phase == RG_PHASE_HEAD && rg_http_head_may_take(&c->head) && rg_head_word(c))
 			continue;
 		w->pos = p + 1;
 		if (c->scan_db && c->phase == RG_PHASE_BODY_LENGTH && c->body_remaining > 1 &&

@@ -1271,6 +1271,20 @@ RG_INLINE __u32 rg_take_path(struct rg_http_head *h, __u64 x)
 	return k;
 }
 
+/* The states rg_http_head_take_word() can take bytes in: in the others
+ * the verdict steps each byte without asking it. */
+#define RG_HS_TAKE_STATES                                                         \
+	(1U << RG_HS_LEAD | 1U << RG_HS_METHOD | 1U << RG_HS_TARGET_START |       \
+	 1U << RG_HS_PATH | 1U << RG_HS_VERSION | 1U << RG_HS_NAME_START |        \
+	 1U << RG_HS_NAME | 1U << RG_HS_VALUE_OWS | 1U << RG_HS_VALUE |           \
+	 1U << RG_HS_QUERY_SKIP)
+
+/* Whether rg_http_head_take_word() may take bytes in the head's state. */
+RG_INLINE bool rg_http_head_may_take(const struct rg_http_head *h)
+{
+	return h->state < 32 && (RG_HS_TAKE_STATES >> h->state & 1);
+}
+
 /*
  * The head bytes of x the state reads alike, taken at once: the method, a
  * header name with its ':' and blanks, the values of headers nobody reads
@@ -1283,7 +1297,7 @@ RG_INLINE __u32 rg_http_head_take_word(struct rg_http_head *h, __u64 x)
 	__u64 stop;
 	__u32 k;
 
-	if (h->head_bytes + 8 >= RG_HEAD_MAX_BYTES)
+	if (h->head_bytes + 8 >= RG_HEAD_MAX_BYTES || !rg_http_head_may_take(h))
 		return 0;
 	switch (h->state) {
 	case RG_HS_LEAD:
