@@ -183,6 +183,7 @@ struct rg_conn {
 	__u8 unlimited;	    /* the current request is a write to a database without a
 			     * limit: counted at its end (rg_unlimited_count); from
 			     * padding */
+	__u8 stash_held;    /* the stash map holds an entry for it (rg_stash_take) */
 	__u64 timer_from_ns; /* when server_timer started, as the verdict sees it */
 	__u64 body_remaining;
 	__u64 write_seq_mark; /* server's write_seq when a request was passed */
@@ -202,9 +203,16 @@ struct rg_conn {
 	__u8 win[RG_WINDOW_BYTES + 8] __attribute__((aligned(8)));
 	struct rg_response resp_plan; /* the pending 429 or 400 */
 	struct rg_resp_buf resp;      /* its text */
-	__u8 stash[RG_HEAD_MAX_BYTES + RG_WINDOW_BYTES];
 	struct rg_egress eg;
 	struct rg_rx_seq rx;
+};
+
+/* Head bytes a connection holds back (stash_len of them): an entry of the
+ * stash map, taken when a connection starts holding bytes and given back
+ * when it holds none, so an idle connection carries none of it
+ * (docs/design.md#split-heads). */
+struct rg_stash {
+	__u8 bytes[RG_HEAD_MAX_BYTES + RG_WINDOW_BYTES];
 };
 
 /* ports: guarded local TCP port (host order) -> its server profile, which
@@ -244,5 +252,26 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rg_conn);
 } conn_zero SEC(".maps");
+
+/* stash: socket cookie -> the bytes it holds back (struct rg_stash), one
+ * entry per connection that holds any: the table's size, as no connection
+ * may be refused one */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RG_MAX_CONNS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct rg_stash);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} RG_MAP_STASH SEC(".maps");
+
+/* stash_zero: [0] -> the template a stash entry is created from (its bytes
+ * are never read: only stash_len of them, written first) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rg_stash);
+} stash_zero SEC(".maps");
 
 #endif /* ROWGATE_BPF_CONN_H */

@@ -85,6 +85,8 @@ static __always_inline void rg_conn_close(struct bpf_sock_ops *skops)
 		bpf_map_delete_elem(&RG_MAP_H2_OUT, &cookie);
 		bpf_map_delete_elem(&RG_MAP_H2_CDB, &cookie);
 	}
+	if (c && c->stash_held)
+		bpf_map_delete_elem(&RG_MAP_STASH, &cookie);
 	bpf_map_delete_elem(&RG_MAP_CONNS, &cookie);
 }
 

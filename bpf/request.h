@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "copy.h"
 #include "egress.h"
+#include "skb_edit.h"
 #include "rowgate/abi.h"
 
 /* routes: request path -> protocol of its body */
@@ -251,7 +252,11 @@ static __always_inline int rg_void_method(struct __sk_buff *skb, struct rg_conn 
 	if (c->w.req_in_skb)
 		return bpf_skb_store_bytes(skb, c->w.req_start + at, &void_byte, 1, 0);
 	if (at < c->stash_len) {
-		c->stash[at & (RG_HEAD_MAX_BYTES - 1)] = void_byte;
+		struct rg_stash *buf = rg_stash_of(skb, c);
+
+		if (!buf)
+			return -1;
+		buf->bytes[at & (RG_HEAD_MAX_BYTES - 1)] = void_byte;
 		return 0;
 	}
 	return bpf_skb_store_bytes(skb, at - c->stash_len, &void_byte, 1, 0);
@@ -520,6 +525,16 @@ __noinline int rg_body_db_check(struct __sk_buff *skb, struct rg_conn *arg)
 	return 1;
 }
 
+/* A head's first byte, at skb offset off, is where its request starts:
+ * what a refusal cuts from and a split head is held back from. */
+static __always_inline void rg_head_mark_start(struct rg_conn *c, __u32 off)
+{
+	if (c->head.head_bytes == 0) {
+		c->w.req_start = off;
+		c->w.req_in_skb = 1;
+	}
+}
+
 /* One byte of the request stream (all phases); returns 1 to stop. */
 __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off, __u32 ch)
 {
@@ -531,10 +546,7 @@ __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off,
 	w = &c->w;
 	switch (c->phase) {
 	case RG_PHASE_HEAD:
-		if (c->head.head_bytes == 0) {
-			w->req_start = off;
-			w->req_in_skb = 1;
-		}
+		rg_head_mark_start(c, off);
 		r = rg_http_head_step(&c->head, (__u8)ch);
 		if (r == RG_HEAD_DONE)
 			rg_head_done(skb, c, off + 1);

@@ -123,6 +123,7 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!c)
 		return SK_PASS;
+	rg_stash_release(c, cookie);
 	st = rg_h2_sock_get(cookie);
 	if (!st) {
 		/* no room for its state: it cannot be followed */
@@ -271,6 +272,9 @@ int rg_verdict(struct __sk_buff *skb)
 	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!c)
 		return SK_PASS;
+	/* a stash emptied without a write-back (a refused or answered head)
+	 * goes back at the next skb (or at close) */
+	rg_stash_release(c, cookie);
 	/* 6.1's tcp_read_skb hands the verdict a FIN as an empty skb: no
 	 * bytes, and it must not start the connection (a client that closes
 	 * before its preface would make the server's HTTP/2 look HTTP/1) */
@@ -398,6 +402,7 @@ pass:
 		rg_global_inc(internal_errors);
 		c->stash_len = 0;
 	}
+	rg_stash_release(c, cookie);
 	return verdict;
 h2:
 	bpf_tail_call(skb, &RG_MAP_H2_SLOT, RG_VERDICT_SLOT);

@@ -11,12 +11,56 @@
 #include "base.h"
 #include "conn.h"
 
+/* The connection's stash entry (struct rg_stash), or NULL when it has none. */
+static __always_inline struct rg_stash *rg_stash_of(struct __sk_buff *skb, struct rg_conn *c)
+{
+	__u64 cookie;
+
+	if (!c->stash_held)
+		return NULL;
+	cookie = bpf_get_socket_cookie(skb);
+	return bpf_map_lookup_elem(&RG_MAP_STASH, &cookie);
+}
+
+/* Its stash entry, taken from the stash map when it has none: NULL when
+ * the kernel has no memory for one. */
+static __always_inline struct rg_stash *rg_stash_take(struct __sk_buff *skb, struct rg_conn *c)
+{
+	__u64 cookie = bpf_get_socket_cookie(skb);
+	struct rg_stash *tmpl, *buf;
+	__u32 zero = 0;
+
+	if (c->stash_held)
+		return bpf_map_lookup_elem(&RG_MAP_STASH, &cookie);
+	tmpl = bpf_map_lookup_elem(&stash_zero, &zero);
+	if (!tmpl || bpf_map_update_elem(&RG_MAP_STASH, &cookie, tmpl, BPF_ANY))
+		return NULL;
+	buf = bpf_map_lookup_elem(&RG_MAP_STASH, &cookie);
+	if (buf)
+		c->stash_held = 1;
+	return buf;
+}
+
+/* Give the stash entry back once nothing is held: after an HTTP/1 head is
+ * written back, else at the start of the connection's next verdict run (or
+ * at close), so HTTP/2 frames held skb after skb keep one entry.  Not at
+ * the end of every run: keeping c live to the exits grows the verdicts'
+ * frames past 6.1's 512-byte limit for a chain of calls. */
+static __always_inline void rg_stash_release(struct rg_conn *c, __u64 cookie)
+{
+	if (c->stash_held && !c->stash_len) {
+		bpf_map_delete_elem(&RG_MAP_STASH, &cookie);
+		c->stash_held = 0;
+	}
+}
+
 const char spaces[RG_WINDOW_BYTES] = { [0 ... RG_WINDOW_BYTES - 1] = ' ' };
 
 /* Copy skb bytes [from, from + n) into the stash at stash_len (n small). */
 struct rg_stash_ctx {
 	struct __sk_buff *skb;
 	struct rg_conn *conn;
+	struct rg_stash *buf;
 	__u32 from;
 	__u32 n;
 	__s32 err;
@@ -36,7 +80,7 @@ static long rg_stash_cb(__u64 idx, void *ctx)
 		n = RG_WINDOW_BYTES;
 	n = ((n - 1) & (RG_WINDOW_BYTES - 1)) + 1;
 	dst = (c->stash_len + done) & (RG_HEAD_MAX_BYTES - 1);
-	s->err = bpf_skb_load_bytes(s->skb, s->from + done, &c->stash[dst], n);
+	s->err = bpf_skb_load_bytes(s->skb, s->from + done, &s->buf->bytes[dst], n);
 	return s->err ? 1 : 0;
 }
 
@@ -48,6 +92,9 @@ static __always_inline int rg_stash_append(struct __sk_buff *skb, struct rg_conn
 	if (n == 0)
 		return 0;
 	if ((__u32)c->stash_len + n > RG_HEAD_MAX_BYTES)
+		return -1;
+	s.buf = rg_stash_take(skb, c);
+	if (!s.buf)
 		return -1;
 	bpf_loop((n + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_stash_cb, &s, 0);
 	if (s.err)
@@ -62,7 +109,6 @@ static __always_inline int rg_stash_append(struct __sk_buff *skb, struct rg_conn
 static long rg_unstash_cb(__u64 idx, void *ctx)
 {
 	struct rg_stash_ctx *s = ctx;
-	struct rg_conn *c = s->conn;
 	__u32 off = (__u32)idx * RG_WINDOW_BYTES;
 	__u32 n;
 
@@ -72,7 +118,8 @@ static long rg_unstash_cb(__u64 idx, void *ctx)
 	if (n > RG_WINDOW_BYTES)
 		n = RG_WINDOW_BYTES;
 	n = ((n - 1) & (RG_WINDOW_BYTES - 1)) + 1;
-	s->err = bpf_skb_store_bytes(s->skb, off, &c->stash[off & (RG_HEAD_MAX_BYTES - 1)], n, 0);
+	s->err = bpf_skb_store_bytes(s->skb, off, &s->buf->bytes[off & (RG_HEAD_MAX_BYTES - 1)],
+				      n, 0);
 	return s->err ? 1 : 0;
 }
 
@@ -120,7 +167,8 @@ static __always_inline int rg_unstash(struct __sk_buff *skb, struct rg_conn *c)
 
 	if (!s.n)
 		return 0;
-	if (rg_grow_front(skb, s.n))
+	s.buf = rg_stash_of(skb, c);
+	if (!s.buf || rg_grow_front(skb, s.n))
 		return -1;
 	bpf_loop((s.n + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_unstash_cb, &s, 0);
 	if (s.err)

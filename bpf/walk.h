@@ -49,11 +49,7 @@ __noinline int rg_head_word(struct rg_conn *c)
 	p = w->pos;
 	if (p + 8 > w->win_len || p > RG_WINDOW_BYTES - 8)
 		return 0;
-	/* where rg_feed_byte() would mark the request's start */
-	if (c->head.head_bytes == 0) {
-		w->req_start = w->win_off + p;
-		w->req_in_skb = 1;
-	}
+	rg_head_mark_start(c, w->win_off + p); /* as rg_feed_byte() does */
 	n = rg_http_head_take_word(&c->head, *(__u64 *)&c->win[p & (RG_WINDOW_BYTES - 1)]);
 	w->pos = p + n;
 	return (int)n;

@@ -26,6 +26,7 @@ enum rg_h2_open {
  * may send the preface in pieces of any size. */
 __noinline int rg_h2_opens(struct __sk_buff *skb, struct rg_conn *c)
 {
+	struct rg_stash *buf = NULL;
 	__u32 held, n, i;
 
 	if (!skb || !c)
@@ -33,11 +34,16 @@ __noinline int rg_h2_opens(struct __sk_buff *skb, struct rg_conn *c)
 	held = c->stash_len;
 	if (held >= 3)
 		return RG_H2_OPEN_NO;
+	if (held) {
+		buf = rg_stash_of(skb, c);
+		if (!buf)
+			return RG_H2_OPEN_NO;
+	}
 	n = skb->len < RG_H2_PREFACE_LEN - held ? skb->len : RG_H2_PREFACE_LEN - held;
 	if (n == 0 || bpf_skb_load_bytes(skb, 0, c->win, ((n - 1) & 31) + 1))
 		return RG_H2_OPEN_NO;
 	for (i = 0; i < 2; i++)
-		if (i < held && c->stash[i] != rg_h2_preface_byte(i))
+		if (i < held && buf && buf->bytes[i] != rg_h2_preface_byte(i))
 			return RG_H2_OPEN_NO;
 	for (i = 0; i < RG_H2_PREFACE_LEN; i++)
 		if (i < n && c->win[i] != rg_h2_preface_byte(held + i))

@@ -24,6 +24,7 @@
 #define RG_MAP_ROUTES   routes
 #define RG_MAP_PORTS    ports
 #define RG_MAP_CONNS    conns
+#define RG_MAP_STASH    stash
 #define RG_MAP_SOCKHASH sockhash
 #define RG_MAP_GLOBAL   global_stats
 #define RG_MAP_PROTO_STATS proto_stats

@@ -64,6 +64,11 @@ rg_check "every connection has its state (tracked_now $(status_json tracked_now)
 mem1=$(kmem)
 conns_bytes=$(bpftool -j map show pinned "$RG_BPFFS/conns" | "$RG_PY" -c 'import json,sys; print(json.load(sys.stdin)["bytes_memlock"])')
 rg_log "kernel memory held (SUnreclaim) $(((mem1 - mem0) / 1024)) MiB for $N connections: $(((mem1 - mem0) * 1024 / N)) bytes each, both ends' sockets included; the conns map's own count $((conns_bytes / N)) bytes each"
+# the head stash is an entry of its own, taken only while a connection
+# holds bytes back: an idle keep-alive connection has none
+stash_entries() { bpftool -j map dump pinned "$RG_BPFFS/stash" | "$RG_PY" -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+held_stash=$(stash_entries)
+rg_check "no idle connection holds a stash entry ($held_stash)" [ "$held_stash" = 0 ]
 rg_check "none passed unguarded ($(status_json untracked_total) - $untracked0)" [ "$(status_json untracked_total)" = "$untracked0" ]
 rg_check "none refused ($(status_json refused_total) - $refused0)" [ "$(status_json refused_total)" = "$refused0" ]
 
@@ -90,4 +95,6 @@ echo close >&"$hold_in"
 wait "$HOLD_PID"
 none_left() { [ "$(status_json tracked_now)" = 0 ]; }
 rg_check "no connection state left once they closed" rg_wait_for 60 none_left
+held_stash=$(stash_entries)
+rg_check "no stash entry left ($held_stash)" [ "$held_stash" = 0 ]
 rg_pass

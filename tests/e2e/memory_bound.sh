@@ -11,7 +11,8 @@
 #     their requests charged at the worst case (incomplete_copies);
 #   - rowgated answers the admin socket throughout (each call < 5 s);
 #   - as many slow clients hold half-sent heads meanwhile: each fragment is
-#     stashed in its connection's entry (heads_split), none costs rowgated
+#     stashed in a stash entry of its own (heads_split), given back when
+#     its connection closes, none costs rowgated
 #     memory, and a head over 8 KiB is answered 400 (failclosed_too_large);
 #   - small requests that finish during the flood are still counted exactly
 #     (reconciled) and stored;
@@ -66,9 +67,9 @@ UNCOUNTED_KB=$((RING_KB - (BASE_RSS_KB - BASE_ANON_KB)))
 rg_log "cap $CAP_BYTES bytes; baseline VmRSS ${BASE_RSS_KB} kB (maps ${RING_KB} kB, ${UNCOUNTED_KB} kB of them not in VmRSS yet), RssAnon ${BASE_ANON_KB} kB"
 BASE_RSS_KB=$((BASE_RSS_KB + UNCOUNTED_KB))
 
-PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" "$RG_PID" "$CLIENTS" \
+RG_STASH_PIN="$RG_BPFFS/stash" PYTHONPATH="$RG_ROOT/tests/e2e" "$RG_PY" - "$RG_PORT" "$RG_PID" "$CLIENTS" \
 	"$RG_ROWGATECTL" "$RG_SOCK" "$EXPIRY_S" >"$RG_TMP/flood.json" <<'PY' || rg_fail "flood client failed"
-import gzip, json, random, socket, struct, subprocess, sys, threading, time
+import gzip, json, os, random, socket, struct, subprocess, sys, threading, time
 from rgclient import Conn, build_request, lines
 
 port, pid, nclients, ctl, sock = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
@@ -160,6 +161,12 @@ def half_heads():
     heads.append(c.read_response().status)
     c.close()
 
+def stash_entries():
+    # the stash map's entries: one per connection holding head bytes back
+    out = subprocess.run(["bpftool", "-j", "map", "dump", "pinned", os.environ["RG_STASH_PIN"]],
+                         capture_output=True, check=True).stdout
+    return len(json.loads(out))
+
 threads = [threading.Thread(target=f) for f in (sampler, admin_poller)]
 threads += [threading.Thread(target=slow, args=(i,)) for i in range(nclients)]
 threads.append(threading.Thread(target=half_heads))
@@ -177,6 +184,7 @@ for k in range(20):
     c.close()
 threads[-1].join()
 g_held, _ = stats()
+stash_held = stash_entries()
 time.sleep(1.0)  # a measuring window with every slow copy in flight
 release.set()
 for t in threads[2:]:
@@ -184,6 +192,11 @@ for t in threads[2:]:
 too_large = heads.pop()
 for h in heads:
     h.close()
+# each half head's stash entry goes with its connection
+deadline = time.time() + 30
+while stash_entries() and time.time() < deadline:
+    time.sleep(0.2)
+stash_left = stash_entries()
 # the stalled copies expire while their connections stay open
 deadline = time.time() + expiry_s * 4 + 10
 while stats()[0]["expired_copies"] < len(stalled) and time.time() < deadline:
@@ -196,7 +209,7 @@ for t in threads[:2]:
     t.join()
 json.dump({"peak_kb": peak, "admin": admin, "fin": fin, "slow": results, "too_large": too_large,
            "body_bytes": len(body), "raw_bytes": len(raw), "held": g_held,
-           "after": g_after}, sys.stdout)
+           "after": g_after, "stash_held": stash_held, "stash_left": stash_left}, sys.stdout)
 PY
 
 "$RG_PY" - "$RG_TMP/flood.json" "$CAP_BYTES" "$BASE_RSS_KB" "$BASE_ANON_KB" "$CLIENTS" \
@@ -222,6 +235,10 @@ assert all(s == 204 for s in finished), "late finishers: %s" % f["slow"]
 assert not f["admin"]["errors"] and f["admin"]["calls"] >= 5, f["admin"]
 assert held["copies_held"] >= n, "the slow copies are held (records at least): %r" % held
 assert held["heads_split"] >= n, "half-sent heads stashed: %d of %d" % (held["heads_split"], n)
+print("stash entries: %d while the half heads were held, %d once they closed"
+      % (f["stash_held"], f["stash_left"]))
+assert f["stash_held"] >= n, "a stash entry per half head: %d of %d" % (f["stash_held"], n)
+assert f["stash_left"] == 0, "stash entries left after their connections closed: %d" % f["stash_left"]
 assert f["too_large"] == 400 and after["failclosed_too_large"] >= 1, "a 9 KiB head: %r" % f["too_large"]
 if check:
     # every call answered; the bound leaves room for a loaded machine (the

@@ -68,6 +68,7 @@ void rg_detach_all(const char *dir)
 	rg_unpin(dir, RG_PIN_PROG_EGRESS);
 	rg_unpin(dir, RG_STR(RG_MAP_SOCKHASH));
 	rg_unpin(dir, RG_STR(RG_MAP_CONNS));
+	rg_unpin(dir, RG_STR(RG_MAP_STASH));
 	rg_unpin(dir, RG_STR(RG_MAP_H2_CONNS));
 	rg_unpin(dir, RG_STR(RG_MAP_H2_PARKED));
 	rg_unpin(dir, RG_STR(RG_MAP_H2_OUT));

@@ -273,6 +273,7 @@ void rg_adopt_gc(const struct rg_adopt_maps *m)
 
 	gc_map(m->adopt_fd, m->sockhash_fd, &next, &nnext, &cap);
 	gc_map(m->conns_fd, m->sockhash_fd, &next, &nnext, &cap);
+	gc_map(m->stash_fd, m->sockhash_fd, &next, &nnext, &cap);
 	free(gc_suspects);
 	gc_suspects = next;
 	gc_nsuspects = nnext;

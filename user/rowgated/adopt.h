@@ -18,6 +18,7 @@
 
 struct rg_adopt_maps {
 	int conns_fd, sockhash_fd, adopt_fd;
+	int stash_fd; /* swept with conns: an adopted socket has no close callback */
 	__u32 conn_value_size;
 };
 

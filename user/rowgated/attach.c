@@ -82,6 +82,7 @@ struct rg_adopt_maps rgd_adopt_maps(struct daemon *d)
 		.conns_fd = bpf_map__fd(d->skel->maps.RG_MAP_CONNS),
 		.sockhash_fd = bpf_map__fd(d->skel->maps.RG_MAP_SOCKHASH),
 		.adopt_fd = bpf_map__fd(d->skel->maps.RG_MAP_ADOPT),
+		.stash_fd = bpf_map__fd(d->skel->maps.RG_MAP_STASH),
 		.conn_value_size = bpf_map__value_size(d->skel->maps.RG_MAP_CONNS),
 	};
 }
