@@ -3,7 +3,8 @@
  * bytes held back from the server, and the TCP ledger (docs/design.md#tcp-read-accounting).  Kept in
  * a hash map keyed by socket cookie (sk_storage is not allowed in sk_skb),
  * created by sockops, deleted when the socket closes; serialised by the
- * socket lock, so its scratch buffers are safe to use (a per-CPU one is not).
+ * socket lock, so its scratch fields are safe to use across a run (a per-CPU
+ * buffer is not: scratch.h).
  */
 #ifndef ROWGATE_BPF_CONN_H
 #define ROWGATE_BPF_CONN_H
@@ -201,8 +202,6 @@ struct rg_conn {
 	struct rg_chunked chunk;
 	struct rg_http_head head;
 	__u8 win[RG_WINDOW_BYTES + 8] __attribute__((aligned(8)));
-	struct rg_response resp_plan; /* the pending 429 or 400 */
-	struct rg_resp_buf resp;      /* its text */
 	struct rg_egress eg;
 	struct rg_rx_seq rx;
 };

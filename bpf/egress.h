@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "copy.h"
 #include "respond.h"
+#include "scratch.h"
 #include "rowgate/abi.h"
 #include "rowgate/http_resp.h"
 
@@ -197,26 +198,26 @@ struct rg_msg_walk {
 /*
  * The 429 a voided request would have had (docs/design.md#response-ordering),
  * in the kernel's close form, unpadded: the long body, its rows the estimate
- * the verdict left in reject_rows.  Written to c->resp; returns its length,
- * 0 on failure.  The verdict no longer uses resp_plan/resp: the connection
- * is closing.
+ * the verdict left in reject_rows.  Written to s->text; returns its length,
+ * 0 on failure.
  */
-static __always_inline __u32 rg_egress_plan_429(struct rg_conn *c)
+static __always_inline __u32 rg_egress_plan_429(struct rg_conn *c, struct rg_scratch *s)
 {
-	struct rg_response *r = &c->resp_plan;
+	struct rg_response *r = &s->plan;
 
 	__builtin_memset(r, 0, sizeof(*r));
 	rg_response_fill_429(r, c);
 	if (rg_response_plan_unpadded(r) || r->short_form || r->text_len != r->total_len ||
 	    r->text_len == 0 || r->text_len >= RG_RESP_TEXT_MAX)
 		return 0;
-	if (rg_response_write(&c->resp, r, &c->db) != r->text_len)
+	if (rg_response_write(&s->text, r, &c->db) != r->text_len)
 		return 0;
 	return r->text_len;
 }
 
 /* Copy the 429's first count bytes over the pulled range, in words. */
-static __always_inline int rg_egress_store(struct sk_msg_md *msg, struct rg_conn *c, __u32 count)
+static __always_inline int rg_egress_store(struct sk_msg_md *msg, const struct rg_scratch *s,
+					   __u32 count)
 {
 	__u8 *data = (__u8 *)(long)msg->data, *end = (__u8 *)(long)msg->data_end;
 	__u32 i, words = count / 8;
@@ -226,14 +227,14 @@ static __always_inline int rg_egress_store(struct sk_msg_md *msg, struct rg_conn
 	for (i = 0; i < RG_RESP_TEXT_MAX / 8; i++) {
 		if (i >= words || data + 8 * i + 8 > end)
 			break;
-		*(__u64 *)(data + 8 * i) = *(__u64 *)&c->resp.b[8 * i];
+		*(__u64 *)(data + 8 * i) = *(const __u64 *)&s->text.b[8 * i];
 	}
 	for (i = words * 8; i < words * 8 + 8; i++) {
 		if (i >= count || i >= RG_RESP_TEXT_MAX)
 			break;
 		if (data + i + 1 > end)
 			return -1;
-		data[i] = c->resp.b[i & (RG_RESP_TEXT_MAX - 1)];
+		data[i] = s->text.b[i & (RG_RESP_TEXT_MAX - 1)];
 	}
 	return 0;
 }
@@ -257,20 +258,19 @@ enum rg_egress_answer {
  * of the end.  Until the cut, a failure takes the inserted bytes out again
  * and the 400 leaves untouched (the fail-closed fallback).
  */
-static __always_inline int rg_egress_answer_voided(struct rg_msg_walk *m, struct rg_conn *c)
+static __always_inline int rg_egress_write_voided(struct rg_msg_walk *m, struct rg_conn *c,
+						  struct rg_scratch *s)
 {
 	__u32 start = m->voided_start, len, size = m->size;
 	__u8 *last;
 
-	if (m->voided_status != 400 || start + 1 >= size)
-		return RG_ANSWER_400;
-	len = rg_egress_plan_429(c);
+	len = rg_egress_plan_429(c, s);
 	if (len < 2)
 		return RG_ANSWER_400;
 	if (bpf_msg_push_data(m->msg, start, len - 1, 0))
 		return RG_ANSWER_400;
 	if (bpf_msg_pull_data(m->msg, start, start + len - 1, 0) ||
-	    rg_egress_store(m->msg, c, len - 1) ||
+	    rg_egress_store(m->msg, s, len - 1) ||
 	    bpf_msg_pop_data(m->msg, start + len - 1, size - start - 1, 0)) {
 		if (bpf_msg_pop_data(m->msg, start, len - 1, 0))
 			return RG_ANSWER_BROKEN;
@@ -281,8 +281,26 @@ static __always_inline int rg_egress_answer_voided(struct rg_msg_walk *m, struct
 	last = (__u8 *)(long)m->msg->data;
 	if (last + 1 > (__u8 *)(long)m->msg->data_end)
 		return RG_ANSWER_BROKEN;
-	*last = c->resp.b[(len - 1) & (RG_RESP_TEXT_MAX - 1)];
+	*last = s->text.b[(len - 1) & (RG_RESP_TEXT_MAX - 1)];
 	return RG_ANSWER_429;
+}
+
+/* The same, its text in a scratch buffer (scratch.h) held meanwhile. */
+static __always_inline int rg_egress_answer_voided(struct rg_msg_walk *m, struct rg_conn *c)
+{
+	struct rg_scratch *s;
+	int slot, ret = RG_ANSWER_400;
+
+	if (m->voided_status != 400 || m->voided_start + 1 >= m->size)
+		return RG_ANSWER_400;
+	slot = rg_scratch_claim_slot();
+	if (slot < 0)
+		return RG_ANSWER_400;
+	s = rg_scratch_of(slot);
+	if (s)
+		ret = rg_egress_write_voided(m, c, s);
+	rg_scratch_put(slot);
+	return ret;
 }
 
 /* One final response head: pop its request, refund if refused. */

@@ -11,6 +11,7 @@
 #include "admit.h"
 #include "conn.h"
 #include "skb_edit.h"
+#include "scratch.h"
 
 /* The 429 of the rejection the connection holds (c->reject, reject_rows):
  * what the verdict's answer and egress's replacement of a voided write
@@ -27,20 +28,19 @@ static __always_inline void rg_response_fill_429(struct rg_response *r, const st
 }
 
 /*
- * Plan the pending response (response.h): sized to every byte received and
- * not yet charged, the skb plus the ledger, since its length is what TCP
- * charges (docs/design.md#tcp-read-accounting).  A global function: the verifier checks the
- * arithmetic once, and its results reach the caller as plain values.
+ * Plan the pending response (response.h) into r: sized to every byte
+ * received and not yet charged, the skb plus the ledger, since its length is
+ * what TCP charges (docs/design.md#tcp-read-accounting).  A global function:
+ * the verifier checks the arithmetic once, and its results reach the caller
+ * as plain values.
  */
-__noinline int rg_plan_response(struct rg_conn *c)
+__noinline int rg_plan_response(struct rg_conn *c, struct rg_response *r)
 {
-	struct rg_response *r;
 	struct rg_walk *w;
 
-	if (!c)
+	if (!c || !r)
 		return -1;
 	w = &c->w;
-	r = &c->resp_plan;
 	__builtin_memset(r, 0, sizeof(*r));
 	if (w->respond == RG_RESPOND_400) {
 		r->kind = RG_RESP_400;
@@ -56,38 +56,71 @@ __noinline int rg_plan_response(struct rg_conn *c)
 }
 
 /*
- * Turn the skb into the planned response and send it back out of the same
- * socket: the text, then the JSON's space padding.  Only when even the
- * short form cannot fit does it grow, with Connection: close.
+ * Plan the response and write its text over the skb's start, grown or cut to
+ * the plan's total: the text in a scratch buffer (scratch.h), given back
+ * before returning.  Returns the text's length, the plan's total and whether
+ * it closes in *total and *close; -1 on failure.
  */
-static __always_inline int rg_respond(struct __sk_buff *skb, struct rg_conn *c)
+static __always_inline int rg_respond_text(struct __sk_buff *skb, struct rg_conn *c,
+					   __u32 *total, __u8 *close)
 {
-	struct rg_response *r = &c->resp_plan;
-	__u32 text, total;
+	struct rg_scratch *s;
+	int slot, ret = -1;
+	__u32 text;
 
-	if (rg_plan_response(c))
+	slot = rg_scratch_claim_slot();
+	if (slot < 0)
 		return -1;
-	text = r->text_len;
-	total = r->total_len;
-	if (rg_response_write(&c->resp, r, &c->db) != text || text == 0 || text > total ||
-	    text >= RG_RESP_TEXT_MAX) {
+	s = rg_scratch_of(slot);
+	if (!s)
+		goto out;
+	if (rg_plan_response(c, &s->plan))
+		goto out;
+	text = s->plan.text_len;
+	*total = s->plan.total_len;
+	*close = s->plan.close;
+	if (rg_response_write(&s->text, &s->plan, &c->db) != text || text == 0 ||
+	    text > *total || text >= RG_RESP_TEXT_MAX) {
 		/* writer and plan disagree (never expected) */
 		rg_global_inc(internal_errors);
-		return -1;
+		goto out;
 	}
-	if (rg_resize(skb, total))
+	if (rg_resize(skb, *total))
+		goto out;
+	if (bpf_skb_store_bytes(skb, 0, s->text.b, ((text - 1) & (RG_RESP_TEXT_MAX - 1)) + 1, 0))
+		goto out;
+	ret = (int)text;
+out:
+	rg_scratch_put(slot);
+	return ret;
+}
+
+/*
+ * Turn the skb into the planned response and send it back out of the same
+ * socket: the text, then the JSON's space padding.  Only when even the
+ * short form cannot fit does it grow, with Connection: close.  A global
+ * function: verified once, not once for each state the verdict reaches it in.
+ */
+__noinline int rg_respond(struct __sk_buff *skb, struct rg_conn *c)
+{
+	__u32 total = 0;
+	__u8 close = 0;
+	int text;
+
+	if (!skb || !c)
 		return -1;
-	if (bpf_skb_store_bytes(skb, 0, c->resp.b, ((text - 1) & (RG_RESP_TEXT_MAX - 1)) + 1, 0))
+	text = rg_respond_text(skb, c, &total, &close);
+	if (text < 0)
 		return -1;
-	if (total > text) {
-		struct rg_pad_ctx p = { .skb = skb, .from = text, .len = total };
+	if (total > (__u32)text) {
+		struct rg_pad_ctx p = { .skb = skb, .from = (__u32)text, .len = total };
 
 		bpf_loop((p.len - p.from + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_pad_cb,
 			 &p, 0);
 		if (p.err)
 			return -1;
 	}
-	if (r->close) {
+	if (close) {
 		c->mode = RG_MODE_CLOSING;
 		if ((__u64)total > (__u64)c->w.len + c->uncharged)
 			rg_global_inc(responses_close);

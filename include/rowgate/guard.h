@@ -46,8 +46,9 @@
  * h2_conns keeps a :path's kind as its protocol id (issue 38).  5: the
  * HTTP/2 counters left global_stats for h2_stats; a stream's copy state
  * moved into its slot, streams past the slots park in h2_parked (issue
- * 35).  6: the stash left conns for a map of its own, stash (issue 37). */
-#define RG_ABI_VERSION 6
+ * 35).  6: the stash left conns for a map of its own, stash (issue 37).
+ * 7: an answer's text and plan left conns for per-CPU buffers (issue 37). */
+#define RG_ABI_VERSION 7
 
 #define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */
 

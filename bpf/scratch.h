@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Per-CPU scratch for the text of rowgate's own answers (a 429 or a 400),
+ * which a connection needs only while its verdict writes one: kept out of
+ * rg_conn so an idle connection does not carry it
+ * (docs/design.md#connection-state).
+ *
+ * A verdict can be interrupted on its CPU by a softirq running another
+ * verdict, and on a fully preemptible kernel a task holding a buffer can be
+ * preempted by another task on the same CPU, so a single per-CPU buffer is
+ * not safe and a nesting counter is not either (the holders need not end in
+ * the order they began).  Each buffer is claimed with a compare-and-swap and
+ * put back as soon as its bytes are copied out.
+ */
+#ifndef ROWGATE_BPF_SCRATCH_H
+#define ROWGATE_BPF_SCRATCH_H
+
+#include "base.h"
+#include "maps.h"
+#include "rowgate/response.h"
+
+/* Holders at once on one CPU: a task and the softirq that interrupts it, and
+ * room for tasks preempted while holding one. */
+#define RG_SCRATCH_SLOTS 4
+
+struct rg_scratch {
+	struct rg_response plan;
+	struct rg_resp_buf text;
+};
+
+struct rg_scratch_cpu {
+	__u32 busy[RG_SCRATCH_SLOTS];
+	struct rg_scratch slot[RG_SCRATCH_SLOTS];
+};
+
+/* scratch: [0] -> this CPU's answer buffers; not pinned: it belongs to one
+ * load, and holds nothing between two programs' runs */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct rg_scratch_cpu);
+} scratch SEC(".maps");
+
+/*
+ * Claim a free buffer of this CPU: its slot, or -1 (counted: every slot
+ * held).  Global functions, verified once: the caller sees the slot as an
+ * unknown number, so its paths do not multiply by the slot it got.
+ */
+__noinline int rg_scratch_claim_slot(void)
+{
+	struct rg_scratch_cpu *cpu;
+	__u32 zero = 0, i;
+
+	cpu = bpf_map_lookup_elem(&scratch, &zero);
+	if (!cpu)
+		return -1;
+	for (i = 0; i < RG_SCRATCH_SLOTS; i++) {
+		if (__sync_val_compare_and_swap(&cpu->busy[i], 0, 1) == 0)
+			return (int)i;
+	}
+	rg_global_inc(internal_errors);
+	return -1;
+}
+
+__noinline int rg_scratch_put(int slot)
+{
+	struct rg_scratch_cpu *cpu;
+	__u32 zero = 0;
+
+	cpu = bpf_map_lookup_elem(&scratch, &zero);
+	if (cpu)
+		__sync_lock_test_and_set(&cpu->busy[slot & (RG_SCRATCH_SLOTS - 1)], 0);
+	return 0;
+}
+
+/* The buffer of a claimed slot (>= 0); NULL only if the map is missing. */
+static __always_inline struct rg_scratch *rg_scratch_of(int slot)
+{
+	struct rg_scratch_cpu *cpu;
+	__u32 zero = 0;
+
+	cpu = bpf_map_lookup_elem(&scratch, &zero);
+	if (!cpu)
+		return NULL;
+	return &cpu->slot[slot & (RG_SCRATCH_SLOTS - 1)];
+}
+
+#endif /* ROWGATE_BPF_SCRATCH_H */
