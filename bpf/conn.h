@@ -195,13 +195,11 @@ struct rg_conn {
 	struct rg_walk w;
 	struct rg_reject_info reject;
 	struct rg_db_key db;
-	struct rg_route_key route_key; /* scratch: the stack is small */
 	struct rg_proto_key proto_key;
 	struct rg_lp_state lp;
 	struct rg_lp_dbtag dbt; /* while scan_db */
 	struct rg_chunked chunk;
 	struct rg_http_head head;
-	__u8 win[RG_WINDOW_BYTES + 8] __attribute__((aligned(8)));
 	struct rg_egress eg;
 	struct rg_rx_seq rx;
 };

@@ -26,6 +26,10 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_ROUTES SEC(".maps");
 
+/* The routes key of the Elasticsearch bulk wildcard, NUL-padded (in
+ * .rodata: a lookup key needs memory, and the stack is small). */
+const char rg_route_bulk_key[sizeof(struct rg_route_key)] = RG_ROUTE_BULK_WILDCARD;
+
 static __always_inline __u64 rg_server_write_seq(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
@@ -308,16 +312,12 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 	c->keep_alive = rg_http_keep_alive(h);
 	c->verdict = RG_REQ_PASS;
 	if (h->is_post && h->path_len < RG_PATH_MAX) {
-		/* the head was zeroed: bytes past path_len are NULs */
-		__builtin_memcpy(c->route_key.path, h->path, RG_PATH_MAX);
-		route = bpf_map_lookup_elem(&RG_MAP_ROUTES, &c->route_key);
-		if (!route && rg_http_path_ends_bulk(h)) {
+		/* the key is the path as it lies in the head, which was zeroed:
+		 * bytes past path_len are NULs */
+		route = bpf_map_lookup_elem(&RG_MAP_ROUTES, h->path);
+		if (!route && rg_http_path_ends_bulk(h))
 			/* /v1/elasticsearch/{index}/_bulk: one wildcard route */
-			__builtin_memset(&c->route_key, 0, sizeof(c->route_key));
-			__builtin_memcpy(c->route_key.path, RG_ROUTE_BULK_WILDCARD,
-					 sizeof(RG_ROUTE_BULK_WILDCARD) - 1);
-			route = bpf_map_lookup_elem(&RG_MAP_ROUTES, &c->route_key);
-		}
+			route = bpf_map_lookup_elem(&RG_MAP_ROUTES, rg_route_bulk_key);
 	}
 	/* a route of another server's paths is not a write here */
 	if (route && route->profiles && !(route->profiles & RG_PROFILE_BIT(c->profile & 31)))

@@ -267,7 +267,7 @@ int rg_verdict(struct __sk_buff *skb)
 	struct rg_walk *w;
 	struct rg_conn *c;
 	__u32 len = skb->len;
-	int verdict = SK_PASS;
+	int verdict = SK_PASS, slot;
 
 	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!c)
@@ -320,7 +320,18 @@ int rg_verdict(struct __sk_buff *skb)
 	if (w->must_pass)
 		rg_global_inc(recvmsg_failopen);
 
-	bpf_loop((len + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_window_cb, &l, 0);
+	/* the window the walk loads bytes into: as when they cannot be
+	 * loaded, the skb passes unread if no buffer is free */
+	slot = rg_scratch_claim_slot();
+	l.win = slot >= 0 ? rg_scratch_window(slot) : NULL;
+	if (l.win) {
+		bpf_loop((len + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_window_cb, &l, 0);
+	} else {
+		w->stop = 1;
+		w->must_pass = 1;
+	}
+	if (slot >= 0)
+		rg_scratch_put(slot);
 	/* the copy of a body that goes on in the next skb, before any rewrite */
 	if (c->copy_body && w->body_open)
 		rg_emit_body(skb, c, w->body_from, len);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Per-CPU scratch for the text of rowgate's own answers (a 429 or a 400),
- * which a connection needs only while its verdict writes one: kept out of
- * rg_conn so an idle connection does not carry it
- * (docs/design.md#connection-state).
+/* Per-CPU scratch for what a connection needs only inside one verdict run:
+ * the window of skb bytes the walk reads, a routes key, and the text of
+ * rowgate's own answers (a 429 or a 400).  Kept out of rg_conn so an idle
+ * connection does not carry them (docs/design.md#per-connection-state).
  *
  * A verdict can be interrupted on its CPU by a softirq running another
  * verdict, and on a fully preemptible kernel a task holding a buffer can be
@@ -16,15 +16,33 @@
 
 #include "base.h"
 #include "maps.h"
+#include "conn.h"
 #include "rowgate/response.h"
 
 /* Holders at once on one CPU: a task and the softirq that interrupts it, and
  * room for tasks preempted while holding one. */
 #define RG_SCRATCH_SLOTS 4
 
+/* A window of skb bytes, and a word past it for whole-word reads. */
+struct rg_window {
+	__u8 b[RG_WINDOW_BYTES + 8] __attribute__((aligned(8)));
+};
+
+/* Word i of a window.  The mask sits behind a barrier, or clang drops it
+ * where i was already checked, and through unrolled or strength-reduced
+ * loops the verifier loses that check: without it a read can be proven
+ * only 264 bytes in, past the buffer. */
+static __always_inline __u64 rg_window_word(const struct rg_window *win, __u32 i)
+{
+	barrier_var(i);
+	return ((const __u64 *)win->b)[i & (RG_WINDOW_BYTES / 8 - 1)];
+}
+
 struct rg_scratch {
 	struct rg_response plan;
 	struct rg_resp_buf text;
+	struct rg_window win;
+	struct rg_route_key route_key;
 };
 
 struct rg_scratch_cpu {
@@ -83,6 +101,14 @@ static __always_inline struct rg_scratch *rg_scratch_of(int slot)
 	if (!cpu)
 		return NULL;
 	return &cpu->slot[slot & (RG_SCRATCH_SLOTS - 1)];
+}
+
+/* The window of a claimed slot's buffer. */
+static __always_inline struct rg_window *rg_scratch_window(int slot)
+{
+	struct rg_scratch *s = rg_scratch_of(slot);
+
+	return s ? &s->win : NULL;
 }
 
 #endif /* ROWGATE_BPF_SCRATCH_H */

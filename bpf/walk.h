@@ -12,12 +12,15 @@
 #include "maps.h"
 #include "conn.h"
 #include "request.h"
+#include "scratch.h"
 
-/* What a bpf_loop callback needs: the skb and its connection.  Kept apart
- * from the walk state, which global functions may write. */
+/* What a bpf_loop callback needs: the skb, its connection and the window
+ * the skb's bytes are loaded into (a scratch buffer, scratch.h).  Kept
+ * apart from the walk state, which global functions may write. */
 struct rg_loop {
 	struct __sk_buff *skb;
 	struct rg_conn *conn;
+	struct rg_window *win;
 };
 
 /* Body bytes ahead that are plain data: the rest of a Content-Length body
@@ -38,19 +41,20 @@ static __always_inline __u64 rg_data_ahead(const struct rg_conn *c)
  * many byte steps would; returns how many (0: step one).  A global
  * function: verified once, not once per state of the callback's steps.
  */
-__noinline int rg_head_word(struct rg_conn *c)
+__noinline int rg_head_word(struct rg_conn *c, const struct rg_window *win)
 {
 	struct rg_walk *w;
 	__u32 p, n;
 
-	if (!c)
+	if (!c || !win)
 		return 0;
 	w = &c->w;
 	p = w->pos;
 	if (p + 8 > w->win_len || p > RG_WINDOW_BYTES - 8)
 		return 0;
 	rg_head_mark_start(c, w->win_off + p); /* as rg_feed_byte() does */
-	n = rg_http_head_take_word(&c->head, *(__u64 *)&c->win[p & (RG_WINDOW_BYTES - 1)]);
+	n = rg_http_head_take_word(&c->head,
+				   *(const __u64 *)&win->b[p & (RG_WINDOW_BYTES - 1)]);
 	w->pos = p + n;
 	return (int)n;
 }
@@ -61,6 +65,7 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 {
 	struct rg_loop *l = ctx;
 	struct rg_conn *c = l->conn;
+	const struct rg_window *win = l->win;
 	struct rg_walk *w = &c->w;
 	__u32 i, p;
 
@@ -71,10 +76,11 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 		/* the db tag reader yields past a tag section, not at its '\n' */
 		if (w->yield_to_bulk && rg_data_ahead(c) > 8 &&
 		    (!c->scan_db || (c->dbt.state == RG_DBT_REST &&
-				     c->win[p & (RG_WINDOW_BYTES - 1)] != '\n')))
+				     win->b[p & (RG_WINDOW_BYTES - 1)] != '\n')))
 			return 1;
 		/* a state that never takes a word costs no call */
-		if (c->phase == RG_PHASE_HEAD && rg_http_head_may_take(&c->head) && rg_head_word(c))
+		if (c->phase == RG_PHASE_HEAD && rg_http_head_may_take(&c->head) &&
+		    rg_head_word(c, win))
 			continue;
 		w->pos = p + 1;
 		if (c->scan_db && c->phase == RG_PHASE_BODY_LENGTH && c->body_remaining > 1 &&
@@ -83,21 +89,20 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 			 * tag reader's alone, without a call per byte */
 			c->body_bytes++;
 			c->body_remaining--;
-			if (rg_lp_dbtag_step(&c->dbt, c->win[p & (RG_WINDOW_BYTES - 1)]) &&
+			if (rg_lp_dbtag_step(&c->dbt, win->b[p & (RG_WINDOW_BYTES - 1)]) &&
 			    rg_body_db_check(l->skb, c))
 				return 1;
 			continue;
 		}
-		if (rg_feed_byte(l->skb, c, w->win_off + p, c->win[p & (RG_WINDOW_BYTES - 1)]))
+		if (rg_feed_byte(l->skb, c, w->win_off + p, win->b[p & (RG_WINDOW_BYTES - 1)]))
 			return 1;
 	}
 	return 0;
 }
 
 /* The offset of the first '\n' of the window in [from, to), or to. */
-static __always_inline __u32 rg_scan_newline(struct rg_conn *c, __u32 from, __u32 to)
+static __always_inline __u32 rg_scan_newline(const struct rg_window *win, __u32 from, __u32 to)
 {
-	const __u64 *words = (const __u64 *)c->win;
 	__u32 n, i, at, first = from / 8, last = (to - 1) / 8;
 
 	RG_UNROLL
@@ -107,7 +112,7 @@ static __always_inline __u32 rg_scan_newline(struct rg_conn *c, __u32 from, __u3
 		i = first + n;
 		if (i > last || i >= RG_WINDOW_BYTES / 8)
 			break;
-		x = words[i] ^ (RG_SWAR_ONES * '\n');
+		x = rg_window_word(win, i) ^ (RG_SWAR_ONES * '\n');
 		/* the lowest flagged byte is the first '\n' exactly */
 		m = (x - RG_SWAR_ONES) & ~x & RG_SWAR_HIGH;
 		if (n == 0)
@@ -127,13 +132,13 @@ static __always_inline __u32 rg_scan_newline(struct rg_conn *c, __u32 from, __u3
  * per-byte steps.  The last byte of the body (or chunk) is left to the
  * byte path, which ends the request (or the chunk).
  */
-__noinline int rg_bulk_body(struct rg_conn *c)
+__noinline int rg_bulk_body(struct rg_conn *c, const struct rg_window *win)
 {
 	struct rg_walk *w;
 	__u32 from, to, i, k;
 	__u64 ahead;
 
-	if (!c)
+	if (!c || !win)
 		return 0;
 	w = &c->w;
 	ahead = rg_data_ahead(c);
@@ -149,16 +154,15 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 		 * the rest of the line, up to its '\n', is skipped here */
 		if (c->dbt.state != RG_DBT_REST || !k)
 			return 0;
-		to = rg_scan_newline(c, from, to);
+		to = rg_scan_newline(win, from, to);
 		k = to - from;
 		/* never counted: the verifier need not walk the counter once
 		 * per place the scan can end (6.12 went past 1M steps) */
 		goto advance;
 	}
 	if (c->count_rows && k) {
-		/* indexed as words: clang 14 loads a byte array at a variable
+		/* read as words: clang 14 loads a byte array at a variable
 		 * index byte by byte, even where it is aligned */
-		const __u64 *words = (const __u64 *)c->win;
 		struct rg_lp_state lp = c->lp;
 		__u32 first = from / 8, last = (to - 1) / 8;
 		__u64 rows;
@@ -166,14 +170,14 @@ __noinline int rg_bulk_body(struct rg_conn *c)
 		if (first >= RG_WINDOW_BYTES / 8 || last >= RG_WINDOW_BYTES / 8)
 			return 0;
 		if (first == last) {
-			rows = rg_lp_count_span(&lp, words[first], from - first * 8,
+			rows = rg_lp_count_span(&lp, rg_window_word(win, first), from - first * 8,
 						to - first * 8);
 		} else {
 			/* only the edge words are masked */
-			rows = rg_lp_count_span(&lp, words[first], from - first * 8, 8);
+			rows = rg_lp_count_span(&lp, rg_window_word(win, first), from - first * 8, 8);
 			for (i = first + 1; i < last && i < RG_WINDOW_BYTES / 8; i++)
-				rows += rg_lp_count_word(&lp, words[i]);
-			rows += rg_lp_count_span(&lp, words[last], 0, to - last * 8);
+				rows += rg_lp_count_word(&lp, rg_window_word(win, i));
+			rows += rg_lp_count_span(&lp, rg_window_word(win, last), 0, to - last * 8);
 		}
 		c->lp = lp;
 		c->req_rows += rows;
@@ -215,7 +219,7 @@ static __maybe_unused long rg_window_cb(__u64 idx, void *ctx)
 		c->body_bytes += n;
 		return 0;
 	}
-	if (bpf_skb_load_bytes(l->skb, off, c->win, n)) {
+	if (bpf_skb_load_bytes(l->skb, off, l->win->b, n)) {
 		rg_global_inc(internal_errors);
 		w->stop = 1;
 		w->must_pass = 1;
@@ -225,7 +229,7 @@ static __maybe_unused long rg_window_cb(__u64 idx, void *ctx)
 	w->win_len = n;
 	w->pos = 0;
 	for (seg = 0; seg <= RG_WINDOW_SEGMENTS; seg++) {
-		rg_bulk_body(c);
+		rg_bulk_body(c, l->win);
 		if (w->stop || w->pos >= n)
 			break;
 		/* byte steps yield back when a body worth the bulk path starts */

@@ -27,6 +27,7 @@ enum rg_h2_open {
 __noinline int rg_h2_opens(struct __sk_buff *skb, struct rg_conn *c)
 {
 	struct rg_stash *buf = NULL;
+	__u8 pre[32];
 	__u32 held, n, i;
 
 	if (!skb || !c)
@@ -40,13 +41,13 @@ __noinline int rg_h2_opens(struct __sk_buff *skb, struct rg_conn *c)
 			return RG_H2_OPEN_NO;
 	}
 	n = skb->len < RG_H2_PREFACE_LEN - held ? skb->len : RG_H2_PREFACE_LEN - held;
-	if (n == 0 || bpf_skb_load_bytes(skb, 0, c->win, ((n - 1) & 31) + 1))
+	if (n == 0 || bpf_skb_load_bytes(skb, 0, pre, ((n - 1) & 31) + 1))
 		return RG_H2_OPEN_NO;
 	for (i = 0; i < 2; i++)
 		if (i < held && buf && buf->bytes[i] != rg_h2_preface_byte(i))
 			return RG_H2_OPEN_NO;
 	for (i = 0; i < RG_H2_PREFACE_LEN; i++)
-		if (i < n && c->win[i] != rg_h2_preface_byte(held + i))
+		if (i < n && pre[i] != rg_h2_preface_byte(held + i))
 			return RG_H2_OPEN_NO;
 	return held + n >= 3 ? RG_H2_OPEN_YES : RG_H2_OPEN_HOLD;
 }

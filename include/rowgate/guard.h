@@ -47,8 +47,9 @@
  * HTTP/2 counters left global_stats for h2_stats; a stream's copy state
  * moved into its slot, streams past the slots park in h2_parked (issue
  * 35).  6: the stash left conns for a map of its own, stash (issue 37).
- * 7: an answer's text and plan left conns for per-CPU buffers (issue 37). */
-#define RG_ABI_VERSION 7
+ * 7: an answer's text and plan left conns for per-CPU buffers; 8: so did
+ * the walk's window and the routes key (issue 37). */
+#define RG_ABI_VERSION 8
 
 #define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */
 
