@@ -288,18 +288,17 @@ static __always_inline int rg_egress_write_voided(struct rg_msg_walk *m, struct 
 /* The same, its text in a scratch buffer (scratch.h) held meanwhile. */
 static __always_inline int rg_egress_answer_voided(struct rg_msg_walk *m, struct rg_conn *c)
 {
-	struct rg_scratch *s;
-	int slot, ret = RG_ANSWER_400;
+	struct rg_scratch_cpu *cpu;
+	int slot, ret;
 
 	if (m->voided_status != 400 || m->voided_start + 1 >= m->size)
 		return RG_ANSWER_400;
-	slot = rg_scratch_claim_slot();
-	if (slot < 0)
+	cpu = rg_scratch_cpu();
+	slot = rg_scratch_claim(cpu);
+	if (slot < 0 || !cpu)
 		return RG_ANSWER_400;
-	s = rg_scratch_of(slot);
-	if (s)
-		ret = rg_egress_write_voided(m, c, s);
-	rg_scratch_put(slot);
+	ret = rg_egress_write_voided(m, c, rg_scratch_of(cpu, slot));
+	rg_scratch_put(cpu, slot);
 	return ret;
 }
 

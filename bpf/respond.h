@@ -64,16 +64,15 @@ __noinline int rg_plan_response(struct rg_conn *c, struct rg_response *r)
 static __always_inline int rg_respond_text(struct __sk_buff *skb, struct rg_conn *c,
 					   __u32 *total, __u8 *close)
 {
+	struct rg_scratch_cpu *cpu = rg_scratch_cpu();
 	struct rg_scratch *s;
 	int slot, ret = -1;
 	__u32 text;
 
-	slot = rg_scratch_claim_slot();
-	if (slot < 0)
+	slot = rg_scratch_claim(cpu);
+	if (slot < 0 || !cpu)
 		return -1;
-	s = rg_scratch_of(slot);
-	if (!s)
-		goto out;
+	s = rg_scratch_of(cpu, slot);
 	if (rg_plan_response(c, &s->plan))
 		goto out;
 	text = s->plan.text_len;
@@ -91,7 +90,7 @@ static __always_inline int rg_respond_text(struct __sk_buff *skb, struct rg_conn
 		goto out;
 	ret = (int)text;
 out:
-	rg_scratch_put(slot);
+	rg_scratch_put(cpu, slot);
 	return ret;
 }
 

@@ -267,14 +267,12 @@ int rg_verdict(struct __sk_buff *skb)
 	struct rg_walk *w;
 	struct rg_conn *c;
 	__u32 len = skb->len;
+	struct rg_scratch_cpu *cpu;
 	int verdict = SK_PASS, slot;
 
 	c = bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 	if (!c)
 		return SK_PASS;
-	/* a stash emptied without a write-back (a refused or answered head)
-	 * goes back at the next skb (or at close) */
-	rg_stash_release(c, cookie);
 	/* 6.1's tcp_read_skb hands the verdict a FIN as an empty skb: no
 	 * bytes, and it must not start the connection (a client that closes
 	 * before its preface would make the server's HTTP/2 look HTTP/1) */
@@ -284,7 +282,10 @@ int rg_verdict(struct __sk_buff *skb)
 	len = skb->len;
 	c->verdict_build = (__u8)rg_build_id; /* after an upgrade: which verdict runs */
 	if (c->h2)
-		goto h2;
+		goto h2; /* rg_h2_verdict gives back its own stash entry */
+	/* a stash emptied without a write-back (a refused or answered head)
+	 * goes back at the next skb (or at close) */
+	rg_stash_release(c, cookie);
 	if (c->mode == RG_MODE_PASSTHROUGH)
 		return SK_PASS;
 	if (!c->started && rg_adopt_hold(skb, cookie, rg_server_write_seq(skb), c))
@@ -322,16 +323,16 @@ int rg_verdict(struct __sk_buff *skb)
 
 	/* the window the walk loads bytes into: as when they cannot be
 	 * loaded, the skb passes unread if no buffer is free */
-	slot = rg_scratch_claim_slot();
-	l.win = slot >= 0 ? rg_scratch_window(slot) : NULL;
-	if (l.win) {
+	cpu = rg_scratch_cpu();
+	slot = rg_scratch_claim(cpu);
+	if (slot >= 0 && cpu) {
+		l.win = &rg_scratch_of(cpu, slot)->win;
 		bpf_loop((len + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_window_cb, &l, 0);
+		rg_scratch_put(cpu, slot);
 	} else {
 		w->stop = 1;
 		w->must_pass = 1;
 	}
-	if (slot >= 0)
-		rg_scratch_put(slot);
 	/* the copy of a body that goes on in the next skb, before any rewrite */
 	if (c->copy_body && w->body_open)
 		rg_emit_body(skb, c, w->body_from, len);

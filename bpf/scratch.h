@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Per-CPU scratch for what a connection needs only inside one verdict run:
- * the window of skb bytes the walk reads, a routes key, and the text of
- * rowgate's own answers (a 429 or a 400).  Kept out of rg_conn so an idle
- * connection does not carry them (docs/design.md#per-connection-state).
+ * the window of skb bytes the walk reads, and the text of rowgate's own
+ * answers (a 429 or a 400).  Kept out of rg_conn so an idle connection
+ * does not carry them (docs/design.md#per-connection-state).
  *
  * A verdict can be interrupted on its CPU by a softirq running another
  * verdict, and on a fully preemptible kernel a task holding a buffer can be
  * preempted by another task on the same CPU, so a single per-CPU buffer is
  * not safe and a nesting counter is not either (the holders need not end in
  * the order they began).  Each buffer is claimed with a compare-and-swap and
- * put back as soon as its bytes are copied out.
+ * put back as soon as the walk ends or the answer is copied out.
  */
 #ifndef ROWGATE_BPF_SCRATCH_H
 #define ROWGATE_BPF_SCRATCH_H
@@ -42,7 +42,6 @@ struct rg_scratch {
 	struct rg_response plan;
 	struct rg_resp_buf text;
 	struct rg_window win;
-	struct rg_route_key route_key;
 };
 
 struct rg_scratch_cpu {
@@ -50,8 +49,8 @@ struct rg_scratch_cpu {
 	struct rg_scratch slot[RG_SCRATCH_SLOTS];
 };
 
-/* scratch: [0] -> this CPU's answer buffers; not pinned: it belongs to one
- * load, and holds nothing between two programs' runs */
+/* scratch: [0] -> this CPU's buffers; not pinned: it belongs to one load,
+ * and holds nothing between two programs' runs */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -59,17 +58,23 @@ struct {
 	__type(value, struct rg_scratch_cpu);
 } scratch SEC(".maps");
 
-/*
- * Claim a free buffer of this CPU: its slot, or -1 (counted: every slot
- * held).  Global functions, verified once: the caller sees the slot as an
- * unknown number, so its paths do not multiply by the slot it got.
- */
-__noinline int rg_scratch_claim_slot(void)
+/* This CPU's buffers (NULL only if the map is missing). */
+static __always_inline struct rg_scratch_cpu *rg_scratch_cpu(void)
 {
-	struct rg_scratch_cpu *cpu;
-	__u32 zero = 0, i;
+	__u32 zero = 0;
 
-	cpu = bpf_map_lookup_elem(&scratch, &zero);
+	return bpf_map_lookup_elem(&scratch, &zero);
+}
+
+/*
+ * Claim a free buffer of cpu: its slot, or -1 (counted: every slot held).
+ * A global function, verified once: the caller sees the slot as an unknown
+ * number, so its paths do not multiply by the slot it got.
+ */
+__noinline int rg_scratch_claim(struct rg_scratch_cpu *cpu)
+{
+	__u32 i;
+
 	if (!cpu)
 		return -1;
 	for (i = 0; i < RG_SCRATCH_SLOTS; i++) {
@@ -80,35 +85,16 @@ __noinline int rg_scratch_claim_slot(void)
 	return -1;
 }
 
-__noinline int rg_scratch_put(int slot)
+/* The buffer of a claimed slot (>= 0). */
+static __always_inline struct rg_scratch *rg_scratch_of(struct rg_scratch_cpu *cpu, int slot)
 {
-	struct rg_scratch_cpu *cpu;
-	__u32 zero = 0;
-
-	cpu = bpf_map_lookup_elem(&scratch, &zero);
-	if (cpu)
-		__sync_lock_test_and_set(&cpu->busy[slot & (RG_SCRATCH_SLOTS - 1)], 0);
-	return 0;
-}
-
-/* The buffer of a claimed slot (>= 0); NULL only if the map is missing. */
-static __always_inline struct rg_scratch *rg_scratch_of(int slot)
-{
-	struct rg_scratch_cpu *cpu;
-	__u32 zero = 0;
-
-	cpu = bpf_map_lookup_elem(&scratch, &zero);
-	if (!cpu)
-		return NULL;
 	return &cpu->slot[slot & (RG_SCRATCH_SLOTS - 1)];
 }
 
-/* The window of a claimed slot's buffer. */
-static __always_inline struct rg_window *rg_scratch_window(int slot)
+/* Give back what rg_scratch_claim returned. */
+static __always_inline void rg_scratch_put(struct rg_scratch_cpu *cpu, int slot)
 {
-	struct rg_scratch *s = rg_scratch_of(slot);
-
-	return s ? &s->win : NULL;
+	__sync_lock_test_and_set(&cpu->busy[slot & (RG_SCRATCH_SLOTS - 1)], 0);
 }
 
 #endif /* ROWGATE_BPF_SCRATCH_H */
