@@ -27,6 +27,19 @@ struct rg_reject_info {
 	__u64 retry_after_s;
 };
 
+/* Whether two keys name the same database: their padded names a word at a
+ * time (the BPF loads need no alignment). */
+static __always_inline bool rg_db_key_equal(const struct rg_db_key *a, const struct rg_db_key *b)
+{
+	const __u64 *x = (const __u64 *)a->name, *y = (const __u64 *)b->name;
+	__u64 diff = 0;
+	__u32 i;
+
+	for (i = 0; i < RG_DB_NAME_MAX / 8; i++)
+		diff |= x[i] ^ y[i];
+	return diff == 0;
+}
+
 /* Decide whether a batch of db may enter now; nothing is charged yet. */
 static __always_inline enum rg_admission
 rg_admit(const struct rg_db_key *db, struct rg_reject_info *info)

@@ -76,13 +76,17 @@ enum rg_respond {
 /* One passed request, as the egress program needs it to judge its answer.
  * Pushed when its head passes; the server may answer before its body ends. */
 struct rg_pending {
-	struct rg_proto_key pk; /* database, and protocol of a copied body */
 	__u64 rows;
-	__u64 seq;  /* the request's number (body records of copied ones) */
+	__u32 seq;  /* the request's number (body records of copied ones) */
 	__u32 sync; /* RG_PEND_DONE | RG_PEND_REFUSED, set atomically */
 	__u8 flags; /* RG_PEND_*, final once DONE */
-	__u8 pad[3];
+	__u8 key;   /* its database and protocol: rg_egress.keys[key] */
+	__u8 pad[6];
 };
+
+/* Distinct (database, protocol) keys the requests in flight may have: one
+ * past the other keeps a client that moves to another database pipelining */
+#define RG_PENDING_KEYS 2
 
 /*
  * The server's side of the connection (docs/design.md#egress): the verdict
@@ -103,7 +107,11 @@ struct rg_egress {
 	__u8 open;	    /* the current request has a slot (cur) */
 	__u8 answered;	    /* a voided request's 429 went out: the server's
 			     * later bytes are dropped (it closes) */
+	__u8 key_last;	    /* the key the newest request took */
+	__u8 pad[7];
 	struct rg_pending q[RG_PENDING_MAX];
+	/* written by the verdict only where no request in flight has it */
+	struct rg_proto_key keys[RG_PENDING_KEYS];
 	/* scratch of refunds (the verdict's stack is full), one per side */
 	struct rg_refund_scratch {
 		struct rg_refused_key key;
@@ -128,6 +136,7 @@ struct rg_walk {
 	__u8 body_open;  /* body bytes of a copied request began in this skb */
 	__u8 yield_to_bulk; /* byte steps stop where a body can go in bulk */
 	__u8 close_deadline; /* the 429 closes ahead of the server's timer */
+	__u8 slot;	     /* the scratch buffer this run claimed (scratch.h) */
 	__u32 body_from; /* skb offset where they began */
 };
 
@@ -185,6 +194,15 @@ struct rg_conn {
 			     * limit: counted at its end (rg_unlimited_count); from
 			     * padding */
 	__u8 stash_held;    /* the stash map holds an entry for it (rg_stash_take) */
+	__u8 head_begun;    /* the current head has bytes: its parser's state is
+			     * in a scratch buffer during a run, else saved */
+	__u8 head_saved;    /* the stash entry holds that state between runs */
+	__u8 req_lead;      /* what the verdict keeps of a complete head: the CR/LF */
+	__u8 req_method_head; /* before its method, whether that method is HEAD, */
+	__u8 req_ce;	      /* whether it named a Content-Encoding, */
+	__u8 req_identity;    /* and whether that coding is the identity */
+	__u8 pad_head[3];
+	__u64 req_content_length; /* the complete head's Content-Length */
 	__u64 timer_from_ns; /* when server_timer started, as the verdict sees it */
 	__u64 body_remaining;
 	__u64 write_seq_mark; /* server's write_seq when a request was passed */
@@ -194,22 +212,24 @@ struct rg_conn {
 	__u64 reject_rows; /* rows of the request the pending 429 answers */
 	struct rg_walk w;
 	struct rg_reject_info reject;
-	struct rg_db_key db;
-	struct rg_proto_key proto_key;
+	/* the current request's database (pk.db), and the protocol of its
+	 * route where a map is keyed by both (rg_proto_key_of) */
+	struct rg_proto_key pk;
 	struct rg_lp_state lp;
 	struct rg_lp_dbtag dbt; /* while scan_db */
 	struct rg_chunked chunk;
-	struct rg_http_head head;
 	struct rg_egress eg;
 	struct rg_rx_seq rx;
 };
 
-/* Head bytes a connection holds back (stash_len of them): an entry of the
- * stash map, taken when a connection starts holding bytes and given back
- * when it holds none, so an idle connection carries none of it
- * (docs/design.md#split-heads). */
+/* Head bytes a connection holds back (stash_len of them), and the parser's
+ * state of a head split across skbs: an entry of the stash map, taken when
+ * a connection starts holding either and given back when it holds neither,
+ * so an idle connection carries none of it (docs/design.md#split-heads). */
 struct rg_stash {
 	__u8 bytes[RG_HEAD_MAX_BYTES + RG_WINDOW_BYTES];
+	/* the parser's state of a head a run ended inside (head_saved) */
+	struct rg_http_head head;
 };
 
 /* ports: guarded local TCP port (host order) -> its server profile, which

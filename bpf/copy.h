@@ -44,10 +44,9 @@ struct {
  * scratch: the stack is small.  rowgated creates the counters with a limit. */
 static __always_inline struct rg_proto_key *rg_proto_key_of(struct rg_conn *c)
 {
-	__builtin_memcpy(&c->proto_key.db, &c->db, sizeof(c->db));
-	c->proto_key.protocol = c->protocol;
-	c->proto_key.pad = 0;
-	return &c->proto_key;
+	c->pk.protocol = c->protocol;
+	c->pk.pad = 0;
+	return &c->pk;
 }
 
 static __always_inline struct rg_proto_stats *rg_proto_stats_get(struct rg_conn *c)
@@ -65,7 +64,7 @@ static __always_inline __u64 rg_estimate_rows(struct rg_conn *c)
 		return 0;
 	r = bpf_map_lookup_elem(&RG_MAP_RATIOS, rg_proto_key_of(c));
 	return rg_est_rows(c->body_bytes, r ? r->bytes_per_row_x16 : 0, c->protocol,
-			   c->head.ce_len != 0);
+			   c->req_ce);
 }
 
 struct rg_emit_ctx {
@@ -130,12 +129,14 @@ static __always_inline void rg_emit_body(struct __sk_buff *skb, struct rg_conn *
 		c->copy_lost = 1;
 }
 
-/* The start record of a copied request: what rowgated needs to decode it. */
-__noinline int rg_emit_start(struct __sk_buff *skb, struct rg_conn *c)
+/* The start record of a copied request: what rowgated needs to decode it,
+ * from its complete head h. */
+__noinline int rg_emit_start(struct __sk_buff *skb, struct rg_conn *c,
+			     const struct rg_http_head *h)
 {
 	struct rg_body_start *rec;
 
-	if (!skb || !c)
+	if (!skb || !c || !h)
 		return 0;
 	rec = bpf_ringbuf_reserve(&RG_MAP_BODIES, sizeof(*rec), 0);
 	if (!rec) {
@@ -147,15 +148,15 @@ __noinline int rg_emit_start(struct __sk_buff *skb, struct rg_conn *c)
 	rec->h.len = 0;
 	rec->h.cookie = bpf_get_socket_cookie(skb);
 	rec->h.seq = c->requests;
-	__builtin_memcpy(&rec->db, &c->db, sizeof(rec->db));
+	__builtin_memcpy(&rec->db, &c->pk.db, sizeof(rec->db));
 	rec->protocol = c->protocol;
-	rec->chunked = c->head.chunked;
+	rec->chunked = h->chunked;
 	rec->admitted = c->verdict != RG_REQ_REJECT;
 	rec->profile = c->profile;
 	rec->pad = 0;
-	rec->content_length = c->head.content_length;
-	__builtin_memcpy(rec->content_type, c->head.content_type, RG_CT_BYTES);
-	__builtin_memcpy(rec->content_encoding, c->head.content_encoding, RG_CE_BYTES);
+	rec->content_length = h->content_length;
+	__builtin_memcpy(rec->content_type, h->content_type, RG_CT_BYTES);
+	__builtin_memcpy(rec->content_encoding, h->content_encoding, RG_CE_BYTES);
 	bpf_ringbuf_submit(rec, 0);
 	return 0;
 }

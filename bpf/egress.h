@@ -69,9 +69,11 @@ static __always_inline void rg_refund(const struct rg_db_key *db, __u64 rows, __
  * refund and correction comes second adjusts, so the bucket ends where it
  * would have without the request.
  */
-static __always_inline void rg_refund_request(struct rg_pending *p, __u64 rows, __u64 cookie,
+static __always_inline void rg_refund_request(struct rg_egress *eg, struct rg_pending *p,
+					      __u64 rows, __u64 cookie,
 					      struct rg_refund_scratch *x)
 {
+	struct rg_proto_key *pk = &eg->keys[p->key & (RG_PENDING_KEYS - 1)];
 	__u8 flags = p->flags;
 	struct rg_proto_stats *ps;
 	struct rg_refused *o;
@@ -88,13 +90,13 @@ static __always_inline void rg_refund_request(struct rg_pending *p, __u64 rows, 
 				return;
 			rows = o->exact_rows; /* corrected already: that is the charge */
 		}
-		ps = bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, &p->pk);
+		ps = bpf_map_lookup_elem(&RG_MAP_PROTO_STATS, pk);
 		if (ps) {
 			__sync_fetch_and_add(&ps->admitted_requests, -1ULL);
 			__sync_fetch_and_add(&ps->admitted_rows, -rows);
 		}
 	}
-	rg_refund(&p->pk.db, rows, flags);
+	rg_refund(&pk->db, rows, flags);
 }
 
 static __always_inline void rg_egress_lose(struct rg_egress *eg)
@@ -111,12 +113,64 @@ static __always_inline void rg_egress_lose(struct rg_egress *eg)
 	}
 }
 
+/* Whether a request in flight, [head, tail), has key k. */
+static __always_inline bool rg_egress_key_in_flight(struct rg_egress *eg, __u32 tail, __u8 k)
+{
+	__u32 head = RG_READ_ONCE(eg->head), i;
+
+	for (i = 0; i < RG_PENDING_MAX; i++) {
+		if (head + i == tail)
+			break;
+		if (eg->q[(head + i) & (RG_PENDING_MAX - 1)].key == k)
+			return true;
+	}
+	return false;
+}
+
+/* The current request's key: one of the two if it is the same (the newest
+ * request's first), else the older one, once no request in flight has it
+ * (egress reads a key before it pops its request).  -1: both are in
+ * flight.  A global function: its frame is not on the verdict's deepest
+ * chain of calls. */
+__noinline int rg_egress_key(struct rg_conn *c, __u32 tail)
+{
+	struct rg_egress *eg;
+	struct rg_proto_key *pk;
+	__u32 i, n;
+	__u8 k;
+
+	if (!c)
+		return -1;
+	eg = &c->eg;
+	k = eg->key_last & (RG_PENDING_KEYS - 1);
+	for (n = 0; n < RG_PENDING_KEYS; n++, k ^= 1) {
+		pk = &eg->keys[k];
+		if (pk->protocol == c->protocol && rg_db_key_equal(&pk->db, &c->pk.db)) {
+			eg->key_last = k;
+			return k;
+		}
+	}
+	k = (eg->key_last & (RG_PENDING_KEYS - 1)) ^ 1;
+	if (rg_egress_key_in_flight(eg, tail, k))
+		return -1;
+	pk = &eg->keys[k];
+	/* word by word: a memcpy here is loaded whole into registers first,
+	 * and spilled */
+	for (i = 0; i < RG_DB_NAME_MAX / 8; i++)
+		((__u64 *)pk->db.name)[i] = ((const __u64 *)c->pk.db.name)[i];
+	pk->protocol = c->protocol;
+	pk->pad = 0;
+	eg->key_last = k;
+	return k;
+}
+
 /* Verdict side: the request whose head just passed gets a slot. */
 static __always_inline void rg_egress_open(struct rg_conn *c)
 {
 	struct rg_egress *eg = &c->eg;
 	struct rg_pending *p;
 	__u32 tail = eg->tail;
+	int k;
 
 	if (!eg->armed || eg->lost || eg->open)
 		return;
@@ -124,15 +178,18 @@ static __always_inline void rg_egress_open(struct rg_conn *c)
 		rg_egress_lose(eg); /* pipelined deeper than the ring */
 		return;
 	}
+	k = rg_egress_key(c, tail);
+	if (k < 0) {
+		rg_egress_lose(eg); /* a third database in flight */
+		return;
+	}
 	p = &eg->q[tail & (RG_PENDING_MAX - 1)];
-	__builtin_memcpy(&p->pk.db, &c->db, sizeof(p->pk.db));
-	p->pk.protocol = c->protocol;
-	p->pk.pad = 0;
+	p->key = (__u8)k;
 	p->rows = 0;
 	p->seq = c->requests;
 	/* known now: egress may pop the slot before the request ends */
 	p->flags = 0;
-	if (c->head.method_len == 4 && c->head.method == RG_W8('H', 'E', 'A', 'D', 0, 0, 0, 0))
+	if (c->req_method_head)
 		p->flags = RG_PEND_HEAD;
 	p->sync = 0;
 	eg->cur = tail;
@@ -169,7 +226,7 @@ static __always_inline void rg_egress_close(struct __sk_buff *skb, struct rg_con
 	old = __sync_fetch_and_or(&p->sync, RG_PEND_DONE);
 	/* the server refused it before its body ended */
 	if ((old & RG_PEND_REFUSED) && (flags & RG_PEND_CHARGED))
-		rg_refund_request(p, c->req_rows, bpf_get_socket_cookie(skb), &eg->sv);
+		rg_refund_request(eg, p, c->req_rows, bpf_get_socket_cookie(skb), &eg->sv);
 }
 
 /* The kernel's own 429/400 leave through the server's egress too. */
@@ -210,7 +267,7 @@ static __always_inline __u32 rg_egress_plan_429(struct rg_conn *c, struct rg_scr
 	if (rg_response_plan_unpadded(r) || r->short_form || r->text_len != r->total_len ||
 	    r->text_len == 0 || r->text_len >= RG_RESP_TEXT_MAX)
 		return 0;
-	if (rg_response_write(&s->text, r, &c->db) != r->text_len)
+	if (rg_response_write(&s->text, r, &c->pk.db) != r->text_len)
 		return 0;
 	return r->text_len;
 }
@@ -319,7 +376,7 @@ static __always_inline int rg_egress_final(struct rg_conn *c, __u64 cookie)
 	old = refuse ? __sync_fetch_and_or(&p->sync, RG_PEND_REFUSED) : RG_READ_ONCE(p->sync);
 	rg_global_inc(egress_responses);
 	if (refuse && (old & RG_PEND_DONE) && (p->flags & RG_PEND_CHARGED))
-		rg_refund_request(p, p->rows, cookie, &eg->se);
+		rg_refund_request(eg, p, p->rows, cookie, &eg->se);
 	eg->head = head + 1;
 	return rg_resp_begin_body(&eg->resp, p->flags & RG_PEND_HEAD);
 }

@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "copy.h"
 #include "egress.h"
+#include "scratch.h"
 #include "skb_edit.h"
 #include "rowgate/abi.h"
 
@@ -66,7 +67,7 @@ static __always_inline bool rg_in_recvmsg(struct __sk_buff *skb, struct rg_conn 
 
 static __always_inline void rg_request_reset(struct rg_conn *c)
 {
-	rg_http_head_init(&c->head, c->requests == 0, c->profile, c->last_post);
+	c->head_begun = 0; /* the next head's parser starts at its first byte */
 	c->phase = RG_PHASE_HEAD;
 	c->verdict = RG_REQ_PASS;
 	c->count_rows = 0;
@@ -97,6 +98,15 @@ static __always_inline struct rg_conn *rg_conn_again(struct __sk_buff *skb, stru
 	return bpf_map_lookup_elem(&RG_MAP_CONNS, &cookie);
 }
 
+/* The run's head parser state (its scratch buffer, c->w.slot), as a map
+ * value, for the same reason as rg_conn_again: its path keys the routes. */
+static __always_inline struct rg_http_head *rg_head_again(struct rg_conn *c)
+{
+	struct rg_scratch_cpu *cpu = rg_scratch_cpu();
+
+	return cpu ? &rg_scratch_of(cpu, c->w.slot)->head : NULL;
+}
+
 /* Half of the server's running timer has passed: the 429 closes now rather
  * than let the server reset the client mid-send
  * (docs/server-profiles.md#server-timeouts). */
@@ -114,7 +124,7 @@ static __always_inline bool rg_server_deadline_near(const struct rg_conn *c)
  * (c->protocol set from its route). */
 static __always_inline bool rg_rows_in_kernel(const struct rg_conn *c)
 {
-	return rg_protocol_in_kernel(c->protocol) && rg_http_identity_encoding(&c->head) &&
+	return rg_protocol_in_kernel(c->protocol) && c->req_identity &&
 	       rg_profile_rows_mode(c->profile) == RG_ROWS_LINES;
 }
 
@@ -143,7 +153,7 @@ __noinline int rg_unlimited_end(struct __sk_buff *skb, struct rg_conn *arg)
 		return 0;
 	if (!c->count_rows)
 		c->req_rows = rg_estimate_rows(c);
-	u = rg_unlimited_get(&c->db);
+	u = rg_unlimited_get(&c->pk.db);
 	rg_unlimited_count(u, c->req_rows, c->body_bytes, !c->count_rows);
 	return 0;
 }
@@ -170,13 +180,13 @@ __noinline int rg_request_end(struct __sk_buff *skb, struct rg_conn *arg, __u32 
 		rg_unlimited_end(skb, c);
 	switch (c->verdict) {
 	case RG_REQ_ADMIT:
-		rg_charge(&c->db, c->req_rows - c->charged_rows, 1, true);
+		rg_charge(&c->pk.db, c->req_rows - c->charged_rows, 1, true);
 		break;
 	case RG_REQ_UNENFORCED:
-		rg_charge(&c->db, c->req_rows - c->charged_rows, 1, false);
+		rg_charge(&c->pk.db, c->req_rows - c->charged_rows, 1, false);
 		break;
 	case RG_REQ_REJECT:
-		rg_account_reject(&c->db, c->req_rows, &c->reject);
+		rg_account_reject(&c->pk.db, c->req_rows, &c->reject);
 		break;
 	}
 	rg_egress_close(skb, c);
@@ -250,7 +260,7 @@ static __always_inline void rg_fail(struct rg_conn *c, struct rg_walk *w, int er
  */
 static __always_inline int rg_void_method(struct __sk_buff *skb, struct rg_conn *c)
 {
-	__u32 at = c->head.lead; /* leading CR/LF the server skips */
+	__u32 at = c->req_lead; /* leading CR/LF the server skips */
 	__u8 void_byte = '@';
 
 	if (c->w.req_in_skb)
@@ -269,7 +279,7 @@ static __always_inline int rg_void_method(struct __sk_buff *skb, struct rg_conn 
 /* The server closes the connection after its 400: nothing that follows is
  * read, so nothing more is parsed or charged, and later data is dropped.
  * Egress replaces that 400 with the 429 the request would have had; what it
- * says stays in c->reject, c->reject_rows and c->db, which the verdict no
+ * says stays in c->reject, c->reject_rows and c->pk.db, which the verdict no
  * longer writes once the connection is closing. */
 static __always_inline void rg_void_request(struct __sk_buff *skb, struct rg_conn *c,
 					    struct rg_walk *w, __u8 protocol)
@@ -282,11 +292,11 @@ static __always_inline void rg_void_request(struct __sk_buff *skb, struct rg_con
 	else
 		rg_global_inc(pipelined_answered_400); /* egress off, unarmed or lost */
 	rg_egress_close(skb, c);
-	rg_account_reject(&c->db, 0, &c->reject);
+	rg_account_reject(&c->pk.db, 0, &c->reject);
 	rg_global_inc(pipelined_voided);
 	/* its body is never read: the 429 names an estimate from its length */
 	c->protocol = protocol;
-	c->body_bytes = c->head.content_length;
+	c->body_bytes = c->req_content_length;
 	c->reject_rows = rg_estimate_rows(c) ?: 1;
 	c->reject_estimated = 1;
 	c->mode = RG_MODE_CLOSING;
@@ -308,8 +318,17 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 	if (!c)
 		return 0;
 	w = &c->w;
-	h = &c->head;
+	h = rg_head_again(c);
+	if (!h)
+		return 0;
 	c->keep_alive = rg_http_keep_alive(h);
+	/* what the rest of the request needs of its head, which ends here */
+	c->req_lead = h->lead;
+	c->req_method_head =
+		h->method_len == 4 && h->method == RG_W8('H', 'E', 'A', 'D', 0, 0, 0, 0);
+	c->req_ce = h->ce_len != 0;
+	c->req_identity = rg_http_identity_encoding(h);
+	c->req_content_length = h->content_length;
 	c->verdict = RG_REQ_PASS;
 	if (h->is_post && h->path_len < RG_PATH_MAX) {
 		/* the key is the path as it lies in the head, which was zeroed:
@@ -328,14 +347,14 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 		return 0;
 	}
 	if (route && route->protocol > RG_PROTO_NONE && route->protocol < RG_PROTO_MAX &&
-	    (db_len = rg_http_head_db_padded(h, route->flags, &c->db)) >= 0) {
+	    (db_len = rg_http_head_db_padded(h, route->flags, &c->pk.db)) >= 0) {
 		c->db_len = (__u8)db_len;
-		adm = rg_admit(&c->db, &c->reject);
+		adm = rg_admit(&c->pk.db, &c->reject);
 		if (adm == RG_ADMIT_YES) {
 			c->verdict = RG_REQ_ADMIT;
 		} else if (adm == RG_ADMIT_SHADOW) {
 			/* passes as an unlimited database's write: uncharged */
-			rg_shadow_count(&c->db, 0);
+			rg_shadow_count(&c->pk.db, 0);
 		} else if (adm == RG_ADMIT_NO) {
 			/* A 429 may only go out when no passed request awaits
 			 * its answer, and only as a whole skb of its own. */
@@ -368,7 +387,7 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 				c->count_rows = 1;
 			} else {
 				c->copy_body = 1;
-				rg_emit_start(skb, c);
+				rg_emit_start(skb, c, h);
 			}
 		} else if (adm != RG_ADMIT_SHADOW &&
 			   (route->protocol == RG_PROTO_PROM_RW ||
@@ -380,7 +399,7 @@ __noinline int rg_head_done(struct __sk_buff *skb, struct rg_conn *arg, __u32 en
 			 * after the fact.  Not a write a shadow limit would
 			 * have refused: it passes whole, uncharged */
 			c->copy_body = 1;
-			rg_emit_start(skb, c);
+			rg_emit_start(skb, c, h);
 		}
 	}
 	/* victoria-metrics files a line under its db tag, not the query's:
@@ -455,7 +474,7 @@ __noinline int rg_charge_arrived(struct __sk_buff *skb, struct rg_conn *arg)
 		return 0;
 	so_far = c->count_rows ? c->req_rows : c->copy_body ? rg_estimate_rows(c) : 0;
 	if (so_far > c->charged_rows) {
-		rg_charge(&c->db, so_far - c->charged_rows, 0, c->verdict == RG_REQ_ADMIT);
+		rg_charge(&c->pk.db, so_far - c->charged_rows, 0, c->verdict == RG_REQ_ADMIT);
 		c->charged_rows = so_far;
 	}
 	return 0;
@@ -475,21 +494,13 @@ __noinline int rg_body_db_check(struct __sk_buff *skb, struct rg_conn *arg)
 {
 	struct rg_conn *c = rg_conn_again(skb, arg);
 	struct rg_walk *w;
-	const __u64 *a, *b;
 	bool pipelined;
-	__u32 i, same = 1;
 
 	if (!c || !rg_lp_dbtag_key(&c->dbt))
 		return 0;
 	w = &c->w;
 	/* the request's own database was admitted with its head */
-	a = (const __u64 *)c->dbt.key.name;
-	b = (const __u64 *)c->db.name;
-	RG_UNROLL
-	for (i = 0; i < RG_DB_NAME_MAX / 8; i++)
-		if (a[i] != b[i])
-			same = 0;
-	if (same && c->verdict == RG_REQ_ADMIT)
+	if (rg_db_key_equal(&c->dbt.key, &c->pk.db) && c->verdict == RG_REQ_ADMIT)
 		return 0;
 	if (rg_admit(&c->dbt.key, &c->reject) != RG_ADMIT_NO)
 		return 0;
@@ -500,7 +511,7 @@ __noinline int rg_body_db_check(struct __sk_buff *skb, struct rg_conn *arg)
 		return 0;
 	}
 	/* the answer names the database that refused, its rows a guess */
-	__builtin_memcpy(&c->db, &c->dbt.key, sizeof(c->db));
+	__builtin_memcpy(&c->pk.db, &c->dbt.key, sizeof(c->pk.db));
 	c->db_len = c->dbt.len;
 	rg_global_inc(body_db_refused);
 	/* the copy stops here: its bytes so far keep their estimate */
@@ -514,11 +525,11 @@ __noinline int rg_body_db_check(struct __sk_buff *skb, struct rg_conn *arg)
 		rg_void_request(skb, c, w, c->protocol);
 		return 1;
 	}
-	if (c->head.content_length > c->body_bytes)
-		c->body_bytes = c->head.content_length;
+	if (c->req_content_length > c->body_bytes)
+		c->body_bytes = c->req_content_length;
 	c->reject_rows = rg_estimate_rows(c) ?: 1;
 	c->reject_estimated = 1;
-	rg_account_reject(&c->db, c->reject_rows, &c->reject);
+	rg_account_reject(&c->pk.db, c->reject_rows, &c->reject);
 	c->verdict = RG_REQ_REJECT;
 	w->respond = RG_RESPOND_429_CLOSE;
 	w->stop = 1;
@@ -526,28 +537,36 @@ __noinline int rg_body_db_check(struct __sk_buff *skb, struct rg_conn *arg)
 }
 
 /* A head's first byte, at skb offset off, is where its request starts:
- * what a refusal cuts from and a split head is held back from. */
-static __always_inline void rg_head_mark_start(struct rg_conn *c, __u32 off)
+ * what a refusal cuts from and a split head is held back from.  Its parser
+ * starts there, in the run's scratch buffer (h).  A global function: the
+ * parser's zeroing is not repeated in each caller. */
+__noinline int rg_head_begin(struct rg_conn *c, struct rg_http_head *h, __u32 off)
 {
-	if (c->head.head_bytes == 0) {
-		c->w.req_start = off;
-		c->w.req_in_skb = 1;
-	}
+	if (!c || !h)
+		return 0;
+	rg_http_head_init(h, c->requests == 0, c->profile, c->last_post);
+	c->head_begun = 1;
+	c->w.req_start = off;
+	c->w.req_in_skb = 1;
+	return 0;
 }
 
-/* One byte of the request stream (all phases); returns 1 to stop. */
-__noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off, __u32 ch)
+/* One byte of the request stream (all phases), h the head parser's state;
+ * returns 1 to stop. */
+__noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off, __u32 ch,
+			    struct rg_http_head *h)
 {
 	struct rg_walk *w;
 	int r;
 
-	if (!skb || !c)
+	if (!skb || !c || !h)
 		return 1;
 	w = &c->w;
 	switch (c->phase) {
 	case RG_PHASE_HEAD:
-		rg_head_mark_start(c, off);
-		r = rg_http_head_step(&c->head, (__u8)ch);
+		if (!c->head_begun)
+			rg_head_begin(c, h, off);
+		r = rg_http_head_step(h, (__u8)ch);
 		if (r == RG_HEAD_DONE)
 			rg_head_done(skb, c, off + 1);
 		else if (r < 0)

@@ -78,7 +78,7 @@ static __always_inline int rg_respond_text(struct __sk_buff *skb, struct rg_conn
 	text = s->plan.text_len;
 	*total = s->plan.total_len;
 	*close = s->plan.close;
-	if (rg_response_write(&s->text, &s->plan, &c->db) != text || text == 0 ||
+	if (rg_response_write(&s->text, &s->plan, &c->pk.db) != text || text == 0 ||
 	    text > *total || text >= RG_RESP_TEXT_MAX) {
 		/* writer and plan disagree (never expected) */
 		rg_global_inc(internal_errors);

@@ -297,7 +297,7 @@ int rg_verdict(struct __sk_buff *skb)
 	/* h2 is stored before started: egress on another CPU that sees a
 	 * started connection sees it is HTTP/2 (rg_egress) */
 	if ((c->port_flags & RG_PORT_GRPC) && c->requests == 0 && c->phase == RG_PHASE_HEAD &&
-	    c->head.head_bytes == 0 && !c->started) {
+	    !c->head_begun && !c->started) {
 		int h2 = rg_h2_start(skb, c);
 
 		if (h2 < 0)
@@ -321,13 +321,25 @@ int rg_verdict(struct __sk_buff *skb)
 	if (w->must_pass)
 		rg_global_inc(recvmsg_failopen);
 
-	/* the window the walk loads bytes into: as when they cannot be
-	 * loaded, the skb passes unread if no buffer is free */
+	/* the window the walk loads bytes into and the head parser's state:
+	 * as when bytes cannot be loaded, the skb passes unread if no buffer
+	 * is free */
 	cpu = rg_scratch_cpu();
 	slot = rg_scratch_claim(cpu);
 	if (slot >= 0 && cpu) {
-		l.win = &rg_scratch_of(cpu, slot)->win;
-		bpf_loop((len + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_window_cb, &l, 0);
+		struct rg_scratch *s = rg_scratch_of(cpu, slot);
+
+		l.win = &s->win;
+		l.head = &s->head;
+		w->slot = (__u8)slot;
+		/* a head the last run ended inside goes on where it stopped;
+		 * if its state was lost, it cannot be read: fail closed */
+		if (c->phase == RG_PHASE_HEAD && c->head_begun && rg_head_restore(skb, c, &s->head))
+			rg_fail(c, w, RG_HEAD_ERR_MALFORMED);
+		else
+			bpf_loop((len + RG_WINDOW_BYTES - 1) / RG_WINDOW_BYTES, rg_window_cb, &l,
+				 0);
+		rg_head_keep(skb, c, &s->head);
 		rg_scratch_put(cpu, slot);
 	} else {
 		w->stop = 1;
@@ -368,7 +380,7 @@ int rg_verdict(struct __sk_buff *skb)
 		return SK_DROP;
 	}
 
-	if (c->phase == RG_PHASE_HEAD && c->head.head_bytes > 0) {
+	if (c->phase == RG_PHASE_HEAD && c->head_begun) {
 		/* an incomplete head at the end: hold it back until the rest
 		 * arrives, so it can still be rejected */
 		__u32 start = w->req_in_skb ? w->req_start : 0;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /* Per-CPU scratch for what a connection needs only inside one verdict run:
- * the window of skb bytes the walk reads, and the text of rowgate's own
- * answers (a 429 or a 400).  Kept out of rg_conn so an idle connection
+ * the window of skb bytes the walk reads, the head parser's state (saved to
+ * the stash entry only when a run ends inside a head), and the text of
+ * rowgate's own answers (a 429 or a 400).  Kept out of rg_conn so an idle connection
  * does not carry them (docs/design.md#per-connection-state).
  *
  * A verdict can be interrupted on its CPU by a softirq running another
@@ -42,6 +43,7 @@ struct rg_scratch {
 	struct rg_response plan;
 	struct rg_resp_buf text;
 	struct rg_window win;
+	struct rg_http_head head;
 };
 
 struct rg_scratch_cpu {

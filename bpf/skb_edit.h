@@ -41,17 +41,58 @@ static __always_inline struct rg_stash *rg_stash_take(struct __sk_buff *skb, str
 	return buf;
 }
 
-/* Give the stash entry back once nothing is held: after an HTTP/1 head is
- * written back, else at the start of the connection's next verdict run (or
- * at close), so HTTP/2 frames held skb after skb keep one entry.  Not at
- * the end of every run: keeping c live to the exits grows the verdicts'
- * frames past 6.1's 512-byte limit for a chain of calls. */
+/* Give the stash entry back once nothing is held (no bytes, no head
+ * parser's state): after an HTTP/1 head is written back, else at the start
+ * of the connection's next verdict run (or at close), so HTTP/2 frames held
+ * skb after skb keep one entry.  Not at the end of every run: keeping c
+ * live to the exits grows the verdicts' frames past 6.1's 512-byte limit
+ * for a chain of calls. */
 static __always_inline void rg_stash_release(struct rg_conn *c, __u64 cookie)
 {
-	if (c->stash_held && !c->stash_len) {
+	if (c->stash_held && !c->stash_len && !c->head_saved) {
 		bpf_map_delete_elem(&RG_MAP_STASH, &cookie);
 		c->stash_held = 0;
 	}
+}
+
+/* The head parser's state that the last run left in the stash entry, into
+ * h (the run's scratch buffer): 0, or -1 if it was not saved.  This and
+ * rg_head_keep are global functions, verified once rather than on each
+ * path of the verdict. */
+__noinline int rg_head_restore(struct __sk_buff *skb, struct rg_conn *c, struct rg_http_head *h)
+{
+	struct rg_stash *buf;
+
+	if (!skb || !c || !h || !c->head_saved)
+		return -1;
+	buf = rg_stash_of(skb, c);
+	if (!buf)
+		return -1;
+	__builtin_memcpy(h, &buf->head, sizeof(*h));
+	return 0;
+}
+
+/* At the end of a walk: a head it ended inside, which a later skb goes on
+ * with, keeps its parser's state h in the stash entry.  If no entry can be
+ * had, the next run finds it unsaved and fails closed. */
+__noinline int rg_head_keep(struct __sk_buff *skb, struct rg_conn *c, const struct rg_http_head *h)
+{
+	struct rg_stash *buf;
+
+	if (!skb || !c || !h)
+		return 0;
+	c->head_saved = 0;
+	if (c->phase != RG_PHASE_HEAD || !c->head_begun || c->w.respond ||
+	    c->mode != RG_MODE_HTTP)
+		return 0;
+	buf = rg_stash_take(skb, c);
+	if (!buf) {
+		rg_global_inc(internal_errors);
+		return 0;
+	}
+	__builtin_memcpy(&buf->head, h, sizeof(*h));
+	c->head_saved = 1;
+	return 0;
 }
 
 const char spaces[RG_WINDOW_BYTES] = { [0 ... RG_WINDOW_BYTES - 1] = ' ' };

@@ -14,13 +14,15 @@
 #include "request.h"
 #include "scratch.h"
 
-/* What a bpf_loop callback needs: the skb, its connection and the window
- * the skb's bytes are loaded into (a scratch buffer, scratch.h).  Kept
- * apart from the walk state, which global functions may write. */
+/* What a bpf_loop callback needs: the skb, its connection, and the window
+ * the skb's bytes are loaded into and the head parser's state (in a scratch
+ * buffer, scratch.h).  Kept apart from the walk state, which global
+ * functions may write. */
 struct rg_loop {
 	struct __sk_buff *skb;
 	struct rg_conn *conn;
 	struct rg_window *win;
+	struct rg_http_head *head;
 };
 
 /* Body bytes ahead that are plain data: the rest of a Content-Length body
@@ -41,20 +43,19 @@ static __always_inline __u64 rg_data_ahead(const struct rg_conn *c)
  * many byte steps would; returns how many (0: step one).  A global
  * function: verified once, not once per state of the callback's steps.
  */
-__noinline int rg_head_word(struct rg_conn *c, const struct rg_window *win)
+__noinline int rg_head_word(struct rg_conn *c, const struct rg_window *win,
+			    struct rg_http_head *h)
 {
 	struct rg_walk *w;
 	__u32 p, n;
 
-	if (!c || !win)
+	if (!c || !win || !h)
 		return 0;
 	w = &c->w;
 	p = w->pos;
 	if (p + 8 > w->win_len || p > RG_WINDOW_BYTES - 8)
 		return 0;
-	rg_head_mark_start(c, w->win_off + p); /* as rg_feed_byte() does */
-	n = rg_http_head_take_word(&c->head,
-				   *(const __u64 *)&win->b[p & (RG_WINDOW_BYTES - 1)]);
+	n = rg_http_head_take_word(h, *(const __u64 *)&win->b[p & (RG_WINDOW_BYTES - 1)]);
 	w->pos = p + n;
 	return (int)n;
 }
@@ -78,10 +79,13 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 		    (!c->scan_db || (c->dbt.state == RG_DBT_REST &&
 				     win->b[p & (RG_WINDOW_BYTES - 1)] != '\n')))
 			return 1;
-		/* a state that never takes a word costs no call */
-		if (c->phase == RG_PHASE_HEAD && rg_http_head_may_take(&c->head) &&
-		    rg_head_word(c, win))
-			continue;
+		if (c->phase == RG_PHASE_HEAD) {
+			if (!c->head_begun)
+				rg_head_begin(c, l->head, w->win_off + p);
+			/* a state that never takes a word costs no call */
+			if (rg_http_head_may_take(l->head) && rg_head_word(c, win, l->head))
+				continue;
+		}
 		w->pos = p + 1;
 		if (c->scan_db && c->phase == RG_PHASE_BODY_LENGTH && c->body_remaining > 1 &&
 		    !c->count_rows) {
@@ -94,7 +98,8 @@ static long rg_byte_cb(__u64 idx, void *ctx)
 				return 1;
 			continue;
 		}
-		if (rg_feed_byte(l->skb, c, w->win_off + p, win->b[p & (RG_WINDOW_BYTES - 1)]))
+		if (rg_feed_byte(l->skb, c, w->win_off + p, win->b[p & (RG_WINDOW_BYTES - 1)],
+				 l->head))
 			return 1;
 	}
 	return 0;

@@ -48,8 +48,9 @@
  * moved into its slot, streams past the slots park in h2_parked (issue
  * 35).  6: the stash left conns for a map of its own, stash (issue 37).
  * 7: an answer's text and plan left conns for per-CPU buffers; 8: so did
- * the walk's window and the routes key (issue 37). */
-#define RG_ABI_VERSION 8
+ * the walk's window and the routes key; 9: and the head parser's state,
+ * which the stash entry keeps for a head split across skbs (issue 37). */
+#define RG_ABI_VERSION 9
 
 #define RG_CGROUP_PATH_MAX 256 /* bytes of a recorded cgroup path, NUL included */
 
