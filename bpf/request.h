@@ -551,8 +551,9 @@ __noinline int rg_head_begin(struct rg_conn *c, struct rg_http_head *h, __u32 of
 	return 0;
 }
 
-/* One byte of the request stream (all phases), h the head parser's state;
- * returns 1 to stop. */
+/* One byte of the request stream (all phases), h the head parser's state,
+ * which the caller began at the head's first byte (rg_head_begin); returns
+ * 1 to stop. */
 __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off, __u32 ch,
 			    struct rg_http_head *h)
 {
@@ -564,8 +565,6 @@ __noinline int rg_feed_byte(struct __sk_buff *skb, struct rg_conn *c, __u32 off,
 	w = &c->w;
 	switch (c->phase) {
 	case RG_PHASE_HEAD:
-		if (!c->head_begun)
-			rg_head_begin(c, h, off);
 		r = rg_http_head_step(h, (__u8)ch);
 		if (r == RG_HEAD_DONE)
 			rg_head_done(skb, c, off + 1);
