@@ -19,6 +19,10 @@
 #define __maybe_unused __attribute__((__unused__))
 #endif
 
+#ifndef AF_INET6
+#define AF_INET6 10 /* a macro: not in vmlinux.h */
+#endif
+
 #define RG_MSG_MAX_STEPS (1 << 23) /* bpf_loop's limit */
 
 /* A field the other side writes: load it once, now. */

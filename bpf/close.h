@@ -19,10 +19,6 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } RG_MAP_H2_GOAWAY SEC(".maps");
 
-#ifndef AF_INET6
-#define AF_INET6 10 /* a macro: not in vmlinux.h */
-#endif
-
 /* The close queue's record of a socket from a context that carries its
  * addresses: __sk_buff and bpf_sock_ops name them alike (ports: local in
  * host order, remote in network order in the upper half).  A macro: each

@@ -148,6 +148,8 @@ int rg_h2_verdict(struct __sk_buff *skb)
 	st->sid_passed = st->h.last_sid;
 	st->cp_slot = -1;
 	st->cookie = cookie;
+	if (!st->peer.family)
+		rg_h2_peer_fill(st, skb);
 	l.st = st;
 	if (skip < 0) {
 		/* held bytes lost: the server's stream has a hole */
@@ -163,6 +165,8 @@ int rg_h2_verdict(struct __sk_buff *skb)
 		if (!st->err)
 			rg_h2_copy_flush(skb, st);
 	}
+	if (st->cdb_wanted)
+		rg_h2_cdb_make(st);
 	if (st->h.unrouted_streams != st->unrouted_seen) {
 		rg_h2_stats_add(h2_streams_unrouted, st->h.unrouted_streams - st->unrouted_seen);
 		st->unrouted_seen = st->h.unrouted_streams;

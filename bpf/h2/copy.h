@@ -96,8 +96,11 @@ __noinline int rg_h2_copy_extend(struct __sk_buff *skb, struct rg_h2_sock *st, i
 		rec->protocol = s->m.hdr ? s->m.hdr : RG_PROTO_GREPTIME_GRPC;
 		if (s->m.hdr) /* an OTLP export's: its header's database */
 			rg_grpc_db_key_in(&s->m, &rec->db, st->db_raw);
+		else /* a compressed one's: rowgated learns its database */
+			st->cdb_wanted = 1;
 		rec->admitted = 1;
 		rec->content_length = s->m.len;
+		__builtin_memcpy(&rec->peer, &st->peer, sizeof(rec->peer));
 		bpf_ringbuf_submit(rec, 0);
 	}
 	if (st->h.s[i].copy_seq == RG_H2_COPY_NONE)

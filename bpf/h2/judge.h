@@ -17,7 +17,9 @@
 /*
  * A compressed message (--grpc-compressed debt) is judged on every database
  * the connection's compressed messages named before (h2_cdb, learned by
- * rowgated from their copies): refused while any of them is in debt, a
+ * rowgated from their copies), or, before it learned one, on those its
+ * client's other connections named (h2_cdb_peer): so a client opening a
+ * connection per message is limited too.  Refused while any is in debt, a
  * refusal the server might not have made, never an admission it would not
  * have made (docs/grpc.md#compressed).  Returns RG_ADMIT_UNLIMITED when
  * none is learned or limited, RG_ADMIT_YES (st->db: the first), RG_ADMIT_NO
@@ -27,13 +29,28 @@ __noinline int rg_h2_compressed_admit(struct rg_h2_sock *st)
 {
 	struct rg_h2_cdb *cdb; /* its keys are map memory: keys 6.1 takes */
 	int verdict = RG_ADMIT_UNLIMITED;
-	__u64 cookie; /* Linux 6.1 takes no map key from an argument's memory */
+	/* Linux 6.1 takes no map key from an argument's memory; one slot
+	 * for both keys keeps the call chain's stack within 512 bytes */
+	union {
+		__u64 cookie;
+		struct rg_peer peer;
+	} key;
 	__u32 i;
 
 	if (!st)
 		return -1;
-	cookie = st->cookie;
-	cdb = bpf_map_lookup_elem(&RG_MAP_H2_CDB, &cookie);
+	key.cookie = st->cookie;
+	cdb = bpf_map_lookup_elem(&RG_MAP_H2_CDB, &key.cookie);
+	if ((!cdb || !cdb->n) && st->peer.family) {
+		/* nothing learned of this connection yet: what its client's
+		 * other connections named */
+		struct rg_h2_cdb *peer_cdb;
+
+		__builtin_memcpy(&key.peer, &st->peer, sizeof(key.peer));
+		peer_cdb = bpf_map_lookup_elem(&RG_MAP_H2_CDB_PEER, &key.peer);
+		if (peer_cdb)
+			cdb = peer_cdb;
+	}
 	if (!cdb)
 		return RG_ADMIT_UNLIMITED;
 	if (cdb->full)

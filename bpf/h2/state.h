@@ -104,7 +104,13 @@ struct rg_h2_sock {
 	struct rg_h2_op ops[RG_H2_OPS];
 	__u32 rej[RG_H2_REJECTED]; /* refused streams, 0 = free */
 	__u32 rej_next;		   /* the entry taken when none is free (a ring) */
-	__u32 pad_adm[16]; /* free (as pad_adm_next): the pinned layout stays */
+	/* the client's address, for h2_cdb_peer (0: not known, an entry
+	 * created by an earlier build) */
+	struct rg_peer peer;
+	/* a compressed message's copy began in this skb: its connection's
+	 * h2_cdb entry is made (if none) after the byte loop */
+	__u32 cdb_wanted;
+	__u32 pad_adm[10]; /* free (as pad_adm_next): the pinned layout stays */
 	/* --grpc-compressed debt: copies of compressed messages for rowgated */
 	__u32 copy_next;		    /* copies begun on the connection */
 	__s32 cp_slot;			    /* bytes of this skb not emitted yet: */
@@ -142,13 +148,56 @@ struct {
 } RG_MAP_H2_CONNS SEC(".maps");
 
 /* h2_cdb: the database of each connection's compressed messages
- * (struct rg_h2_cdb), written by rowgated; not pinned */
+ * (struct rg_h2_cdb): made empty by the verdict at the connection's first
+ * copy (rg_h2_cdb_make), filled by rowgated, deleted with the connection
+ * (sockops); allocated only for those connections; not pinned */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RG_MAX_CONNS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct rg_h2_cdb);
 } RG_MAP_H2_CDB SEC(".maps");
+
+/* h2_cdb_peer: the databases the compressed messages of a client address's
+ * connections named (struct rg_h2_cdb, the newest RG_H2_CDB_DBS), written by
+ * rowgated: a connection it has learned nothing of yet is judged on them;
+ * not pinned */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RG_H2_CDB_PEERS);
+	__type(key, struct rg_peer);
+	__type(value, struct rg_h2_cdb);
+} RG_MAP_H2_CDB_PEER SEC(".maps");
+
+/* The client's address.  Every field is read, each by its own load from
+ * the context: the barriers keep clang from merging loads into one off a
+ * moved context pointer, which the verifier refuses. */
+static __always_inline void rg_h2_peer_fill(struct rg_h2_sock *st, struct __sk_buff *skb)
+{
+	__u32 family, ip4, ip6[4];
+
+	family = skb->family;
+	asm volatile("" : "+r"(skb));
+	ip4 = skb->remote_ip4;
+	asm volatile("" : "+r"(skb));
+	ip6[0] = skb->remote_ip6[0];
+	asm volatile("" : "+r"(skb));
+	ip6[1] = skb->remote_ip6[1];
+	asm volatile("" : "+r"(skb));
+	ip6[2] = skb->remote_ip6[2];
+	asm volatile("" : "+r"(skb));
+	ip6[3] = skb->remote_ip6[3];
+	st->peer.family = family;
+	if (family == AF_INET6) {
+		st->peer.ip[0] = ip6[0];
+		st->peer.ip[1] = ip6[1];
+		st->peer.ip[2] = ip6[2];
+		st->peer.ip[3] = ip6[3];
+	} else {
+		st->peer.ip[0] = ip4;
+	}
+}
 
 /* h2_zero: [0] -> a zeroed state to create entries from (too large for
  * the stack); not pinned */
@@ -158,6 +207,20 @@ struct {
 	__type(key, __u32);
 	__type(value, struct rg_h2_sock);
 } h2_zero SEC(".maps");
+
+/* The connection's h2_cdb entry, empty, for rowgated to fill (it only
+ * updates an entry that exists: a connection closed meanwhile leaves none
+ * behind).  st must be the h2_conns value itself: 6.1 takes a map key only
+ * from the stack or a map value. */
+static __always_inline void rg_h2_cdb_make(struct rg_h2_sock *st)
+{
+	__u32 zero = 0;
+	void *empty = bpf_map_lookup_elem(&h2_zero, &zero); /* zeroed, and larger */
+
+	st->cdb_wanted = 0;
+	if (empty)
+		bpf_map_update_elem(&RG_MAP_H2_CDB, &st->cookie, empty, BPF_NOEXIST);
+}
 
 /* h2_slot: [RG_VERDICT_SLOT] -> the HTTP/2 verdict of the running build;
  * pinned for the reason verdict_slot is */

@@ -253,6 +253,12 @@ struct rg_body_hdr {
 	__u64 seq;    /* request number on the connection */
 };
 
+/* A client address: AF_INET (ip[0], network order) or AF_INET6. */
+struct rg_peer {
+	__u32 family; /* 0: unknown */
+	__u32 ip[4];
+};
+
 struct rg_body_start {
 	struct rg_body_hdr h;
 	struct rg_db_key db;
@@ -264,6 +270,7 @@ struct rg_body_start {
 	__u64 content_length;
 	char content_type[RG_CT_BYTES];
 	char content_encoding[RG_CE_BYTES];
+	struct rg_peer peer; /* gRPC copies: the client's, for h2_cdb_peer */
 };
 
 struct rg_body_data {
@@ -323,11 +330,19 @@ struct rg_refused {
 
 /* h2_cdb: socket cookie -> the databases a connection's compressed
  * GreptimeDatabase messages named (--grpc-compressed debt), learned by
- * rowgated from the copies it decodes; the verdict refuses the
+ * rowgated from the copies it decodes into the entry the verdict made at
+ * the connection's first copy; the verdict refuses the
  * connection's later compressed messages while any of them is in debt.
  * full: they named more than RG_H2_CDB_DBS; the connection's further
  * compressed messages fail closed (docs/grpc.md#compressed).  Not pinned. */
 #define RG_MAP_H2_CDB h2_cdb
+/* h2_cdb_peer: a client address -> the newest RG_H2_CDB_DBS databases its
+ * connections' compressed messages named (n counts them, full is never
+ * set): a connection h2_cdb holds nothing of yet (its first compressed
+ * messages, before rowgated decoded one) is judged on them.  Not pinned. */
+#define RG_MAP_H2_CDB_PEER h2_cdb_peer
+/* client addresses h2_cdb_peer follows (an LRU map, preallocated: ~2.5 MB) */
+#define RG_H2_CDB_PEERS 4096
 #define RG_H2_CDB_DBS 8
 struct rg_h2_cdb {
 	struct rg_db_key db[RG_H2_CDB_DBS];

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# Compressed GreptimeDatabase messages under rowgated --grpc-compressed debt
-# (docs/grpc.md#compressed): a message sent with grpc-encoding gzip names
+# Compressed GreptimeDatabase messages under rowgated --grpc-compressed debt,
+# the default (docs/grpc.md#compressed): a message sent with grpc-encoding gzip names
 # its database inside the compressed bytes (zstd too), so the kernel passes it
 # uncharged and sends a copy to rowgated, which decodes it with the walk
 # the kernel runs over plain messages and charges its rows to the database
@@ -9,8 +9,10 @@
 # clients: every compressed message is stored and charged exactly (unary,
 # streams alternating two databases, one connection), a database pushed
 # into debt by compressed writes has its next plain write refused
-# (RESOURCE_EXHAUSTED, never handled), and a bad --grpc-compressed value is
-# a clear error.  The default (refuse) fails closed: grpc_limit.sh.
+# (RESOURCE_EXHAUSTED, never handled), later compressed writes are refused
+# on the databases the connection, or a new connection's client address,
+# named before, and a bad --grpc-compressed value is a clear error.
+# --grpc-compressed refuse fails closed: grpc_limit.sh.
 RG_PROFILE=greptimedb
 source "$(dirname "$0")/lib.sh"
 rg_require_root
@@ -27,15 +29,16 @@ fi
 
 out=$("$RG_ROWGATED" --grpc-compressed maybe 2>&1) && rg_fail "--grpc-compressed maybe accepted"
 rg_check "--grpc-compressed maybe: $out" grep -q "expected refuse or debt" <<<"$out"
-"$RG_ROWGATED" --help | grep -q -- "--grpc-compressed refuse|debt" ||
+"$RG_ROWGATED" --help | grep -q -- "--grpc-compressed debt|refuse" ||
 	rg_fail "--help does not document --grpc-compressed"
 
 rg_make_cgroup
 rg_start_grpc_go_server
 
 rg_mount_bpffs
-RG_PORT=$GPORT rg_start_rowgated --port "$GPORT=greptimedb" --grpc "$GPORT" --grpc-compressed debt
-rg_check "the log says how compressed messages are treated" \
+# --grpc-compressed debt is the default
+RG_PORT=$GPORT rg_start_rowgated --port "$GPORT=greptimedb" --grpc "$GPORT"
+rg_check "the log says how compressed messages are treated: charged as debt by default" \
 	grep -q "port $GPORT: greptimedb, gRPC (h2c) followed, compressed messages charged as debt" \
 	"$RG_TMP/rowgated.log"
 rg_ctl limit set gz_a 10000000 >/dev/null || rg_fail "limit set"
@@ -56,7 +59,11 @@ SETTLE=10
 gstored() { curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['rows'].get(sys.argv[1], 0))" "$1"; }
 gcalls() { curl -sf "http://127.0.0.1:$GADMIN/stats" | "$RG_PY" -c "import json,sys; print(json.load(sys.stdin)['calls'])"; }
 GT=127.0.0.1:$GPORT
-go_client() { GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" "$@"; }
+# The verdict judges a new connection's compressed messages on what its
+# client address's connections named (h2_cdb_peer): legs that need a
+# client with nothing learned take an address of their own.
+SRC=127.0.0.1
+go_client() { GRPC_GO_RETRY=on "$GO_CLIENT" -target "$GT" -source "$SRC" "$@"; }
 # calls of one client this far apart: rowgated has learned the database of
 # the first one's copy before the next
 GAP=300ms
@@ -136,7 +143,7 @@ rg_check "the plain write is refused RESOURCE_EXHAUSTED, never handled; its answ
 # database its first one named.  3 calls of 500 rows at 10 rows/s, apart:
 # the first passes (nothing learned yet) and leaves 49 s of debt, the next
 # two are refused on one connection, never handled.
-calls0=$(gcalls)
+calls0=$(gcalls) SRC=127.0.0.2
 go_client -id g -db gz_gate -gzip -calls 3 -rows 500 -call-gap $GAP -no-retry >"$RG_TMP/g.json" &&
 	rg_fail "compressed writes past the debt passed: $(cat "$RG_TMP/g.json")"
 rg_log "3 gzip calls of 500 rows to gz_gate (10 rows/s), $GAP apart: $(cat "$RG_TMP/g.json")"
@@ -153,7 +160,7 @@ rg_check "the gate: the first compressed call stored and charged, the next two r
 # learned), gz_g2 passes on gz_m1's quota and leaves 49 s of debt, then
 # both are refused.
 rg_ctl limit set gz_g2 10 >/dev/null || rg_fail "limit set"
-calls0=$(gcalls)
+calls0=$(gcalls) SRC=127.0.0.3
 go_client -id m -db gz_m1,gz_g2 -gzip -calls 4 -rows 500 -call-gap $GAP -no-retry >"$RG_TMP/m.json" &&
 	rg_fail "a connection naming a database in debt went on: $(cat "$RG_TMP/m.json")"
 rg_log "4 gzip calls naming gz_m1 and gz_g2 in turn, $GAP apart: $(cat "$RG_TMP/m.json")"
@@ -180,6 +187,7 @@ calls0=$(gcalls) tail0=$(rg_global h2_reject_short_tail) early0=$(rg_global h2_r
 te0=$(tail_early) fb0=$(rg_global h2_reject_fallback) copied_t0=$(rg_global h2_compressed_copied)
 tail_copies() { echo $(($(rg_global h2_compressed_copied) - copied_t0)); }
 tail_rejected_ok() { [ "$(rg_stat gz_tail rejected_rows)" = $((($(tail_copies) - 1) * 2000)) ]; }
+SRC=127.0.0.4
 go_client -id t -db gz_tail -gzip -calls 4 -rows 2000 -msg-bytes $((65535 - 5 + 10)) -call-gap $GAP \
 	-no-retry >"$RG_TMP/t.json" && rg_fail "compressed writes past the debt passed: $(cat "$RG_TMP/t.json")"
 rg_log "4 gzip calls of 2,000 rows, 65,545 bytes each on the wire, to gz_tail (10 rows/s): $(cat "$RG_TMP/t.json"), h2_reject_short_tail +$(($(rg_global h2_reject_short_tail) - tail0)), h2_reject_early +$(($(rg_global h2_reject_early) - early0))"
@@ -195,15 +203,38 @@ rg_check "short last frames: the first call stored and charged, the next three r
 	      [ $(($(gcalls) - calls0)) = 1 ]'
 TAIL_COPIES=$(tail_copies)
 
+# A connection per call (a client that reconnects for each write, or
+# retries a GOAWAY on a new connection): each new connection is judged on
+# what its client address's connections named.  4 processes of one call
+# of 500 rows to gz_peer (10 rows/s), one after another from one address:
+# the first passes (nothing learned) and leaves 49 s of debt; each later
+# one, on a connection of its own, is refused, never handled.
+rg_ctl limit set gz_peer 10 >/dev/null || rg_fail "limit set"
+calls0=$(gcalls) SRC=127.0.0.6
+go_client -id c0 -db gz_peer -gzip -calls 1 -rows 500 -no-retry >"$RG_TMP/c0.json" ||
+	rg_fail "the first connection's compressed write: $(cat "$RG_TMP/c0.json")"
+rg_wait_for $SETTLE charged_is gz_peer 500
+refused_calls=0
+for i in 1 2 3; do
+	go_client -id c$i -db gz_peer -gzip -calls 1 -rows 500 -no-retry >"$RG_TMP/c$i.json" &&
+		rg_fail "connection $((i + 1)) passed a compressed write while gz_peer is in debt: $(cat "$RG_TMP/c$i.json")"
+	rg_log "connection $((i + 1)) of 127.0.0.6: $(cat "$RG_TMP/c$i.json")"
+	[ "$(rg_jget "$RG_TMP/c$i.json" "(d[\"codes\"], \"gz_peer\" in d[\"last_error\"])")" = "({'8': 1}, True)" ] &&
+		refused_calls=$((refused_calls + 1))
+done
+rg_check "a connection per call: the first stored and charged, each of the 3 later connections refused RESOURCE_EXHAUSTED naming gz_peer, never handled ($refused_calls refused)" \
+	eval '[ "$refused_calls" = 3 ] && [ "$(gstored gz_peer)" = 500 ] && charged_is gz_peer 500 &&
+	      [ $(($(gcalls) - calls0)) = 1 ]'
+
 # More databases on one connection than the verdict follows (8): the
 # connection fails closed at its next compressed message, counted and
 # logged.  The call then fails UNAVAILABLE when rowgated resets the
 # connection -- or, when its HEADERS came in the skb the GOAWAY replaced
 # (the server never saw the stream), grpc-go retries it on a new
-# connection, where nothing is learned yet, and it is stored and charged:
-# each new connection starts unjudged (docs/grpc.md#compressed).
+# connection, judged there on the client address's newest 8 databases
+# (none in debt), and it is stored and charged (docs/grpc.md#compressed).
 f0=$(rg_global h2_compressed_dbs_full) fc0=$(rg_global h2_failclosed)
-"$GO_CLIENT" -target "$GT" -id n -db gz_n1,gz_n2,gz_n3,gz_n4,gz_n5,gz_n6,gz_n7,gz_n8,gz_n9,gz_n1 \
+"$GO_CLIENT" -target "$GT" -source 127.0.0.5 -id n -db gz_n1,gz_n2,gz_n3,gz_n4,gz_n5,gz_n6,gz_n7,gz_n8,gz_n9,gz_n1 \
 	-gzip -calls 10 -rows 10 -call-gap $GAP -no-retry >"$RG_TMP/n.json"
 rg_log "10 gzip calls naming 9 databases, $GAP apart: $(cat "$RG_TMP/n.json"), h2_compressed_dbs_full +$(($(rg_global h2_compressed_dbs_full) - f0)), h2_failclosed +$(($(rg_global h2_failclosed) - fc0))"
 n1_settled() { charged_is gz_n1 "$(gstored gz_n1)"; }
@@ -221,7 +252,7 @@ rg_check "a ninth database: the connection fails closed at its next compressed m
 	      n1_outcome && n1_settled'
 
 # compressed messages whose copies ended above, and the retry of the tenth
-SENT=$((60 + TAIL_COPIES))
+SENT=$((64 + TAIL_COPIES))
 [ "$(rg_jget "$RG_TMP/n.json" "d[\"ok\"]")" = 9 ] || SENT=$((SENT + 1))
 [ -z "$JS" ] || SENT=$((SENT + 5))
 rg_check "every compressed message copied ($(($(rg_global h2_compressed_copied) - copied0)) of $SENT), none lost" \

@@ -53,7 +53,8 @@ rg_make_cgroup
 rg_start_grpc_servers "$CC" # grpc-go on a second guarded port
 
 rg_mount_bpffs
-RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT" --grpc-reject close
+RG_PORT=$PORT rg_start_rowgated --grpc "$PORT" --port "$GPORT=greptimedb" --grpc "$GPORT" --grpc-reject close \
+	--grpc-compressed refuse
 SEED_LIMIT=$(rg_seed_limit)
 rg_ctl limit set g_lim $SEED_LIMIT >/dev/null || rg_fail "limit set"
 rg_ctl limit set g_js 100000 >/dev/null || rg_fail "limit set"
@@ -290,7 +291,8 @@ for c in go js; do
 			[ "$(rg_jget "$RG_TMP/long-$c.json" "(d['codes'], d['seconds'] < 30)")" = "({'8': 2}, True)" ]
 	fi
 done
-# A message the kernel cannot read (grpc-encoding gzip) fails closed with
+# A message the kernel cannot read (grpc-encoding gzip, under
+# --grpc-compressed refuse) fails closed with
 # GOAWAY PROTOCOL_ERROR, and never hangs until its deadline (30 s here):
 # - its HEADERS passed in an earlier skb (the usual case): the GOAWAY names
 #   the stream possibly processed, as the connection's last; grpc-go waits

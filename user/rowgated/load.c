@@ -156,7 +156,8 @@ static int size_conn_table(struct daemon *d)
 {
 	struct bpf_map *maps[] = { d->skel->maps.RG_MAP_CONNS, d->skel->maps.RG_MAP_SOCKHASH,
 				   d->skel->maps.RG_MAP_ADOPT, d->skel->maps.RG_MAP_H2_CONNS,
-				   d->skel->maps.RG_MAP_H2_OUT, d->skel->maps.RG_MAP_STASH };
+				   d->skel->maps.RG_MAP_H2_OUT, d->skel->maps.RG_MAP_STASH,
+				   d->skel->maps.RG_MAP_H2_CDB };
 	int err = 0;
 
 	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]) && !err; i++)

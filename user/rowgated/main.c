@@ -311,6 +311,7 @@ int main(int argc, char **argv)
 			.ratios_fd = bpf_map__fd(d.skel->maps.RG_MAP_RATIOS),
 			.prog_fd = bpf_program__fd(d.skel->progs.rg_reconcile),
 			.h2_cdb_fd = bpf_map__fd(d.skel->maps.RG_MAP_H2_CDB),
+			.h2_cdb_peer_fd = bpf_map__fd(d.skel->maps.RG_MAP_H2_CDB_PEER),
 			.copy_memory_bytes = cfg.copy_memory_bytes,
 			.copy_expiry_s = cfg.copy_expiry_s,
 		};

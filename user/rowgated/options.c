@@ -624,17 +624,19 @@ static const struct option_def options[] = {
 	  "estimate, corrected to its record batch's rows\n"
 	  "from a copy (docs/grpc.md#flight); refuse treats\n"
 	  "DoPut as --grpc-uncounted says; default: count" },
-	{ "grpc-compressed", 0, 0, "refuse|debt", opt_grpc_compressed,
+	{ "grpc-compressed", 0, 0, "debt|refuse", opt_grpc_compressed,
 	  "GreptimeDatabase messages sent compressed\n"
 	  "(grpc-encoding gzip or zstd) name their database\n"
 	  "inside the compressed bytes, out of the kernel's\n"
-	  "reach: refuse closes the connection with GOAWAY\n"
-	  "(counted h2_failclosed); debt charges their\n"
-	  "rows, counted by rowgated from a copy, to the\n"
-	  "database they name, and refuses a connection's\n"
-	  "later compressed messages while a database it\n"
-	  "wrote is in debt (a new connection's first ones\n"
-	  "pass); docs/grpc.md#compressed; default: refuse" },
+	  "reach: debt passes them and charges their rows,\n"
+	  "counted by rowgated from a copy, to the database\n"
+	  "they name, and refuses later compressed messages\n"
+	  "of the connection, or of a new connection from\n"
+	  "the same client address, while a database they\n"
+	  "wrote is in debt (a client's first ones pass);\n"
+	  "refuse closes the connection with GOAWAY (counted\n"
+	  "h2_failclosed); docs/grpc.md#compressed;\n"
+	  "default: debt" },
 	{ "server-timeout", 0, OPT_REPEAT, "N=SECONDS[,IDLE]", opt_server_timeout,
 	  "the timers of the server on guarded port N: it\n"
 	  "closes a connection SECONDS after accept while no\n"
@@ -1090,6 +1092,7 @@ static void defaults(struct config *cfg)
 	cfg->grpc_keep = true;
 	cfg->grpc_otlp_count = true;
 	cfg->grpc_flight_count = true;
+	cfg->grpc_compressed_debt = true;
 	/* whoever holds --max-conns idle connections must not unlimit the rest */
 	cfg->conns_full_close = true;
 	cfg->grpc_close_grace_ms = RG_GRPC_CLOSE_GRACE_MS;

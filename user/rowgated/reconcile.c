@@ -42,7 +42,7 @@ struct pending {
 
 struct rg_reconciler {
 	struct ring_buffer *rb;
-	int ratios_fd, prog_fd, h2_cdb_fd;
+	int ratios_fd, prog_fd, h2_cdb_fd, h2_cdb_peer_fd;
 	__u64 memory_limit, expiry_ns;
 	struct pending *table[RG_PENDING_BUCKETS];
 	/* each body counted by the rules of its port's profile */
@@ -391,26 +391,62 @@ static void finish_aborted(struct rg_reconciler *r, struct pending *p, const str
 	STAT_ADD(r, aborted, 1);
 }
 
+/* The newest RG_H2_CDB_DBS databases a client address's compressed
+ * messages named: a known one moves to the end, the oldest goes first. */
+static void learn_peer_db(struct rg_reconciler *r, const struct rg_peer *peer,
+			  const struct rg_db_key *key, __u32 len)
+{
+	struct rg_h2_cdb v = { 0 };
+	__u32 i, n;
+
+	if (r->h2_cdb_peer_fd < 0 || !peer->family)
+		return;
+	if (bpf_map_lookup_elem(r->h2_cdb_peer_fd, peer, &v))
+		memset(&v, 0, sizeof(v));
+	n = v.n < RG_H2_CDB_DBS ? v.n : RG_H2_CDB_DBS;
+	for (i = 0; i < n; i++)
+		if (!memcmp(&v.db[i], key, sizeof(*key)))
+			break;
+	if (i == n && n == RG_H2_CDB_DBS)
+		i = 0; /* full: the oldest goes */
+	else if (i == n)
+		n++;
+	if (i + 1 == n && !memcmp(&v.db[i], key, sizeof(*key)))
+		return; /* the newest already */
+	memmove(&v.db[i], &v.db[i + 1], (n - 1 - i) * sizeof(v.db[0]));
+	memmove(&v.len[i], &v.len[i + 1], (n - 1 - i) * sizeof(v.len[0]));
+	v.db[n - 1] = *key;
+	v.len[n - 1] = len;
+	v.n = n;
+	v.full = 0;
+	bpf_map_update_elem(r->h2_cdb_peer_fd, peer, &v, BPF_ANY);
+}
+
 /*
  * The databases a connection's compressed messages name, taught to the
  * verdict, which refuses the connection's later compressed messages while
  * any of them is in debt: a client cannot pass writes of a database in
  * debt by naming another between them.  Past RG_H2_CDB_DBS the
- * connection's further compressed messages fail closed
+ * connection's further compressed messages fail closed.  The client's
+ * address learns them too (its newest RG_H2_CDB_DBS): a connection of that
+ * client is judged on them until it has an entry of its own, so opening a
+ * connection per message does not escape the limit
  * (docs/grpc.md#compressed).
  */
-static void learn_grpc_db(struct rg_reconciler *r, __u64 cookie, const char *raw)
+static void learn_grpc_db(struct rg_reconciler *r, const struct rg_body_start *s, const char *raw)
 {
 	struct rg_h2_cdb v = { 0 };
 	struct rg_db_key key = { 0 };
+	__u64 cookie = s->h.cookie;
 	__u32 i;
 	int n = rg_db_key_from_raw(&key, raw, (__u32)strlen(raw), (__u32)strlen(raw));
 
 	if (n < 0 || r->h2_cdb_fd < 0)
 		return;
-	if (bpf_map_lookup_elem(r->h2_cdb_fd, &cookie, &v))
-		memset(&v, 0, sizeof(v));
-	if (v.full)
+	learn_peer_db(r, &s->peer, &key, (__u32)n);
+	/* the verdict made the entry at the connection's first copy; none:
+	 * the connection closed (or the map is full) */
+	if (bpf_map_lookup_elem(r->h2_cdb_fd, &cookie, &v) || v.full)
 		return;
 	for (i = 0; i < v.n && i < RG_H2_CDB_DBS; i++)
 		if (!memcmp(&v.db[i], &key, sizeof(key)))
@@ -425,8 +461,8 @@ static void learn_grpc_db(struct rg_reconciler *r, __u64 cookie, const char *raw
 		v.len[v.n] = (__u32)n;
 		v.n++;
 	}
-	/* the connection may have closed meanwhile: the LRU map forgets it */
-	bpf_map_update_elem(r->h2_cdb_fd, &cookie, &v, BPF_ANY);
+	/* only while it exists: the connection may have closed meanwhile */
+	bpf_map_update_elem(r->h2_cdb_fd, &cookie, &v, BPF_EXIST);
 }
 
 /*
@@ -506,7 +542,7 @@ static void finish_grpc(struct rg_reconciler *r, struct pending *p, const struct
 		correct(r, s, counts.dbs[i].name, true, 0, counts.dbs[i].rows, e->admitted, false,
 			lag, false);
 	if (counts.n_dbs == 1)
-		learn_grpc_db(r, s->h.cookie, counts.dbs[0].name);
+		learn_grpc_db(r, s, counts.dbs[0].name);
 	STAT_ADD(r, reconciled, 1);
 	record_lag(r, rg_monotonic_ns() - e->end_ns);
 }
@@ -706,6 +742,7 @@ int rg_reconciler_new(const struct rg_reconcile_fds *fds, struct rg_reconciler *
 		return -ENOMEM;
 	r->ratios_fd = fds->ratios_fd;
 	r->h2_cdb_fd = fds->h2_cdb_fd;
+	r->h2_cdb_peer_fd = fds->h2_cdb_peer_fd;
 	r->prog_fd = fds->prog_fd;
 	r->memory_limit = fds->copy_memory_bytes ?: RG_COPY_MEMORY_DEFAULT_BYTES;
 	r->expiry_ns = (__u64)(fds->copy_expiry_s ?: RG_COPY_EXPIRY_DEFAULT_S) * 1000000000ULL;

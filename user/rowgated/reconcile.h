@@ -28,6 +28,7 @@ struct rg_reconcile_fds {
 	int ratios_fd;  /* learned bytes per row */
 	int prog_fd;    /* rg_reconcile, run with BPF_PROG_TEST_RUN */
 	int h2_cdb_fd;  /* the database of each connection's compressed gRPC messages */
+	int h2_cdb_peer_fd; /* ... and of each client address's connections */
 	__u64 copy_memory_bytes; /* cap on bytes held for copies; 0 = default */
 	__u32 copy_expiry_s;     /* a copy without its end is freed after; 0 = default */
 };

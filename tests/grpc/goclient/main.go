@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -217,6 +218,7 @@ func main() {
 	wBackoff := flag.Duration("backoff", 100*time.Millisecond, "-mode writer: pause before a failed call is reopened (doubling)")
 	wMaxBackoff := flag.Duration("max-backoff", 2*time.Second, "-mode writer: the longest pause")
 	wPerCall := flag.Int("call-messages", 0, "-mode writer: close each call after this many messages (0: one call)")
+	source := flag.String("source", "", "the client's own address (IP), e.g. another 127.0.0.0/8 one")
 	msgBytes := flag.Int("msg-bytes", 0,
 		"row inserts: lengthen each message's table name so that it marshals (with -gzip: compresses) to exactly this many bytes")
 	flag.Parse()
@@ -247,6 +249,12 @@ func main() {
 	// a writer retries its calls itself
 	if !*noRetry && *mode != "writer" {
 		opts = append(opts, grpc.WithDefaultServiceConfig(serviceConfig))
+	}
+	if *source != "" {
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(*source)}}
+		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return d.DialContext(ctx, "tcp", addr)
+		}))
 	}
 	conn, err := grpc.Dial(*target, opts...)
 	if err != nil {
