@@ -366,19 +366,24 @@ static __always_inline int rg_egress_final(struct rg_conn *c, __u64 cookie)
 	struct rg_pending *p;
 	__u32 head = eg->head, old;
 	bool refuse;
+	__u8 flags;
 
 	if (head == RG_READ_ONCE(eg->tail)) {
 		rg_egress_lose(eg); /* an answer to no request we know of */
 		return RG_RESP_ERR;
 	}
 	p = &eg->q[head & (RG_PENDING_MAX - 1)];
+	flags = RG_READ_ONCE(p->flags);
 	refuse = rg_resp_status_refunds(eg->resp.status);
 	old = refuse ? __sync_fetch_and_or(&p->sync, RG_PEND_REFUSED) : RG_READ_ONCE(p->sync);
 	rg_global_inc(egress_responses);
-	if (refuse && (old & RG_PEND_DONE) && (p->flags & RG_PEND_CHARGED))
+	if (refuse && (old & RG_PEND_DONE) && (flags & RG_PEND_CHARGED))
 		rg_refund_request(eg, p, p->rows, cookie, &eg->se);
-	eg->head = head + 1;
-	return rg_resp_begin_body(&eg->resp, p->flags & RG_PEND_HEAD);
+	/* the pop gives the slot and its key back to the verdict: every read
+	 * of them is above, and a BPF atomic is fully ordered, so none of
+	 * them can pass it (a plain store could, on arm64) */
+	RG_FETCH_ADD(&eg->head, 1);
+	return rg_resp_begin_body(&eg->resp, flags & RG_PEND_HEAD);
 }
 
 static __maybe_unused long rg_msg_cb(__u64 idx, void *ctx)
