@@ -429,8 +429,8 @@ static void learn_peer_db(struct rg_reconciler *r, const struct rg_peer *peer,
  * debt by naming another between them.  Past RG_H2_CDB_DBS the
  * connection's further compressed messages fail closed.  The client's
  * address learns them too (its newest RG_H2_CDB_DBS): a connection of that
- * client is judged on them until it has an entry of its own, so opening a
- * connection per message does not escape the limit
+ * client is judged on them until its own entry names a database, so
+ * opening a connection per message does not escape the limit
  * (docs/grpc.md#compressed).
  */
 static void learn_grpc_db(struct rg_reconciler *r, const struct rg_body_start *s, const char *raw)
